@@ -1,0 +1,33 @@
+//! An exact analytical model of what a PCIe link can carry: link parameters, TLP/DLLP/flit
+//! overheads, streaming DMA bandwidth, a latency (outstanding request) bound and NIC models.
+//! Pure functions over plain data; no I/O.
+
+mod config;
+mod dllp;
+mod error;
+mod ethernet;
+mod generation;
+mod latency;
+mod nic;
+mod phy;
+mod split;
+mod stream;
+mod throughput;
+mod tlp;
+mod traffic;
+mod units;
+
+pub use config::{
+    CplSplit, FlitMode, LinkConfig, LinkParams, Mode, PAYLOAD_SIZES, TAG_BITS, WIDTHS,
+};
+pub use error::ConfigError;
+pub use ethernet::{check_frame, Ethernet, ETH_SPEEDS, MAX_FRAME, MIN_FRAME};
+pub use generation::{Encoding, Generation};
+pub use latency::{read_bound, Limit, ReadBound};
+pub use nic::{crossover, nic_point, Crossover, Direction, NicKind, NicPoint};
+pub use phy::raw;
+pub use stream::{check_transfer, stream, Op, MAX_TRANSFER};
+pub use throughput::{capacity, solve, tlp_layer, DirLoad, Throughput};
+pub use tlp::TlpKind;
+pub use traffic::{Dir, Flow, Initiator, Traffic};
+pub use units::{Bytes, Gbps, Picos};
