@@ -26,7 +26,7 @@ pub use generation::{Encoding, Generation};
 pub use latency::{read_bound, Limit, ReadBound};
 pub use nic::{crossover, nic_point, Crossover, Direction, NicKind, NicPoint};
 pub use phy::raw;
-pub use stream::{check_transfer, stream, Op, MAX_TRANSFER};
+pub use stream::{check_transfer, stream, traffic as stream_traffic, Op, MAX_TRANSFER};
 pub use throughput::{capacity, solve, tlp_layer, DirLoad, Throughput};
 pub use tlp::TlpKind;
 pub use traffic::{Dir, Flow, Initiator, Traffic};

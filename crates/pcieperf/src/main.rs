@@ -1,1 +1,47 @@
-fn main() {}
+//! pcieperf: PCIe performance on end hosts. The only crate that knows about the terminal.
+
+mod error;
+mod model;
+mod output;
+mod sizes;
+
+use clap::{Parser, Subcommand};
+use error::CliError;
+use std::io::Write;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(name = "pcieperf", version, about = "PCIe performance on end hosts: link model, DMA benchmarks, PMU monitoring")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// What a PCIe link can carry (analytical model)
+    #[command(subcommand)]
+    Model(model::ModelCmd),
+}
+
+fn run(cli: &Cli) -> Result<String, CliError> {
+    match &cli.command {
+        Command::Model(cmd) => model::run(cmd),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(text) => {
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (e.g. `| head`) is not an error worth reporting.
+            let _ = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}

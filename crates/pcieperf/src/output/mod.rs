@@ -1,0 +1,26 @@
+//! Everything that leaves the program: tables for people, CSV and JSON for programs, files
+//! written whole or not at all.
+
+mod file;
+mod table;
+
+pub use file::write_atomically;
+pub use table::{Cell, Table};
+
+use clap::ValueEnum;
+
+/// `--format`: a table for people (default), or CSV / JSON for programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    #[default]
+    Table,
+    Csv,
+    Json,
+}
+
+/// JSON text of a serialisable value (our types always serialise).
+pub fn json<T: serde::Serialize>(value: &T) -> String {
+    let mut s = serde_json::to_string_pretty(value).expect("result types serialise to JSON");
+    s.push('\n');
+    s
+}
