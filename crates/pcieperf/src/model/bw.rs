@@ -34,7 +34,7 @@ pub struct BwArgs {
     #[arg(long, default_value = "40")]
     eth: String,
     /// Read round trip in ns: adds the Little's-law bound on reads
-    #[arg(long, value_name = "NS")]
+    #[arg(long, value_name = "NS", allow_negative_numbers = true)]
     latency: Option<f64>,
     /// Read requests in flight for the latency bound [default: all tags --tag-bits allows]
     #[arg(long, requires = "latency")]
@@ -204,7 +204,7 @@ fn op_heading(op: Op) -> &'static str {
     match op {
         Op::Wr => "Write",
         Op::Rd => "Read",
-        Op::RdWr => "RdWr",
+        Op::RdWr => "Read/Write",
     }
 }
 

@@ -73,6 +73,11 @@ impl LinkArgs {
             tag_bits: self.tag_bits,
             mode: parse_mode(self.compat.as_deref())?,
         };
-        Ok(LinkConfig::new(&params)?)
+        LinkConfig::new(&params).map_err(|mut e| {
+            if e.param == "lanes" {
+                e.value.clone_from(&self.lanes); // as the user spelled it, e.g. "x3"
+            }
+            e.into()
+        })
     }
 }
