@@ -19,7 +19,11 @@ fn curve(cfg: &LinkConfig) -> f64 {
 
 fn main() {
     for (name, mode) in [("spec", Mode::Spec), ("pcie-model", Mode::PcieModel)] {
-        let cfg = LinkConfig::new(&LinkParams { mode, ..LinkParams::default() }).unwrap();
+        let cfg = LinkConfig::new(&LinkParams {
+            mode,
+            ..LinkParams::default()
+        })
+        .unwrap();
         black_box(curve(&cfg)); // warm up
         let mut times: Vec<f64> = (0..RUNS)
             .map(|_| {

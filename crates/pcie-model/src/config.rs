@@ -256,10 +256,7 @@ mod tests {
     #[test]
     fn rejects_bad_values_naming_them() {
         let e = with(|p| p.mps = 300).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "mps 300: must be one of 128, 256, 512, 1024, 2048, 4096"
-        );
+        assert_eq!(e.to_string(), "mps 300: must be one of 128, 256, 512, 1024, 2048, 4096");
         let e = with(|p| p.mrrs = 8192).unwrap_err();
         assert_eq!(e.param, "mrrs");
         let e = with(|p| p.lanes = 3).unwrap_err();
@@ -295,10 +292,7 @@ mod tests {
         };
         assert!(!compat(|p| p.gen = Generation::Gen6).unwrap().flit);
         assert_eq!(compat(|p| p.flit = FlitMode::On).unwrap_err().param, "flit");
-        assert_eq!(
-            compat(|p| p.tlp_align = Some(8)).unwrap_err().param,
-            "tlp-align"
-        );
+        assert_eq!(compat(|p| p.tlp_align = Some(8)).unwrap_err().param, "tlp-align");
         assert_eq!(compat(|p| p.rcb = 512).unwrap().rcb, 512);
     }
 

@@ -55,10 +55,7 @@ pub fn bytes_per_fc_update(cfg: &LinkConfig) -> f64 {
 /// pcie-model's (Ack, UpdateFC) table cells: the spec formula plus its two typos, and the
 /// Gen3 tables reused for every later generation (which the formula already does).
 pub fn pcie_model_limits(gen: Generation, lanes: u32, mps: u32) -> (u32, u32) {
-    let (mut ack, mut fc) = (
-        ack_limit(gen, lanes, mps),
-        fc_update_interval(gen, lanes, mps),
-    );
+    let (mut ack, mut fc) = (ack_limit(gen, lanes, mps), fc_update_interval(gen, lanes, mps));
     match (gen, lanes, mps) {
         (Generation::Gen1, 32, 2048) => fc = 248,
         (Generation::Gen2, 32, 4096) => ack = 237,

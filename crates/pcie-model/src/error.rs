@@ -21,11 +21,7 @@ impl ConfigError {
     }
 
     /// The value is not in a fixed list of allowed values.
-    pub fn one_of<T: fmt::Display>(
-        param: &'static str,
-        value: impl fmt::Display,
-        allowed: &[T],
-    ) -> Self {
+    pub fn one_of<T: fmt::Display>(param: &'static str, value: impl fmt::Display, allowed: &[T]) -> Self {
         let list: Vec<String> = allowed.iter().map(|a| a.to_string()).collect();
         ConfigError::new(param, value, format!("must be one of {}", list.join(", ")))
     }

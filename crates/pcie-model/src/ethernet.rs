@@ -67,9 +67,7 @@ impl Ethernet {
 
     /// pcie-model's `eth.Cfg.bps_ex`.
     fn compat_bps(self, frame: u32) -> Gbps {
-        let payload = frame
-            .saturating_sub(COMPAT_VLAN_HDR + FCS)
-            .max(COMPAT_MIN_PAYLOAD);
+        let payload = frame.saturating_sub(COMPAT_VLAN_HDR + FCS).max(COMPAT_MIN_PAYLOAD);
         let wire = PREAMBLE_SFD + COMPAT_VLAN_HDR + payload + FCS + IFG;
         Gbps(self.rate() * frame as f64 / wire as f64)
     }

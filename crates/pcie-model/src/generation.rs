@@ -93,10 +93,7 @@ impl FromStr for Generation {
 
     /// Accepts `3`, `gen3` and `Gen3`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let digits = s
-            .strip_prefix("gen")
-            .or_else(|| s.strip_prefix("Gen"))
-            .unwrap_or(s);
+        let digits = s.strip_prefix("gen").or_else(|| s.strip_prefix("Gen")).unwrap_or(s);
         match digits.parse::<u8>() {
             Ok(n @ 1..=7) => Ok(Generation::ALL[n as usize - 1]),
             _ => Err(ConfigError::one_of("gen", s, &[1, 2, 3, 4, 5, 6, 7])),

@@ -101,15 +101,7 @@ mod tests {
     #[test]
     fn refuses_zero_latency_and_tags() {
         let cfg = LinkConfig::new(&LinkParams::default()).unwrap();
-        assert_eq!(
-            read_bound(&cfg, 64, 0, Picos(0), None).unwrap_err().param,
-            "latency"
-        );
-        assert_eq!(
-            read_bound(&cfg, 64, 0, Picos(1), Some(0))
-                .unwrap_err()
-                .param,
-            "tags"
-        );
+        assert_eq!(read_bound(&cfg, 64, 0, Picos(0), None).unwrap_err().param, "latency");
+        assert_eq!(read_bound(&cfg, 64, 0, Picos(1), Some(0)).unwrap_err().param, "tags");
     }
 }

@@ -17,9 +17,7 @@ mod tlp;
 mod traffic;
 mod units;
 
-pub use config::{
-    CplSplit, FlitMode, LinkConfig, LinkParams, Mode, PAYLOAD_SIZES, TAG_BITS, WIDTHS,
-};
+pub use config::{CplSplit, FlitMode, LinkConfig, LinkParams, Mode, PAYLOAD_SIZES, TAG_BITS, WIDTHS};
 pub use error::ConfigError;
 pub use ethernet::{check_frame, Ethernet, ETH_SPEEDS, MAX_FRAME, MIN_FRAME};
 pub use generation::{Encoding, Generation};

@@ -117,13 +117,7 @@ const SIMPLE: &[Step] = &[
     step(Rx, "RX tail pointer", HostWrite, PTR, 1),
     step(Rx, RX_DESC_FETCH, DevRead, Size::Bytes(DESC), 1),
     step(Rx, "RX packet write", DevWrite, Size::Packet, 1),
-    step(
-        Rx,
-        "RX descriptor write-back",
-        DevWrite,
-        Size::Bytes(DESC),
-        1,
-    ),
+    step(Rx, "RX descriptor write-back", DevWrite, Size::Bytes(DESC), 1),
     step(Rx, "RX interrupt", Msi, PTR, 1),
     step(Rx, "RX head pointer", HostRead, PTR, 1),
 ];
@@ -133,33 +127,15 @@ const SIMPLE: &[Step] = &[
 /// 32 at a time, RX head every 8 packets, one interrupt per 32 packets.
 const KERNEL: &[Step] = &[
     step(Tx, "TX tail pointer", HostWrite, PTR, 1),
-    step(
-        Tx,
-        "TX descriptor fetch",
-        DevRead,
-        Size::Bytes(DESC * 40),
-        40,
-    ),
+    step(Tx, "TX descriptor fetch", DevRead, Size::Bytes(DESC * 40), 40),
     step(Tx, "TX packet read", DevRead, Size::Packet, 1),
-    step(
-        Tx,
-        "TX descriptor write-back",
-        DevWrite,
-        Size::Bytes(DESC * 8),
-        8,
-    ),
+    step(Tx, "TX descriptor write-back", DevWrite, Size::Bytes(DESC * 8), 8),
     step(Tx, "TX interrupt", Msi, PTR, 32),
     step(Tx, "TX head pointer", HostRead, PTR, 1),
     step(Rx, "RX tail pointer", HostWrite, PTR, 32),
     step(Rx, RX_DESC_FETCH, DevRead, Size::Bytes(DESC), 1),
     step(Rx, "RX packet write", DevWrite, Size::Packet, 1),
-    step(
-        Rx,
-        "RX descriptor write-back",
-        DevWrite,
-        Size::Bytes(DESC),
-        1,
-    ),
+    step(Rx, "RX descriptor write-back", DevWrite, Size::Bytes(DESC), 1),
     step(Rx, "RX interrupt", Msi, PTR, 32),
     step(Rx, "RX head pointer", HostRead, PTR, 8),
 ];
@@ -168,31 +144,13 @@ const KERNEL: &[Step] = &[
 /// interrupts and head-pointer reads.
 const DPDK: &[Step] = &[
     step(Tx, "TX tail pointer", HostWrite, PTR, 32),
-    step(
-        Tx,
-        "TX descriptor fetch",
-        DevRead,
-        Size::Bytes(DESC * 40),
-        40,
-    ),
+    step(Tx, "TX descriptor fetch", DevRead, Size::Bytes(DESC * 40), 40),
     step(Tx, "TX packet read", DevRead, Size::Packet, 1),
-    step(
-        Tx,
-        "TX descriptor write-back",
-        DevWrite,
-        Size::Bytes(DESC * 8),
-        8,
-    ),
+    step(Tx, "TX descriptor write-back", DevWrite, Size::Bytes(DESC * 8), 8),
     step(Rx, "RX tail pointer", HostWrite, PTR, 32),
     step(Rx, RX_DESC_FETCH, DevRead, Size::Bytes(DESC), 1),
     step(Rx, "RX packet write", DevWrite, Size::Packet, 1),
-    step(
-        Rx,
-        "RX descriptor write-back",
-        DevWrite,
-        Size::Bytes(DESC),
-        1,
-    ),
+    step(Rx, "RX descriptor write-back", DevWrite, Size::Bytes(DESC), 1),
 ];
 
 /// Which packet paths are busy.
@@ -248,12 +206,7 @@ pub struct NicPoint {
     pub rx_only: Gbps,
 }
 
-pub fn nic_point(
-    cfg: &LinkConfig,
-    kind: NicKind,
-    eth: Ethernet,
-    frame: u32,
-) -> Result<NicPoint, ConfigError> {
+pub fn nic_point(cfg: &LinkConfig, kind: NicKind, eth: Ethernet, frame: u32) -> Result<NicPoint, ConfigError> {
     check_frame(frame)?;
     let data = frame - 4;
     let rate = |d| solve(cfg, &traffic(cfg, kind, d, data), data as f64).payload;
@@ -314,11 +267,7 @@ mod tests {
         for (kind, sustained, at64) in expect {
             let pts = sweep(&cfg, kind);
             assert_eq!(crossover(&pts).sustained, Some(sustained), "{kind:?}");
-            assert!(
-                (pts[0].bidir.0 - at64).abs() < 0.005,
-                "{kind:?}: {}",
-                pts[0].bidir.0
-            );
+            assert!((pts[0].bidir.0 - at64).abs() < 0.005, "{kind:?}: {}", pts[0].bidir.0);
         }
     }
 
@@ -332,12 +281,7 @@ mod tests {
     #[test]
     fn batching_helps_in_spec_mode_too() {
         let cfg = LinkConfig::new(&LinkParams::default()).unwrap();
-        let at = |k| {
-            nic_point(&cfg, k, Ethernet { gbps: 40 }, 64)
-                .unwrap()
-                .bidir
-                .0
-        };
+        let at = |k| nic_point(&cfg, k, Ethernet { gbps: 40 }, 64).unwrap().bidir.0;
         assert!(at(NicKind::Simple) < at(NicKind::Kernel));
         assert!(at(NicKind::Kernel) < at(NicKind::Dpdk));
     }

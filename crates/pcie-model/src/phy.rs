@@ -47,11 +47,7 @@ pub fn skp_keep(cfg: &LinkConfig) -> f64 {
 /// Bandwidth left in one direction for link-layer packets (TLPs, and DLLPs outside flit mode):
 /// the raw rate minus SKP, and in flit mode minus the flit's DLP, CRC and FEC bytes.
 pub fn packet_capacity(cfg: &LinkConfig) -> Gbps {
-    let flit = if cfg.flit {
-        FLIT_TLP_BYTES / FLIT_BYTES
-    } else {
-        1.0
-    };
+    let flit = if cfg.flit { FLIT_TLP_BYTES / FLIT_BYTES } else { 1.0 };
     Gbps(raw(cfg).0 * skp_keep(cfg) * flit)
 }
 

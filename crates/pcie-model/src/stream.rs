@@ -61,11 +61,7 @@ pub fn check_transfer(cfg: &LinkConfig, size: u32, offset: u32) -> Result<(), Co
         ));
     }
     if offset >= 4096 {
-        return Err(ConfigError::new(
-            "offset",
-            offset,
-            "must be between 0 and 4095",
-        ));
+        return Err(ConfigError::new("offset", offset, "must be between 0 and 4095"));
     }
     if offset != 0 && cfg.mode == Mode::PcieModel {
         return Err(ConfigError::new(
@@ -123,10 +119,7 @@ mod tests {
     #[test]
     fn bad_transfers_are_refused() {
         assert_eq!(stream(&spec(), Op::Wr, 0, 0).unwrap_err().param, "sizes");
-        assert_eq!(
-            stream(&spec(), Op::Wr, 64, 4096).unwrap_err().param,
-            "offset"
-        );
+        assert_eq!(stream(&spec(), Op::Wr, 64, 4096).unwrap_err().param, "offset");
         let compat = LinkConfig::new(&LinkParams {
             mode: Mode::PcieModel,
             ..LinkParams::default()

@@ -84,8 +84,7 @@ pub fn tlp_layer(cfg: &LinkConfig) -> Gbps {
     if cfg.flit || cfg.mode == Mode::PcieModel {
         return cap;
     }
-    let dllp_share =
-        DLLP_BYTES / dllp::bytes_per_ack(cfg) + DLLP_BYTES / dllp::bytes_per_fc_update(cfg);
+    let dllp_share = DLLP_BYTES / dllp::bytes_per_ack(cfg) + DLLP_BYTES / dllp::bytes_per_fc_update(cfg);
     Gbps(cap.0 * (1.0 - dllp_share))
 }
 
@@ -131,11 +130,7 @@ mod tests {
             ..LinkParams::default()
         })
         .unwrap();
-        assert!(
-            (tlp_layer(&c).0 - 57.88).abs() < 0.005,
-            "{}",
-            tlp_layer(&c).0
-        );
+        assert!((tlp_layer(&c).0 - 57.88).abs() < 0.005, "{}", tlp_layer(&c).0);
     }
 
     #[test]

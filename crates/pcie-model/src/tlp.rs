@@ -95,7 +95,7 @@ impl Tlp {
 
     /// First or last DW only partly covered: byte enables that are not all ones.
     fn partial_dw(&self) -> bool {
-        self.addr % DW as u64 != 0 || (self.addr + self.len as u64) % DW as u64 != 0
+        !self.addr.is_multiple_of(DW as u64) || !(self.addr + self.len as u64).is_multiple_of(DW as u64)
     }
 
     fn header_bytes(&self) -> u32 {
@@ -114,11 +114,7 @@ impl Tlp {
                 TlpKind::MWr | TlpKind::MRd if self.addr64 => 12,
                 _ => 8,
             };
-            let data = if self.kind == TlpKind::MRd {
-                0
-            } else {
-                self.len
-            };
+            let data = if self.kind == TlpKind::MRd { 0 } else { self.len };
             return FRAMING_BYTES + COMPAT_GENERIC_HDR + specific + digest + data;
         }
         let body = self.header_bytes() + digest + self.data_bytes();
@@ -179,10 +175,7 @@ mod tests {
     fn flit_mode_drops_framing_and_adds_ohc_for_partial_dwords() {
         let c = cfg(|p| p.gen = Generation::Gen6);
         assert_eq!(Tlp::request(&c, TlpKind::MWr, 0, 64).wire_bytes(&c), 80);
-        assert_eq!(
-            Tlp::request(&c, TlpKind::MWr, 1, 64).wire_bytes(&c),
-            16 + 68 + 4
-        );
+        assert_eq!(Tlp::request(&c, TlpKind::MWr, 1, 64).wire_bytes(&c), 16 + 68 + 4);
         assert_eq!(Tlp::completion(0, 64).wire_bytes(&c), 76);
     }
 

@@ -92,33 +92,15 @@ impl Traffic {
     }
 
     /// A memory write of `len` bytes at `addr`, `weight` times per unit.
-    pub fn write(
-        &mut self,
-        cfg: &LinkConfig,
-        what: &'static str,
-        by: Initiator,
-        addr: u64,
-        len: u32,
-        weight: f64,
-    ) {
-        let tlps =
-            split::writes(cfg, addr, len).map(|(a, l)| Tlp::request(cfg, TlpKind::MWr, a, l));
+    pub fn write(&mut self, cfg: &LinkConfig, what: &'static str, by: Initiator, addr: u64, len: u32, weight: f64) {
+        let tlps = split::writes(cfg, addr, len).map(|(a, l)| Tlp::request(cfg, TlpKind::MWr, a, l));
         self.add(cfg, what, by.request_dir(), tlps, weight);
     }
 
     /// A memory read of `len` bytes at `addr`: requests one way, completions back.
-    pub fn read(
-        &mut self,
-        cfg: &LinkConfig,
-        what: &'static str,
-        by: Initiator,
-        addr: u64,
-        len: u32,
-        weight: f64,
-    ) {
+    pub fn read(&mut self, cfg: &LinkConfig, what: &'static str, by: Initiator, addr: u64, len: u32, weight: f64) {
         let dir = by.request_dir();
-        let reqs = split::read_requests(cfg, addr, len)
-            .map(|(a, l)| Tlp::request(cfg, TlpKind::MRd, a, l));
+        let reqs = split::read_requests(cfg, addr, len).map(|(a, l)| Tlp::request(cfg, TlpKind::MRd, a, l));
         self.add(cfg, what, dir, reqs, weight);
         let cpls = split::read_completions(cfg, addr, len)
             .into_iter()
@@ -168,10 +150,7 @@ mod tests {
         let mut t = Traffic::default();
         t.read(&cfg, "data", Initiator::Device, 0, 1024, 1.0);
         assert_eq!(t.count(Dir::Up, Some(FcClass::NonPosted)), (2.0, 48.0));
-        assert_eq!(
-            t.count(Dir::Down, Some(FcClass::Completion)),
-            (4.0, 4.0 * 276.0)
-        );
+        assert_eq!(t.count(Dir::Down, Some(FcClass::Completion)), (4.0, 4.0 * 276.0));
         let mut h = Traffic::default();
         h.read(&cfg, "pointer", Initiator::Host, 0, 4, 0.5);
         assert_eq!(h.count(Dir::Down, None), (0.5, 12.0));

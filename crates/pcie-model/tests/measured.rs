@@ -30,9 +30,7 @@ fn large_transfers_within_three_percent_of_the_nfp6000() {
                 let model = stream(&cfg, op, size, 0).unwrap().payload.0;
                 let meas = measured(csv, test, size);
                 let err = (model - meas) / meas * 100.0;
-                println!(
-                    "{test} {size} B: model {model:.2} Gb/s, measured {meas:.2} Gb/s, {err:+.2} %"
-                );
+                println!("{test} {size} B: model {model:.2} Gb/s, measured {meas:.2} Gb/s, {err:+.2} %");
                 assert!(err.abs() < 3.0, "{test} {size}: {err:.2} %");
             }
         }

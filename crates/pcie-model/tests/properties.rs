@@ -12,8 +12,17 @@ fn gen_strategy() -> impl Strategy<Value = Generation> {
 }
 
 fn params() -> impl Strategy<Value = LinkParams> {
-    (gen_strategy(), 0usize..6, 0usize..6, 0usize..6, any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
-        |(gen, w, mps, mrrs, a32, ecrc, by_rcb, flit)| LinkParams {
+    (
+        gen_strategy(),
+        0usize..6,
+        0usize..6,
+        0usize..6,
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(gen, w, mps, mrrs, a32, ecrc, by_rcb, flit)| LinkParams {
             gen,
             lanes: WIDTHS[w],
             mps: PAYLOAD_SIZES[mps],
@@ -23,8 +32,7 @@ fn params() -> impl Strategy<Value = LinkParams> {
             cpl_split: if by_rcb { CplSplit::Rcb } else { CplSplit::Mps },
             flit: if flit { FlitMode::On } else { FlitMode::Auto },
             ..LinkParams::default()
-        },
-    )
+        })
 }
 
 fn op_strategy() -> impl Strategy<Value = Op> {
@@ -64,13 +72,20 @@ proptest! {
 
 /// Bandwidth at `size` and one byte more.
 fn step(c: &LinkConfig, op: Op, size: u32) -> (f64, f64) {
-    (stream(c, op, size, 0).unwrap().payload.0, stream(c, op, size + 1, 0).unwrap().payload.0)
+    (
+        stream(c, op, size, 0).unwrap().payload.0,
+        stream(c, op, size + 1, 0).unwrap().payload.0,
+    )
 }
 
 #[test]
 fn writes_drop_just_after_every_mps_multiple() {
     for mps in [128, 256, 512] {
-        let c = cfg(LinkParams { mps, mrrs: 4096, ..LinkParams::default() });
+        let c = cfg(LinkParams {
+            mps,
+            mrrs: 4096,
+            ..LinkParams::default()
+        });
         for k in 1..(4096 / mps) {
             let (at, after) = step(&c, Op::Wr, k * mps);
             assert!(after < at * 0.997, "MPS {mps}, {} B: {at} -> {after}", k * mps);
@@ -80,12 +95,19 @@ fn writes_drop_just_after_every_mps_multiple() {
 
 #[test]
 fn read_completions_drop_after_mps_or_rcb_multiples() {
-    let by_mps = cfg(LinkParams { mrrs: 4096, ..LinkParams::default() });
+    let by_mps = cfg(LinkParams {
+        mrrs: 4096,
+        ..LinkParams::default()
+    });
     for k in 1..16 {
         let (at, after) = step(&by_mps, Op::Rd, k * 256);
         assert!(after < at * 0.997, "MPS cut, {} B: {at} -> {after}", k * 256);
     }
-    let by_rcb = cfg(LinkParams { mrrs: 4096, cpl_split: CplSplit::Rcb, ..LinkParams::default() });
+    let by_rcb = cfg(LinkParams {
+        mrrs: 4096,
+        cpl_split: CplSplit::Rcb,
+        ..LinkParams::default()
+    });
     for k in 1..64 {
         let (at, after) = step(&by_rcb, Op::Rd, k * 64);
         assert!(after < at * 0.997, "RCB cut, {} B: {at} -> {after}", k * 64);
@@ -95,8 +117,16 @@ fn read_completions_drop_after_mps_or_rcb_multiples() {
 #[test]
 fn flit_mode_wins_small_writes_and_loses_large_ones_at_the_same_raw_rate() {
     for gen in [Generation::Gen3, Generation::Gen4, Generation::Gen5] {
-        let flit = cfg(LinkParams { gen, flit: FlitMode::On, ..LinkParams::default() });
-        let legacy = cfg(LinkParams { gen, flit: FlitMode::Off, ..LinkParams::default() });
+        let flit = cfg(LinkParams {
+            gen,
+            flit: FlitMode::On,
+            ..LinkParams::default()
+        });
+        let legacy = cfg(LinkParams {
+            gen,
+            flit: FlitMode::Off,
+            ..LinkParams::default()
+        });
         assert_eq!(raw(&flit), raw(&legacy));
         let bw = |c: &LinkConfig, size| stream(c, Op::Wr, size, 0).unwrap().payload.0;
         assert!(bw(&flit, 64) > bw(&legacy, 64), "Gen{gen} 64 B");
@@ -107,7 +137,11 @@ fn flit_mode_wins_small_writes_and_loses_large_ones_at_the_same_raw_rate() {
 #[test]
 fn flit_efficiency_matches_the_reference_table() {
     // One MWr with a 64-bit address: 64 B -> 73.8 %, 512 B -> 89.4 % of the raw rate (before SKP).
-    let c = cfg(LinkParams { gen: Generation::Gen6, mps: 512, ..LinkParams::default() });
+    let c = cfg(LinkParams {
+        gen: Generation::Gen6,
+        mps: 512,
+        ..LinkParams::default()
+    });
     let skp_keep = 1.0 - 1.0 / 376.0;
     let eff = |size| stream(&c, Op::Wr, size, 0).unwrap().payload.0 / raw(&c).0 / skp_keep;
     assert!((eff(64) - 0.7375).abs() < 0.001, "{}", eff(64));

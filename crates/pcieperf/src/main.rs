@@ -11,7 +11,11 @@ use std::io::Write;
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
-#[command(name = "pcieperf", version, about = "PCIe performance on end hosts: link model, DMA benchmarks, PMU monitoring")]
+#[command(
+    name = "pcieperf",
+    version,
+    about = "PCIe performance on end hosts: link model, DMA benchmarks, PMU monitoring"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

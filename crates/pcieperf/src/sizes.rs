@@ -63,6 +63,9 @@ mod tests {
         assert!(parse_sizes("9..1").unwrap_err().to_string().contains("empty"));
         assert!(parse_sizes("1..9:0").unwrap_err().to_string().contains("step"));
         assert!(parse_sizes("").is_err());
-        assert!(parse_sizes("0..4294967295").unwrap_err().to_string().contains("more than"));
+        assert!(parse_sizes("0..4294967295")
+            .unwrap_err()
+            .to_string()
+            .contains("more than"));
     }
 }

@@ -4,7 +4,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn pcieperf(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pcieperf")).args(args).output().expect("runs")
+    Command::new(env!("CARGO_BIN_EXE_pcieperf"))
+        .args(args)
+        .output()
+        .expect("runs")
 }
 
 fn stdout(o: &Output) -> String {
@@ -28,21 +31,39 @@ fn bad_link_parameters_are_refused_with_their_allowed_values() {
     let cases: &[(&[&str], &str)] = &[
         (&["--gen", "8"], "--gen 8: must be one of 1, 2, 3, 4, 5, 6, 7"),
         (&["--gen", "pcie3"], "--gen pcie3: must be one of 1, 2, 3, 4, 5, 6, 7"),
-        (&["--mps", "300"], "--mps 300: must be one of 128, 256, 512, 1024, 2048, 4096"),
-        (&["--mrrs", "8192"], "--mrrs 8192: must be one of 128, 256, 512, 1024, 2048, 4096"),
+        (
+            &["--mps", "300"],
+            "--mps 300: must be one of 128, 256, 512, 1024, 2048, 4096",
+        ),
+        (
+            &["--mrrs", "8192"],
+            "--mrrs 8192: must be one of 128, 256, 512, 1024, 2048, 4096",
+        ),
         (&["--lanes", "3"], "--lanes 3: must be one of 1, 2, 4, 8, 16, 32"),
         (&["--lanes", "x3"], "--lanes x3: must be one of 1, 2, 4, 8, 16, 32"),
         (&["--sizes", "0"], "--sizes 0: must be between 1 and 16777216"),
         (&["--sizes", "64,0,128"], "--sizes 0: must be between 1 and 16777216"),
-        (&["--gen", "6", "--flit", "off"], "--flit off: Gen6 links always run in flit mode; use on or auto"),
-        (&["--flit", "sometimes"], "--flit sometimes: must be one of auto, on, off"),
+        (
+            &["--gen", "6", "--flit", "off"],
+            "--flit off: Gen6 links always run in flit mode; use on or auto",
+        ),
+        (
+            &["--flit", "sometimes"],
+            "--flit sometimes: must be one of auto, on, off",
+        ),
         (&["--rcb", "96"], "--rcb 96: must be one of 64, 128"),
         (&["--op", "copy"], "--op copy: must be one of wr, rd, rdwr"),
         (&["--compat", "pcie-sim"], "--compat pcie-sim: must be pcie-model"),
-        (&["--compat", "pcie-model", "--offset", "8"], "--offset 8: pcie-model assumes aligned transfers"),
+        (
+            &["--compat", "pcie-model", "--offset", "8"],
+            "--offset 8: pcie-model assumes aligned transfers",
+        ),
         (&["--eth", "33"], "--eth 33: must be one of 10, 25, 40, 100, 200, 400"),
         (&["--latency", "-5"], "--latency -5: must be a number of nanoseconds"),
-        (&["--tag-bits", "14"], "--tag-bits 14: 14-bit tags exist only in flit mode"),
+        (
+            &["--tag-bits", "14"],
+            "--tag-bits 14: 14-bit tags exist only in flit mode",
+        ),
     ];
     for (args, message) in cases {
         let mut all = vec!["model", "bw"];
@@ -68,20 +89,44 @@ fn csv_has_the_documented_columns_and_configuration() {
     let text = stdout(&o);
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    for col in ["size", "wr_gbps", "rd_gbps", "rdwr_gbps", "tlp_gbps", "wr_tps", "gen", "lanes", "mps", "mrrs", "mode"] {
+    for col in [
+        "size",
+        "wr_gbps",
+        "rd_gbps",
+        "rdwr_gbps",
+        "tlp_gbps",
+        "wr_tps",
+        "gen",
+        "lanes",
+        "mps",
+        "mrrs",
+        "mode",
+    ] {
         assert!(header.contains(&col), "missing {col} in {header:?}");
     }
     let row: Vec<&str> = lines.next().unwrap().split(',').collect();
     let get = |c: &str| row[header.iter().position(|h| *h == c).unwrap()];
     assert_eq!(get("size"), "64");
-    assert_eq!((get("gen"), get("lanes"), get("mps"), get("mode")), ("3", "8", "256", "spec"));
+    assert_eq!(
+        (get("gen"), get("lanes"), get("mps"), get("mode")),
+        ("3", "8", "256", "spec")
+    );
     let wr: f64 = get("wr_gbps").parse().unwrap();
     assert!(wr > 30.0 && wr < 50.0, "{wr}");
 }
 
 #[test]
 fn compat_mode_prints_pcie_models_headline_numbers() {
-    let o = pcieperf(&["model", "bw", "--compat", "pcie-model", "--sizes", "64,2048", "--format", "json"]);
+    let o = pcieperf(&[
+        "model",
+        "bw",
+        "--compat",
+        "pcie-model",
+        "--sizes",
+        "64,2048",
+        "--format",
+        "json",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let gbps = |row: usize, op: usize| v["rows"][row]["results"][op]["payload"].as_f64().unwrap();
@@ -89,7 +134,11 @@ fn compat_mode_prints_pcie_models_headline_numbers() {
     let expect = [[42.10, 44.10, 33.08], [52.92, 53.69, 50.75]];
     for (row, e) in expect.iter().enumerate() {
         for (op, want) in e.iter().enumerate() {
-            assert!((gbps(row, op) - want).abs() < 0.006, "row {row} op {op}: {}", gbps(row, op));
+            assert!(
+                (gbps(row, op) - want).abs() < 0.006,
+                "row {row} op {op}: {}",
+                gbps(row, op)
+            );
         }
     }
     assert_eq!(v["config"]["mode"], "pcie-model");
@@ -98,7 +147,20 @@ fn compat_mode_prints_pcie_models_headline_numbers() {
 
 #[test]
 fn latency_bound_names_the_limit() {
-    let o = pcieperf(&["model", "bw", "--sizes", "64", "--op", "rd", "--latency", "600", "--tags", "32", "--format", "csv"]);
+    let o = pcieperf(&[
+        "model",
+        "bw",
+        "--sizes",
+        "64",
+        "--op",
+        "rd",
+        "--latency",
+        "600",
+        "--tags",
+        "32",
+        "--format",
+        "csv",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     let (header, row) = text.split_once('\n').unwrap();
@@ -119,12 +181,19 @@ fn plot_writes_an_svg_with_one_series_per_operation_and_the_line_rate() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg") || text.starts_with("<?xml"));
-    assert_eq!(text.matches("class=\"series\"").count(), 4, "write, read, read/write, 40GbE");
+    assert_eq!(
+        text.matches("class=\"series\"").count(),
+        4,
+        "write, read, read/write, 40GbE"
+    );
     assert!(text.contains("40GbE line rate"));
     // The default plot covers 1..4096 B: the write curve keeps a vertex per saw-tooth edge.
     let write = &text[text.find("data-name=\"Write\"").unwrap()..];
     let d = &write[write.find(" d=\"").unwrap() + 4..];
-    let vertices = d[..d.find('"').unwrap()].split([' ', 'L']).filter(|s| !s.is_empty()).count();
+    let vertices = d[..d.find('"').unwrap()]
+        .split([' ', 'L'])
+        .filter(|s| !s.is_empty())
+        .count();
     assert!(vertices > 60, "{vertices} vertices");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary left behind");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -142,7 +211,10 @@ fn nic_reports_the_paper_crossovers_in_compat_mode() {
     let o = pcieperf(&["model", "nic", "--compat", "pcie-model", "--sizes", "64..1499"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(text.contains("simple keeps up with line rate in both directions from 584 B"), "{text}");
+    assert!(
+        text.contains("simple keeps up with line rate in both directions from 584 B"),
+        "{text}"
+    );
     assert!(text.contains("kernel keeps up with line rate in both directions from 300 B"));
     assert!(text.contains("dpdk   keeps up with line rate in both directions from 182 B"));
 }

@@ -6,7 +6,8 @@ use crate::output::{json, write_atomically, Cell, Format, Table};
 use crate::sizes::parse_sizes;
 use clap::Args;
 use pcie_model::{
-    raw, read_bound, stream, stream_traffic, tlp_layer, Ethernet, Flow, Gbps, LinkConfig, Op, Picos, ReadBound, Throughput,
+    raw, read_bound, stream, stream_traffic, tlp_layer, Ethernet, Flow, Gbps, LinkConfig, Op, Picos, ReadBound,
+    Throughput,
 };
 use pcie_report::{Axis, Chart, Point, Series};
 use serde::Serialize;
@@ -86,7 +87,10 @@ pub fn parse_eth(text: &str) -> Result<Option<Ethernet>, CliError> {
 }
 
 fn parse_ops(text: &str) -> Result<Vec<Op>, CliError> {
-    let ops = text.split(',').map(|s| s.trim().parse::<Op>()).collect::<Result<Vec<_>, _>>()?;
+    let ops = text
+        .split(',')
+        .map(|s| s.trim().parse::<Op>())
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(ops)
 }
 
@@ -94,11 +98,20 @@ fn parse_latency(ns: Option<f64>) -> Result<Option<Picos>, CliError> {
     match ns {
         None => Ok(None),
         Some(v) if v.is_finite() && v > 0.0 && v < 1e9 => Ok(Some(Picos::from_nanos(v))),
-        Some(v) => Err(CliError::Usage(format!("--latency {v}: must be a number of nanoseconds between 0 and 1e9"))),
+        Some(v) => Err(CliError::Usage(format!(
+            "--latency {v}: must be a number of nanoseconds between 0 and 1e9"
+        ))),
     }
 }
 
-fn evaluate(a: &BwArgs, cfg: &LinkConfig, sizes: &[u32], ops: &[Op], eth: Option<Ethernet>, rtt: Option<Picos>) -> Result<Vec<Row>, CliError> {
+fn evaluate(
+    a: &BwArgs,
+    cfg: &LinkConfig,
+    sizes: &[u32],
+    ops: &[Op],
+    eth: Option<Ethernet>,
+    rtt: Option<Picos>,
+) -> Result<Vec<Row>, CliError> {
     sizes
         .iter()
         .map(|&size| {
@@ -113,7 +126,12 @@ fn evaluate(a: &BwArgs, cfg: &LinkConfig, sizes: &[u32], ops: &[Op], eth: Option
                 })
                 .collect::<Result<Vec<_>, CliError>>()?;
             let read_bound = rtt.map(|t| read_bound(cfg, size, a.offset, t, a.tags)).transpose()?;
-            Ok(Row { size, results, eth_gbps: eth.and_then(|e| e.line_for_transfer(cfg.mode, size)), read_bound })
+            Ok(Row {
+                size,
+                results,
+                eth_gbps: eth.and_then(|e| e.line_for_transfer(cfg.mode, size)),
+                read_bound,
+            })
         })
         .collect()
 }
@@ -150,7 +168,11 @@ pub fn run(a: &BwArgs) -> Result<String, CliError> {
 
 fn table(r: &Report, with_config: bool) -> Table {
     let mut t = Table::new(&[("size", "Size B")]);
-    let ops: Vec<Op> = r.rows.first().map(|row| row.results.iter().map(|o| o.op).collect()).unwrap_or_default();
+    let ops: Vec<Op> = r
+        .rows
+        .first()
+        .map(|row| row.results.iter().map(|o| o.op).collect())
+        .unwrap_or_default();
     for op in &ops {
         let (name, human) = (op.name(), op_heading(*op));
         t.add_column(&format!("{name}_gbps"), &format!("{human} Gb/s"));
@@ -165,7 +187,12 @@ fn table(r: &Report, with_config: bool) -> Table {
     }
     let bound = r.latency_ns.is_some();
     if bound {
-        for (c, h) in [("rd_lat_gbps", "Rd lat-bound"), ("rd_bound_gbps", "Rd bound"), ("rd_limit", "Limit"), ("rd_tags_needed", "Tags needed")] {
+        for (c, h) in [
+            ("rd_lat_gbps", "Rd lat-bound"),
+            ("rd_bound_gbps", "Rd bound"),
+            ("rd_limit", "Limit"),
+            ("rd_tags_needed", "Tags needed"),
+        ] {
             t.add_column(c, h);
         }
     }
@@ -251,9 +278,25 @@ fn human(r: &Report, explain: bool) -> String {
 /// The event trail behind one number: TLPs and DLLPs per transfer and per direction.
 fn explain_op(out: &mut String, size: u32, o: &OpResult) {
     let t = &o.throughput;
-    let _ = writeln!(out, "\n{} of {} B: {:.2} Gb/s, {:.2} M transfers/s, limited by the {:?} direction", op_heading(o.op), size, t.payload.0, t.units_per_sec / 1e6, t.bottleneck);
+    let _ = writeln!(
+        out,
+        "\n{} of {} B: {:.2} Gb/s, {:.2} M transfers/s, limited by the {:?} direction",
+        op_heading(o.op),
+        size,
+        t.payload.0,
+        t.units_per_sec / 1e6,
+        t.bottleneck
+    );
     for f in &o.flows {
-        let _ = writeln!(out, "  {:<5} {:<10} {:>6.2} x {:?} = {:>8.1} B", format!("{:?}", f.dir).to_lowercase(), f.what, f.tlps, f.kind, f.bytes);
+        let _ = writeln!(
+            out,
+            "  {:<5} {:<10} {:>6.2} x {:?} = {:>8.1} B",
+            format!("{:?}", f.dir).to_lowercase(),
+            f.what,
+            f.tlps,
+            f.kind,
+            f.bytes
+        );
     }
     for (name, l) in [("up", &t.up), ("down", &t.down)] {
         let _ = writeln!(
@@ -268,26 +311,38 @@ fn explain_op(out: &mut String, size: u32, o: &OpResult) {
 }
 
 fn chart(cfg: &LinkConfig, rows: &[Row], eth: Option<Ethernet>) -> Chart {
-    let ops: Vec<Op> = rows.first().map(|r| r.results.iter().map(|o| o.op).collect()).unwrap_or_default();
+    let ops: Vec<Op> = rows
+        .first()
+        .map(|r| r.results.iter().map(|o| o.op).collect())
+        .unwrap_or_default();
     let mut series: Vec<Series> = ops
         .iter()
         .enumerate()
         .map(|(i, op)| {
-            let pts = rows.iter().map(|r| Point::new(r.size as f64, r.results[i].throughput.payload.0)).collect();
+            let pts = rows
+                .iter()
+                .map(|r| Point::new(r.size as f64, r.results[i].throughput.payload.0))
+                .collect();
             Series::line(op_heading(*op), pts)
         })
         .collect();
     if rows.iter().any(|r| r.read_bound.is_some()) {
-        let pts = rows.iter().filter_map(|r| r.read_bound.as_ref().map(|b| Point::new(r.size as f64, b.bound.0))).collect();
+        let pts = rows
+            .iter()
+            .filter_map(|r| r.read_bound.as_ref().map(|b| Point::new(r.size as f64, b.bound.0)))
+            .collect();
         series.push(Series::line("Read (latency bound)", pts));
     }
     if let Some(e) = eth {
-        let pts = rows.iter().filter_map(|r| r.eth_gbps.map(|g| Point::new(r.size as f64, g.0))).collect();
-        series.push(Series::reference(&format!("{}GbE line rate", e.gbps), pts));
+        let pts = rows
+            .iter()
+            .filter_map(|r| r.eth_gbps.map(|g| Point::new(r.size as f64, g.0)))
+            .collect();
+        series.push(Series::reference(format!("{}GbE line rate", e.gbps), pts));
     }
     Chart {
         title: format!("PCIe effective bandwidth: {cfg}"),
-        x: Axis::linear("Transfer size (B)"),
+        x: Axis::linear("Transfer size (B)").with_range(0.0, rows.last().map_or(1.0, |r| r.size as f64)),
         y: Axis::linear("Effective bandwidth (Gb/s)"),
         series,
     }

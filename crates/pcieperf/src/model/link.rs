@@ -58,7 +58,15 @@ pub fn run(a: &LinkTableArgs) -> Result<String, CliError> {
             continue; // no non-flit mode exists at 64 GT/s and above
         }
         for lanes in WIDTHS {
-            let cfg = LinkConfig::new(&LinkParams { gen, lanes, flit, mps: a.mps, mrrs: a.mrrs, mode, ..LinkParams::default() })?;
+            let cfg = LinkConfig::new(&LinkParams {
+                gen,
+                lanes,
+                flit,
+                mps: a.mps,
+                mrrs: a.mrrs,
+                mode,
+                ..LinkParams::default()
+            })?;
             rows.push(LinkRow {
                 gen: gen.number(),
                 lanes,

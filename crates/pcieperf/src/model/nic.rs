@@ -49,19 +49,36 @@ struct Report<'a> {
 
 pub fn run(a: &NicArgs) -> Result<String, CliError> {
     let cfg = a.link.config()?;
-    let eth = parse_eth(&a.eth)?.ok_or_else(|| CliError::Usage("--eth none: model nic needs a line rate; use 10, 25, 40, 100, 200 or 400".into()))?;
-    let kinds = a.nic.split(',').map(|s| s.trim().parse::<NicKind>()).collect::<Result<Vec<_>, _>>()?;
+    let eth = parse_eth(&a.eth)?.ok_or_else(|| {
+        CliError::Usage("--eth none: model nic needs a line rate; use 10, 25, 40, 100, 200 or 400".into())
+    })?;
+    let kinds = a
+        .nic
+        .split(',')
+        .map(|s| s.trim().parse::<NicKind>())
+        .collect::<Result<Vec<_>, _>>()?;
     let mut frames = parse_sizes(&a.sizes)?;
     frames.sort_unstable();
     frames.dedup();
     let nics = kinds
         .into_iter()
         .map(|nic| {
-            let points = frames.iter().map(|&f| nic_point(&cfg, nic, eth, f)).collect::<Result<Vec<_>, _>>()?;
-            Ok(NicSweep { nic, crossover: crossover(&points), points })
+            let points = frames
+                .iter()
+                .map(|&f| nic_point(&cfg, nic, eth, f))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(NicSweep {
+                nic,
+                crossover: crossover(&points),
+                points,
+            })
         })
         .collect::<Result<Vec<_>, CliError>>()?;
-    let report = Report { config: &cfg, eth, nics };
+    let report = Report {
+        config: &cfg,
+        eth,
+        nics,
+    };
     if let Some(path) = &a.plot {
         write_atomically(path, &chart(&report).to_svg())?;
     }
@@ -93,7 +110,10 @@ fn table(r: &Report) -> Table {
 }
 
 fn human(r: &Report) -> String {
-    let mut out = format!("{}, {}GbE (FCS stripped), Gb/s of packet data per direction\n", r.config, r.eth.gbps);
+    let mut out = format!(
+        "{}, {}GbE (FCS stripped), Gb/s of packet data per direction\n",
+        r.config, r.eth.gbps
+    );
     out.push_str(&table(r).to_human());
     out.push('\n');
     for s in &r.nics {
@@ -115,16 +135,16 @@ fn chart(r: &Report) -> Chart {
         .iter()
         .map(|s| {
             let pts = s.points.iter().map(|p| Point::new(p.frame as f64, p.bidir.0)).collect();
-            Series::line(&format!("{} NIC, bidirectional", s.nic.name()), pts)
+            Series::line(format!("{} NIC, bidirectional", s.nic.name()), pts)
         })
         .collect();
     if let Some(s) = r.nics.first() {
         let pts = s.points.iter().map(|p| Point::new(p.frame as f64, p.line.0)).collect();
-        series.push(Series::reference(&format!("{}GbE line rate", r.eth.gbps), pts));
+        series.push(Series::reference(format!("{}GbE line rate", r.eth.gbps), pts));
     }
     Chart {
         title: format!("NIC throughput: {}", r.config),
-        x: Axis::linear("Frame size (B)"),
+        x: Axis::linear("Frame size (B)").with_range(0.0, r.nics[0].points.last().map_or(1.0, |p| p.frame as f64)),
         y: Axis::linear("Packet data per direction (Gb/s)"),
         series,
     }

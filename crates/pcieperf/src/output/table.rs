@@ -7,7 +7,12 @@ use std::fmt::Write;
 pub enum Cell {
     Text(String),
     /// A number with its decimals for people and for CSV; people see it divided by `scale`.
-    Num { value: f64, human: usize, csv: usize, scale: f64 },
+    Num {
+        value: f64,
+        human: usize,
+        csv: usize,
+        scale: f64,
+    },
     Int(u64),
     Empty,
 }
@@ -15,17 +20,32 @@ pub enum Cell {
 impl Cell {
     /// A bandwidth in Gb/s (2 decimals for people, 4 in CSV).
     pub fn gbps(value: f64) -> Cell {
-        Cell::Num { value, human: 2, csv: 4, scale: 1.0 }
+        Cell::Num {
+            value,
+            human: 2,
+            csv: 4,
+            scale: 1.0,
+        }
     }
 
     /// A rate per second: millions for people, whole units in CSV.
     pub fn per_sec(value: f64) -> Cell {
-        Cell::Num { value, human: 2, csv: 0, scale: 1e6 }
+        Cell::Num {
+            value,
+            human: 2,
+            csv: 0,
+            scale: 1e6,
+        }
     }
 
     /// A plain number with `decimals` for both audiences.
     pub fn num(value: f64, decimals: usize) -> Cell {
-        Cell::Num { value, human: decimals, csv: decimals, scale: 1.0 }
+        Cell::Num {
+            value,
+            human: decimals,
+            csv: decimals,
+            scale: 1.0,
+        }
     }
 
     pub fn text(s: impl Into<String>) -> Cell {
@@ -35,7 +55,9 @@ impl Cell {
     fn render(&self, for_people: bool) -> String {
         match self {
             Cell::Text(s) => s.clone(),
-            Cell::Num { value, human, scale, .. } if for_people => format!("{:.*}", *human, value / scale),
+            Cell::Num {
+                value, human, scale, ..
+            } if for_people => format!("{:.*}", *human, value / scale),
             Cell::Num { value, csv, .. } => format!("{:.*}", *csv, value),
             Cell::Int(i) => i.to_string(),
             Cell::Empty if for_people => "-".into(),
@@ -57,7 +79,10 @@ pub struct Table {
 
 impl Table {
     pub fn new(columns: &[(&str, &str)]) -> Table {
-        Table { columns: columns.iter().map(|(c, h)| (c.to_string(), h.to_string())).collect(), rows: Vec::new() }
+        Table {
+            columns: columns.iter().map(|(c, h)| (c.to_string(), h.to_string())).collect(),
+            rows: Vec::new(),
+        }
     }
 
     /// Add a column after the fact (every existing row gets an empty cell).
@@ -88,17 +113,35 @@ impl Table {
 
     /// Aligned columns: text left, numbers right.
     pub fn to_human(&self) -> String {
-        let body: Vec<Vec<String>> = self.rows.iter().map(|r| r.iter().map(|c| c.render(true)).collect()).collect();
-        let widths: Vec<usize> = (0..self.columns.len())
-            .map(|i| body.iter().map(|r| r[i].len()).chain([self.columns[i].1.len()]).max().unwrap_or(0))
+        let body: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| r.iter().map(|c| c.render(true)).collect())
             .collect();
-        let left: Vec<bool> = (0..self.columns.len()).map(|i| self.rows.first().is_some_and(|r| r[i].is_text())).collect();
+        let widths: Vec<usize> = (0..self.columns.len())
+            .map(|i| {
+                body.iter()
+                    .map(|r| r[i].len())
+                    .chain([self.columns[i].1.len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let left: Vec<bool> = (0..self.columns.len())
+            .map(|i| self.rows.first().is_some_and(|r| r[i].is_text()))
+            .collect();
         let mut out = String::new();
         let line = |out: &mut String, cells: &[String]| {
             let parts: Vec<String> = cells
                 .iter()
                 .enumerate()
-                .map(|(i, c)| if left[i] { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
+                .map(|(i, c)| {
+                    if left[i] {
+                        format!("{c:<w$}", w = widths[i])
+                    } else {
+                        format!("{c:>w$}", w = widths[i])
+                    }
+                })
                 .collect();
             let _ = writeln!(out, "{}", parts.join("  ").trim_end());
         };
@@ -132,7 +175,10 @@ mod tests {
 
     #[test]
     fn csv_uses_machine_names_and_quotes() {
-        assert_eq!(sample().to_csv(), "size,wr_gbps,limit\n64,42.1049,\"link, up\"\n4096,52.9000,\n");
+        assert_eq!(
+            sample().to_csv(),
+            "size,wr_gbps,limit\n64,42.1049,\"link, up\"\n4096,52.9000,\n"
+        );
     }
 
     #[test]
