@@ -228,3 +228,14 @@ fn link_table_covers_every_generation_and_width() {
     let gen6_x16 = text.lines().find(|l| l.starts_with("6,16,")).unwrap();
     assert!(gen6_x16.contains(",1b/1b,on,1024.0000,"), "{gen6_x16}");
 }
+
+#[test]
+fn explain_shows_the_packets_and_the_bottleneck() {
+    let o = pcieperf(&["model", "bw", "--sizes", "2048", "--op", "rd", "--explain"]);
+    assert!(o.status.success());
+    let text = stdout(&o);
+    assert!(text.contains("limited by the host-to-device (down) direction"), "{text}");
+    // 2048 B with MRRS 512 and MPS 256: 4 requests up, 8 completions down.
+    assert!(text.contains("4.00 x MRd"), "{text}");
+    assert!(text.contains("8.00 x CplD"), "{text}");
+}

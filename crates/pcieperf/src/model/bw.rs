@@ -6,7 +6,7 @@ use crate::output::{json, write_atomically, Cell, Format, Table};
 use crate::sizes::parse_sizes;
 use clap::Args;
 use pcie_model::{
-    raw, read_bound, stream, stream_traffic, tlp_layer, Ethernet, Flow, Gbps, LinkConfig, Op, Picos, ReadBound,
+    raw, read_bound, stream, stream_traffic, tlp_layer, Dir, Ethernet, Flow, Gbps, LinkConfig, Op, Picos, ReadBound,
     Throughput,
 };
 use pcie_report::{Axis, Chart, Point, Series};
@@ -280,33 +280,49 @@ fn explain_op(out: &mut String, size: u32, o: &OpResult) {
     let t = &o.throughput;
     let _ = writeln!(
         out,
-        "\n{} of {} B: {:.2} Gb/s, {:.2} M transfers/s, limited by the {:?} direction",
+        "\n{} of {} B: {:.2} Gb/s, {:.2} M transfers/s, limited by the {} direction",
         op_heading(o.op),
         size,
         t.payload.0,
         t.units_per_sec / 1e6,
-        t.bottleneck
+        dir_name(t.bottleneck)
     );
     for f in &o.flows {
+        let kind = format!("{:?}", f.kind);
         let _ = writeln!(
             out,
-            "  {:<5} {:<10} {:>6.2} x {:?} = {:>8.1} B",
-            format!("{:?}", f.dir).to_lowercase(),
+            "  {:<4}  {:<10}  {:>6.2} x {kind:<4} = {:>8.1} B",
+            dir_word(f.dir),
             f.what,
             f.tlps,
-            f.kind,
             f.bytes
         );
     }
-    for (name, l) in [("up", &t.up), ("down", &t.down)] {
+    for dir in [Dir::Up, Dir::Down] {
+        let l = t.load(dir);
         let _ = writeln!(
             out,
-            "  {name:<5} TLP {:.1} B + DLLP {:.1} B per transfer on {:.2} Gb/s: {:.1} % busy",
+            "  {:<4}  TLP {:.1} B + DLLP {:.1} B per transfer on {:.2} Gb/s: {:.1} % busy",
+            dir_word(dir),
             l.tlp_bytes,
             l.dllp_bytes,
             l.capacity.0,
             l.utilisation * 100.0
         );
+    }
+}
+
+fn dir_word(d: Dir) -> &'static str {
+    match d {
+        Dir::Up => "up",
+        Dir::Down => "down",
+    }
+}
+
+fn dir_name(d: Dir) -> &'static str {
+    match d {
+        Dir::Up => "device-to-host (up)",
+        Dir::Down => "host-to-device (down)",
     }
 }
 
