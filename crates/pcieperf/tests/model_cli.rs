@@ -234,7 +234,10 @@ fn explain_shows_the_packets_and_the_bottleneck() {
     let o = pcieperf(&["model", "bw", "--sizes", "2048", "--op", "rd", "--explain"]);
     assert!(o.status.success());
     let text = stdout(&o);
-    assert!(text.contains("limited by the host-to-device (down) direction"), "{text}");
+    assert!(
+        text.contains("limited by the host-to-device (down) direction"),
+        "{text}"
+    );
     // 2048 B with MRRS 512 and MPS 256: 4 requests up, 8 completions down.
     assert!(text.contains("4.00 x MRd"), "{text}");
     assert!(text.contains("8.00 x CplD"), "{text}");

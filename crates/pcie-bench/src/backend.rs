@@ -1,0 +1,69 @@
+//! The interface between the methodology and whatever runs the DMAs: the simulator, or an
+//! external program driving a real device.
+
+use crate::params::TestParams;
+use std::fmt;
+
+/// Latency samples as the device's timestamp counter saw them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencySamples {
+    /// One entry per transaction, in device clock cycles, in issue order.
+    pub cycles: Vec<u32>,
+    /// Length of one cycle in picoseconds (NFP-6000: 833.33 ps at 1.2 GHz; an external
+    /// program reporting nanoseconds uses 1000).
+    pub cycle_ps: f64,
+    /// Cycles of the whole measurement loop, lookups and overheads included (pcie-bench's
+    /// TAvg is this divided by the sample count).
+    pub total_cycles: u64,
+}
+
+/// Totals of a bandwidth test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BandwidthTotals {
+    /// Payload bytes moved per direction (for BW_RDWR: of one direction).
+    pub bytes: u64,
+    /// Transactions counted (for BW_RDWR: half of all DMAs, as pcie-bench counts).
+    pub transactions: u64,
+    pub time_cycles: u64,
+    pub cycle_ps: f64,
+}
+
+/// What a test produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Latency(LatencySamples),
+    Bandwidth(BandwidthTotals),
+}
+
+/// Describes a backend for `run.json`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BackendInfo {
+    /// As given on the command line, e.g. `sim:e5-2637v3,nfp6000`.
+    pub name: String,
+    /// Free-form description: profiles and their sources, or the device program.
+    pub description: serde_json::Value,
+    /// Largest DMA transfer the device supports.
+    pub max_transfer: u32,
+}
+
+/// A backend failure, always naming the test that caused it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendError {
+    pub test: String,
+    pub message: String,
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.test, self.message)
+    }
+}
+
+impl std::error::Error for BackendError {}
+
+/// Runs tests. Implementations must be deterministic for a given `seed`, and safe to call from
+/// several threads at once (independent tests run in parallel).
+pub trait Backend: Sync {
+    fn info(&self) -> BackendInfo;
+    fn run(&self, test: &TestParams, seed: u64) -> Result<Outcome, BackendError>;
+}

@@ -1,0 +1,1 @@
+//! Deterministic transaction-level simulator of host + PCIe link + DMA device.
