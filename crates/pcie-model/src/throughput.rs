@@ -4,7 +4,7 @@
 use crate::config::{LinkConfig, Mode};
 use crate::dllp::{self, DLLP_BYTES};
 use crate::phy;
-use crate::tlp::FcClass;
+use crate::tlp::{FcClass, TlpKind};
 use crate::traffic::{Dir, Traffic};
 use crate::units::Gbps;
 use serde::Serialize;
@@ -61,6 +61,20 @@ fn dllps_for(cfg: &LinkConfig, traffic: &Traffic, dir: Dir) -> f64 {
         })
         .sum();
     (acks + fc) * DLLP_BYTES
+}
+
+/// DLLP bytes the receiver of a stream of `kind` TLPs sends back per byte-weighted share of
+/// `wire_bytes`: the Ack and (for posted and non-posted TLPs) UpdateFC rate of a busy link.
+/// For per-packet accounting in the simulator, where the min(TLPs) clamp does not apply.
+pub fn reverse_dllp_bytes(cfg: &LinkConfig, kind: TlpKind, wire_bytes: f64) -> f64 {
+    if cfg.flit || cfg.mode == Mode::PcieModel {
+        return 0.0;
+    }
+    let fc = match kind.class() {
+        FcClass::Completion => 0.0,
+        _ => 1.0 / dllp::bytes_per_fc_update(cfg),
+    };
+    wire_bytes * DLLP_BYTES * (1.0 / dllp::bytes_per_ack(cfg) + fc)
 }
 
 /// Bandwidth per direction for link-layer packets. pcie-model instead deducts its DLLP

@@ -1,0 +1,508 @@
+//! The machine: device DMA engine, link, root complex, IOMMU and memory, advanced transaction by
+//! transaction.
+//!
+//! Every resource is a FIFO server that remembers when it is next free, and every transaction
+//! passes the resources in a fixed order, so each stage's event time is
+//! `start = max(arrival, resource free)`, `free = start + occupancy`. Transactions are started in
+//! time order (the earliest free DMA thread claims the next one), which makes this an exact
+//! discrete-event simulation for FIFO resources without an event heap; the only approximation is
+//! that a resource serves transactions in start order rather than strictly in arrival order when
+//! their memory latencies overtake each other.
+
+use crate::iommu::Iotlb;
+use crate::llc::{LineState, Llc};
+use crate::profile::{DeviceProfile, HostProfile, Spread, Tail};
+use crate::rng::Rng;
+use crate::workload::{CachePrep, Op, Workload, BUFFER_BYTES};
+use pcie_model::{reverse_dllp_bytes, split_completions, split_read_requests, split_writes, LinkConfig, Tlp, TlpKind};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Picoseconds.
+pub type Ps = u64;
+
+const LINE: u64 = 64;
+
+fn ps(ns: f64) -> Ps {
+    (ns * 1000.0).round() as Ps
+}
+
+/// A resource serving one thing at a time, first come first served.
+#[derive(Debug, Clone, Copy, Default)]
+struct Server {
+    free: Ps,
+}
+
+impl Server {
+    /// Occupy the server from `arrival` (or when it frees) for `busy`; returns the start.
+    fn serve(&mut self, arrival: Ps, busy: Ps) -> Ps {
+        let start = arrival.max(self.free);
+        self.free = start + busy;
+        start
+    }
+}
+
+/// Several identical servers (page walkers): each job takes the earliest free one.
+#[derive(Debug, Clone)]
+struct Pool {
+    free: Vec<Ps>,
+}
+
+impl Pool {
+    fn serve(&mut self, arrival: Ps, busy: Ps) -> Ps {
+        let (i, &f) = self
+            .free
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, f)| **f)
+            .expect("pool is never empty");
+        let start = arrival.max(f);
+        self.free[i] = start + busy;
+        start
+    }
+}
+
+/// One direction of the link.
+#[derive(Debug, Clone, Copy)]
+struct Wire {
+    server: Server,
+    /// Picoseconds per byte at the capacity left for packets.
+    ps_per_byte: f64,
+}
+
+impl Wire {
+    fn send(&mut self, ready: Ps, bytes: f64) -> Ps {
+        let busy = (bytes * self.ps_per_byte).round() as Ps;
+        self.server.serve(ready, busy) + busy
+    }
+
+    /// DLLPs owed for traffic in the other direction take link time here. They are folded
+    /// into the busy time as it stands (Acks and UpdateFCs are scheduled around TLPs), rather
+    /// than queued behind the future moment they were earned at.
+    fn owe(&mut self, bytes: f64) {
+        self.server.free += (bytes * self.ps_per_byte).round() as Ps;
+    }
+}
+
+/// Latencies in picoseconds, drawn from profile distributions.
+fn draw(rng: &mut Rng, s: &Spread) -> Ps {
+    let (a, c, b) = (s.min_ns, s.mode_ns, s.max_ns);
+    let ns = if b <= a {
+        a
+    } else {
+        let u = rng.unit();
+        let fc = (c - a) / (b - a);
+        if u < fc {
+            a + (u * (b - a) * (c - a)).sqrt()
+        } else {
+            b - ((1.0 - u) * (b - a) * (b - c)).sqrt()
+        }
+    };
+    ps(ns)
+}
+
+fn draw_tail(rng: &mut Rng, t: &Tail) -> Ps {
+    if rng.chance(t.prob) {
+        ps(t.min_ns + rng.unit() * (t.max_ns - t.min_ns))
+    } else {
+        0
+    }
+}
+
+/// Addresses a test visits: pcie-bench's units of (size + host offset) rounded up to 64 B,
+/// skipping units whose transfer would cross a 4 KB boundary.
+struct Addresses {
+    units: Vec<u32>,
+    unit: u64,
+    host_offset: u64,
+    random: bool,
+    next: usize,
+}
+
+impl Addresses {
+    fn new(w: &Workload) -> Addresses {
+        let unit = (w.size as u64 + w.host_offset as u64).next_multiple_of(LINE);
+        let count = (w.window / unit).max(1);
+        let crosses = |u: u64| {
+            let a = u * unit + w.host_offset as u64;
+            a / 4096 != (a + w.size as u64 - 1) / 4096
+        };
+        let units: Vec<u32> = (0..count).filter(|&u| !crosses(u)).map(|u| u as u32).collect();
+        Addresses {
+            units,
+            unit,
+            host_offset: w.host_offset as u64,
+            random: w.random,
+            next: 0,
+        }
+    }
+
+    fn next(&mut self, rng: &mut Rng) -> u64 {
+        let i = if self.random {
+            rng.below(self.units.len() as u64) as usize
+        } else {
+            let i = self.next;
+            self.next = (self.next + 1) % self.units.len();
+            i
+        };
+        self.units[i] as u64 * self.unit + self.host_offset
+    }
+}
+
+/// Everything with state.
+pub struct Machine<'a> {
+    host: &'a HostProfile,
+    dev: &'a DeviceProfile,
+    link: &'a LinkConfig,
+    rng: Rng,
+    up: Wire,
+    down: Wire,
+    read_engine: Server,
+    write_engine: Server,
+    bus: Server,
+    /// Release times of the read tags in use, oldest first.
+    tags: VecDeque<Ps>,
+    rc_requests: Server,
+    rc_lines: Server,
+    rc_writes: Server,
+    /// Release times of the posted credits in use, oldest first.
+    posted: VecDeque<Ps>,
+    walkers: Pool,
+    llc: Llc,
+    iotlb: Option<Iotlb>,
+    remote_ps: Ps,
+    remote_line_ps: Ps,
+    wire_ps: Ps,
+}
+
+/// Per-transaction context: where its device-side data lives.
+#[derive(Debug, Clone, Copy)]
+struct Dma {
+    addr: u64,
+    size: u32,
+    slow: bool,
+}
+
+impl<'a> Machine<'a> {
+    pub fn new(host: &'a HostProfile, dev: &'a DeviceProfile, link: &'a LinkConfig, w: &Workload, seed: u64) -> Self {
+        let cap = pcie_model::capacity(link).0;
+        let wire = Wire {
+            server: Server::default(),
+            ps_per_byte: 8000.0 / cap,
+        };
+        let llc_lines = (host.memory.llc_bytes / LINE) as usize;
+        let mut m = Machine {
+            host,
+            dev,
+            link,
+            rng: Rng::new(seed),
+            up: wire,
+            down: wire,
+            read_engine: Server::default(),
+            write_engine: Server::default(),
+            bus: Server::default(),
+            tags: VecDeque::with_capacity(dev.dma.read_tags as usize),
+            rc_requests: Server::default(),
+            rc_lines: Server::default(),
+            rc_writes: Server::default(),
+            posted: VecDeque::with_capacity(host.root_complex.posted_credits as usize),
+            walkers: Pool {
+                free: vec![0; host.iommu.walkers as usize],
+            },
+            llc: Llc::new((BUFFER_BYTES / LINE) as usize, llc_lines, host.memory.ddio_share),
+            iotlb: w
+                .iommu_page
+                .map(|p| Iotlb::new(BUFFER_BYTES, p, host.iommu.iotlb_entries as usize)),
+            remote_ps: if w.remote_memory { ps(host.memory.remote_ns) } else { 0 },
+            remote_line_ps: if w.remote_memory {
+                ps(host.memory.remote_line_ns)
+            } else {
+                0
+            },
+            wire_ps: ps(host.link.wire_ns),
+        };
+        m.prepare(w);
+        m
+    }
+
+    /// Leave the caches as pcie-bench's warm/thrash steps do.
+    fn prepare(&mut self, w: &Workload) {
+        let window_lines = (w.window.next_multiple_of(4096) / LINE) as u32;
+        match w.prep {
+            CachePrep::Cold => {}
+            CachePrep::HostWarm => {
+                for l in 0..window_lines.min((BUFFER_BYTES / LINE) as u32) {
+                    self.llc.cpu_write(l);
+                }
+            }
+            CachePrep::DeviceWarm => {
+                for l in 0..(w.window / LINE) as u32 {
+                    self.device_touch(l as u64 * LINE);
+                }
+            }
+            CachePrep::DeviceThrash => {
+                let lines = BUFFER_BYTES / LINE;
+                for _ in 0..lines * 2 {
+                    let l = self.rng.below(lines);
+                    self.device_touch(l * LINE);
+                }
+            }
+        }
+    }
+
+    /// A device write outside the timed test (warming): caches and IO-TLB, no timing.
+    fn device_touch(&mut self, addr: u64) {
+        self.llc.device_write((addr / LINE) as u32);
+        if let Some(t) = &mut self.iotlb {
+            let p = t.page_of(addr);
+            t.lookup(p);
+        }
+    }
+
+    /// Translate `addr` arriving at `t`: free on an IO-TLB hit, a page walk on a miss.
+    fn translate(&mut self, t: Ps, addr: u64) -> Ps {
+        let Some(tlb) = &mut self.iotlb else { return t };
+        let page = tlb.page_of(addr);
+        if tlb.lookup(page) {
+            return t;
+        }
+        let walk = ps(self.host.iommu.walk_ns);
+        self.walkers.serve(t, walk) + walk
+    }
+
+    /// Time for the memory system to deliver one line once the RC asks for it.
+    fn line_latency(&mut self, line: u64) -> Ps {
+        let m = &self.host.memory;
+        let base = match self.llc.state(line as u32) {
+            LineState::Cpu => draw(&mut self.rng, &m.llc_hit) + draw_tail(&mut self.rng, &self.host.cpu.wake),
+            LineState::Io => draw(&mut self.rng, &m.io_line),
+            LineState::Memory => draw(&mut self.rng, &m.dram) + draw_tail(&mut self.rng, &m.dram_tail),
+        };
+        base + self.remote_ps
+    }
+
+    /// The read or write engine takes a DMA: returns when its first TLP may leave.
+    fn engine_accept(&mut self, t: Ps, d: Dma, write: bool, tlps: u64) -> Ps {
+        let dma = &self.dev.dma;
+        let lines = (d.size as u64).div_ceil(LINE) as f64;
+        let (ns, factor, engine) = if write {
+            let ns = dma.write_dma_ns + dma.write_tlp_ns * tlps as f64 + dma.write_line_ns * lines;
+            (ns.max(dma.write_min_ns), dma.write_slow_factor, &mut self.write_engine)
+        } else {
+            let ns = dma.read_dma_ns + dma.read_request_ns * tlps as f64 + dma.read_line_ns * lines;
+            (ns, dma.read_slow_factor, &mut self.read_engine)
+        };
+        let factor = if d.slow { factor } else { 1.0 };
+        let start = engine.serve(t + ps(dma.issue_ns), ps(ns * factor));
+        let moved = self.bus.serve(start, ps(dma.bus_line_ns * lines));
+        moved + draw(&mut self.rng, &dma.jitter)
+    }
+
+    /// Wait for a free read tag: returns when the request may be sent.
+    fn claim_tag(&mut self, t: Ps) -> Ps {
+        if self.tags.len() == self.dev.dma.read_tags as usize {
+            t.max(self.tags.pop_front().unwrap_or(0))
+        } else {
+            t
+        }
+    }
+
+    /// A DMA read; its lines may not be served before `not_before` (a preceding write's
+    /// commit). Returns when the device has all the data.
+    fn read(&mut self, t: Ps, d: Dma, not_before: Ps) -> Ps {
+        let requests = split_read_requests(self.link, d.addr, d.size).count() as u64;
+        let start = self.engine_accept(t, d, false, requests);
+        let move_ps = ps(self.dev.dma.move_line_ns);
+        let rc = &self.host.root_complex;
+        let (req_ps, line_ps, half_fixed) = (
+            ps(rc.request_ns),
+            ps(rc.line_ns) + self.remote_line_ps,
+            ps(rc.fixed_ns) / 2,
+        );
+        let mut device_done = start;
+        for (addr, len) in split_read_requests(self.link, d.addr, d.size) {
+            let mrd = Tlp::request(self.link, TlpKind::MRd, addr, len).wire_bytes(self.link) as f64;
+            let tagged = self.claim_tag(start);
+            let sent = self.up.send(tagged, mrd);
+            self.down.owe(reverse_dllp_bytes(self.link, TlpKind::MRd, mrd));
+            let arrival = sent + self.wire_ps + half_fixed;
+            let accepted = self.rc_requests.serve(arrival, req_ps);
+            let translated = self.translate(accepted, addr).max(not_before);
+            let mut ready = translated;
+            for (caddr, clen) in split_completions(self.link, addr, len) {
+                let first = caddr / LINE;
+                let last = (caddr + clen as u64 - 1) / LINE;
+                for line in first..=last {
+                    let asked = self.rc_lines.serve(translated, line_ps);
+                    ready = ready.max(asked + self.line_latency(line));
+                }
+                let cpl = Tlp::completion(caddr, clen).wire_bytes(self.link) as f64;
+                let sent = self.down.send(ready + half_fixed, cpl);
+                self.up.owe(reverse_dllp_bytes(self.link, TlpKind::CplD, cpl));
+                let arrived = sent + self.wire_ps;
+                device_done = device_done.max(arrived) + move_ps * (last - first + 1);
+            }
+            self.tags.push_back(device_done);
+        }
+        device_done
+    }
+
+    /// A DMA write. Returns (when the last TLP has left the device, when the host has
+    /// committed the data).
+    fn write(&mut self, t: Ps, d: Dma) -> (Ps, Ps) {
+        let tlps = split_writes(self.link, d.addr, d.size).count() as u64;
+        let start = self.engine_accept(t, d, true, tlps);
+        let move_ps = ps(self.dev.dma.move_line_ns);
+        let rc = &self.host.root_complex;
+        let (wline_ps, commit_ps, credits) = (ps(rc.write_line_ns), ps(rc.write_commit_ns), rc.posted_credits as usize);
+        let (mut data_ready, mut sent_last, mut committed) = (start, start, start);
+        for (addr, len) in split_writes(self.link, d.addr, d.size) {
+            let first = addr / LINE;
+            let last = (addr + len as u64 - 1) / LINE;
+            data_ready += move_ps * (last - first + 1);
+            let credit = if self.posted.len() == credits {
+                self.posted.pop_front().unwrap_or(0)
+            } else {
+                0
+            };
+            let mwr = Tlp::request(self.link, TlpKind::MWr, addr, len).wire_bytes(self.link) as f64;
+            let sent = self.up.send(data_ready.max(credit), mwr);
+            self.down.owe(reverse_dllp_bytes(self.link, TlpKind::MWr, mwr));
+            let arrival = sent + self.wire_ps;
+            let translated = self.translate(arrival, addr);
+            let busy = wline_ps * (last - first + 1);
+            let processed = self.rc_writes.serve(translated, busy) + busy;
+            self.posted.push_back(processed);
+            for line in first..=last {
+                self.llc.device_write(line as u32);
+            }
+            sent_last = sent;
+            committed = committed.max(processed + commit_ps);
+        }
+        (sent_last, committed)
+    }
+
+    /// One transaction of `op` starting at `t`; returns when the device sees it complete.
+    fn transaction(&mut self, op: Op, t: Ps, d: Dma, index: u64) -> Ps {
+        let complete = ps(self.dev.dma.complete_ns);
+        match op {
+            Op::LatRead | Op::BwRead => self.read(t, d, 0) + complete,
+            Op::BwWrite => self.write(t, d).0 + complete,
+            Op::BwReadWrite if index % 2 == 1 => self.read(t, d, 0) + complete,
+            Op::BwReadWrite => self.write(t, d).0 + complete,
+            Op::LatWriteRead => {
+                let (sent, committed) = self.write(t, d);
+                self.read(sent, d, committed) + complete
+            }
+            Op::LatCmdRead => self.command(t, d, false),
+            Op::LatCmdWriteRead => self.command(t, d, true),
+        }
+    }
+
+    /// The NFP's direct command path: one PCIe read (after an optional write) issued from a
+    /// BAR window, bypassing the DMA engines.
+    fn command(&mut self, t: Ps, d: Dma, write_first: bool) -> Ps {
+        let cmd = &self.dev.cmd;
+        let issue = t + ps(cmd.issue_ns);
+        let (start, not_before) = if write_first {
+            let mwr = Tlp::request(self.link, TlpKind::MWr, d.addr, d.size).wire_bytes(self.link) as f64;
+            let sent = self.up.send(issue, mwr);
+            let arrival = sent + self.wire_ps;
+            let translated = self.translate(arrival, d.addr);
+            let busy = ps(self.host.root_complex.write_line_ns);
+            let processed = self.rc_writes.serve(translated, busy) + busy;
+            self.llc.device_write((d.addr / LINE) as u32);
+            (sent, processed + ps(self.host.root_complex.write_commit_ns))
+        } else {
+            (issue, 0)
+        };
+        let half_fixed = ps(self.host.root_complex.fixed_ns) / 2;
+        let mrd = Tlp::request(self.link, TlpKind::MRd, d.addr, d.size).wire_bytes(self.link) as f64;
+        let sent = self.up.send(start, mrd);
+        let arrival = sent + self.wire_ps + half_fixed;
+        let accepted = self.rc_requests.serve(arrival, ps(self.host.root_complex.request_ns));
+        let translated = self.translate(accepted, d.addr).max(not_before);
+        let line = d.addr / LINE;
+        let asked = self.rc_lines.serve(translated, ps(self.host.root_complex.line_ns));
+        let ready = asked + self.line_latency(line);
+        let cpl = Tlp::completion(d.addr, d.size).wire_bytes(self.link) as f64;
+        self.down.send(ready + half_fixed, cpl) + self.wire_ps + ps(cmd.complete_ns)
+    }
+}
+
+/// What a run measured, in device timestamp terms.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Measured {
+    Latency {
+        cycles: Vec<u32>,
+        total_cycles: u64,
+    },
+    Bandwidth {
+        bytes: u64,
+        transactions: u64,
+        time_cycles: u64,
+    },
+}
+
+impl Machine<'_> {
+    fn cycle_ps(&self) -> f64 {
+        1e6 / self.dev.clock.mhz
+    }
+
+    fn dma(&self, addr: u64, w: &Workload) -> Dma {
+        Dma {
+            addr,
+            size: w.size,
+            slow: w.device_offset % self.dev.dma.fast_align != 0,
+        }
+    }
+
+    /// Latency test: one transaction at a time, each timed by the device's timestamp counter.
+    pub fn run_latency(&mut self, w: &Workload) -> Measured {
+        let tick_ps = self.cycle_ps() * self.dev.clock.tick_cycles as f64;
+        let tick_cycles = self.dev.clock.tick_cycles;
+        let stamp = |t: Ps| (t as f64 / tick_ps) as u64;
+        let loop_ps = ps(if w.op == Op::LatCmdRead || w.op == Op::LatCmdWriteRead {
+            self.dev.cmd.loop_ns
+        } else {
+            self.dev.dma.loop_ns
+        });
+        let mut addrs = Addresses::new(w);
+        let mut cycles = Vec::with_capacity(w.count as usize);
+        // Start at a random phase of the timestamp counter.
+        let first = self.rng.below(tick_ps as u64);
+        let mut now = first;
+        for i in 0..w.count {
+            let addr = addrs.next(&mut self.rng);
+            let d = self.dma(addr, w);
+            let done = self.transaction(w.op, now, d, i);
+            cycles.push(((stamp(done) - stamp(now)) * tick_cycles as u64) as u32);
+            now = done + loop_ps;
+        }
+        let total_cycles = (stamp(now) - stamp(first)) * tick_cycles as u64;
+        Measured::Latency { cycles, total_cycles }
+    }
+
+    /// Bandwidth test: every DMA thread keeps one DMA outstanding; the earliest free thread
+    /// claims the next transaction.
+    pub fn run_bandwidth(&mut self, w: &Workload) -> Measured {
+        let worker_ps = ps(self.dev.dma.worker_ns);
+        let mut addrs = Addresses::new(w);
+        let mut threads: BinaryHeap<Reverse<Ps>> = (0..self.dev.dma.workers).map(|_| Reverse(0)).collect();
+        let mut end = 0;
+        for i in 0..w.count {
+            let Reverse(free) = threads.pop().expect("at least one thread");
+            let addr = addrs.next(&mut self.rng);
+            let d = self.dma(addr, w);
+            let done = self.transaction(w.op, free + worker_ps, d, i);
+            end = end.max(done);
+            threads.push(Reverse(done));
+        }
+        let counted = if w.op == Op::BwReadWrite { w.count / 2 } else { w.count };
+        Measured::Bandwidth {
+            bytes: counted * w.size as u64,
+            transactions: counted,
+            time_cycles: (end as f64 / self.cycle_ps()).round() as u64,
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! The last-level cache as the device sees it: which 64 B lines of the DMA buffer are cached,
+//! and by whom. Host writes can fill the whole LLC; DDIO may allocate device writes only into its
+//! share. Both regions replace their oldest line first (FIFO, close to LRU for the random and
+//! sequential patterns pcie-bench uses, and O(1)).
+
+use std::collections::VecDeque;
+
+/// Where a line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineState {
+    /// Only in DRAM.
+    Memory,
+    /// In the LLC, last written by a core (host-warmed).
+    Cpu,
+    /// In the LLC's DDIO share, written by the device.
+    Io,
+}
+
+/// A FIFO-replaced set of lines with a fixed capacity.
+#[derive(Debug, Clone)]
+struct Region {
+    order: VecDeque<u32>,
+    capacity: usize,
+}
+
+/// The LLC over a buffer of `lines` lines.
+#[derive(Debug, Clone)]
+pub struct Llc {
+    state: Vec<LineState>,
+    cpu: Region,
+    io: Region,
+}
+
+impl Region {
+    fn new(capacity: usize) -> Region {
+        Region {
+            order: VecDeque::with_capacity(capacity.min(1 << 20)),
+            capacity: capacity.max(1),
+        }
+    }
+}
+
+impl Llc {
+    pub fn new(buffer_lines: usize, llc_lines: usize, ddio_share: f64) -> Llc {
+        Llc {
+            state: vec![LineState::Memory; buffer_lines],
+            cpu: Region::new(llc_lines),
+            io: Region::new((llc_lines as f64 * ddio_share) as usize),
+        }
+    }
+
+    pub fn state(&self, line: u32) -> LineState {
+        self.state[line as usize]
+    }
+
+    fn insert(&mut self, line: u32, to: LineState) {
+        let region = if to == LineState::Cpu {
+            &mut self.cpu
+        } else {
+            &mut self.io
+        };
+        if region.order.len() == region.capacity {
+            if let Some(old) = region.order.pop_front() {
+                // The slot may have been reused by the other region since; only evict our own.
+                if self.state[old as usize] == to {
+                    self.state[old as usize] = LineState::Memory;
+                }
+            }
+        }
+        region.order.push_back(line);
+        self.state[line as usize] = to;
+    }
+
+    /// A core writes the line (host warming): it is cached, owned by the core.
+    pub fn cpu_write(&mut self, line: u32) {
+        if self.state[line as usize] != LineState::Cpu {
+            self.insert(line, LineState::Cpu);
+        }
+    }
+
+    /// The device writes the line: DDIO updates a cached line in place, or allocates it in
+    /// the DDIO share.
+    pub fn device_write(&mut self, line: u32) {
+        match self.state[line as usize] {
+            LineState::Memory => self.insert(line, LineState::Io),
+            LineState::Cpu => self.state[line as usize] = LineState::Io,
+            LineState::Io => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_writes_beyond_capacity_keep_the_last_lines() {
+        let mut c = Llc::new(1000, 100, 0.1);
+        for l in 0..300 {
+            c.cpu_write(l);
+        }
+        assert_eq!(c.state(199), LineState::Memory);
+        assert_eq!(c.state(200), LineState::Cpu);
+        assert_eq!(c.state(299), LineState::Cpu);
+    }
+
+    #[test]
+    fn ddio_allocates_only_into_its_share() {
+        let mut c = Llc::new(1000, 100, 0.1);
+        for l in 0..50 {
+            c.device_write(l);
+        }
+        let io = (0..50).filter(|&l| c.state(l) == LineState::Io).count();
+        assert_eq!(io, 10);
+        c.cpu_write(500);
+        c.device_write(500);
+        assert_eq!(c.state(500), LineState::Io);
+    }
+}

@@ -1,0 +1,444 @@
+//! Host and device profiles: every parameter the simulator uses, as TOML data with its source.
+//! Built-in profiles are embedded; a path loads a user's file. Loading validates every value
+//! and names the file and key of anything wrong.
+
+use serde::Deserialize;
+use std::fmt;
+use std::path::Path;
+
+/// A latency that varies: triangular between `min_ns` and `max_ns`, most likely `mode_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spread {
+    pub min_ns: f64,
+    pub mode_ns: f64,
+    pub max_ns: f64,
+}
+
+/// A rare extra delay: with probability `prob`, uniform between `min_ns` and `max_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tail {
+    pub prob: f64,
+    pub min_ns: f64,
+    pub max_ns: f64,
+}
+
+/// The root port's side of the link.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostLink {
+    pub max_mps: u32,
+    pub rcb: u32,
+    /// One way: SerDes, PHY and data link layer pipelines plus flight time.
+    pub wire_ns: f64,
+}
+
+/// The root complex's request pipeline.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RootComplex {
+    /// Traversal of a read request from the port to the coherent fabric and of its data back.
+    pub fixed_ns: f64,
+    /// Occupancy of the read pipeline per request (bounds read requests per second).
+    pub request_ns: f64,
+    /// Occupancy per 64 B line read (bounds read lines per second).
+    pub line_ns: f64,
+    /// Occupancy per 64 B line written (bounds posted write bandwidth).
+    pub write_line_ns: f64,
+    /// Posted requests the port buffers before it stops returning credits.
+    pub posted_credits: u32,
+    /// From a posted write's arrival until a later read of the same line sees it.
+    pub write_commit_ns: f64,
+}
+
+/// Caches and memory.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Memory {
+    pub llc_bytes: u64,
+    /// Share of the LLC DDIO may allocate device writes into.
+    pub ddio_share: f64,
+    /// A read that hits a line a core wrote (host-warmed).
+    pub llc_hit: Spread,
+    /// A read served by local DRAM.
+    pub dram: Spread,
+    pub dram_tail: Tail,
+    /// A read of a line DDIO allocated for a device write.
+    pub io_line: Spread,
+    /// Extra per access to memory on another socket.
+    pub remote_ns: f64,
+    /// Extra per line for the remote socket's slower read pipeline.
+    pub remote_line_ns: f64,
+}
+
+/// Cores: reading a line a core holds modified snoops the core, which may be asleep.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cpu {
+    pub wake: Tail,
+}
+
+/// IOMMU address translation.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Iommu {
+    pub iotlb_entries: u32,
+    /// A page walk on an IO-TLB miss.
+    pub walk_ns: f64,
+    /// Walks in flight at once.
+    pub walkers: u32,
+}
+
+/// A host: CPU, root complex, memory, IOMMU.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostProfile {
+    pub name: String,
+    pub description: String,
+    pub sources: Vec<String>,
+    pub link: HostLink,
+    pub root_complex: RootComplex,
+    pub memory: Memory,
+    pub cpu: Cpu,
+    pub iommu: Iommu,
+}
+
+/// The device's side of the link.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceLink {
+    pub gen: u32,
+    pub lanes: u32,
+    pub max_mps: u32,
+    /// As the driver sets it.
+    pub mrrs: u32,
+}
+
+/// The DMA engines: one moving data from the host (reads), one to the host (writes), sharing
+/// the device's internal bus.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dma {
+    /// Threads issuing DMAs in bandwidth tests, one DMA outstanding each.
+    pub workers: u32,
+    pub max_transfer: u32,
+    /// Read requests the device may have in flight (its tag space).
+    pub read_tags: u32,
+    /// From a thread's command until the engine takes the DMA.
+    pub issue_ns: f64,
+    /// Read engine occupancy: per DMA, per read request, per 64 B line.
+    pub read_dma_ns: f64,
+    pub read_request_ns: f64,
+    pub read_line_ns: f64,
+    /// Write engine occupancy: per DMA, per TLP, per 64 B line, and at least `write_min_ns`
+    /// per DMA (the small-write rate limit).
+    pub write_dma_ns: f64,
+    pub write_tlp_ns: f64,
+    pub write_line_ns: f64,
+    pub write_min_ns: f64,
+    /// Internal bus shared by both engines, per 64 B line.
+    pub bus_line_ns: f64,
+    /// One DMA's data moves between the PCIe block and device memory line by line.
+    pub move_line_ns: f64,
+    /// From the last data until the thread sees the DMA done.
+    pub complete_ns: f64,
+    /// A bandwidth thread's own work between DMAs (claiming the next index).
+    pub worker_ns: f64,
+    /// Latency loop overhead per sample outside the timed section (address lookup, journal).
+    pub loop_ns: f64,
+    /// Device offsets that are not a multiple of this take the engines' slow path, which
+    /// multiplies their occupancy by these factors.
+    pub fast_align: u32,
+    pub read_slow_factor: f64,
+    pub write_slow_factor: f64,
+    /// Timing noise of the engine per DMA.
+    pub jitter: Spread,
+}
+
+/// The direct command path (device-initiated PCIe reads/writes through a BAR window).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cmd {
+    pub issue_ns: f64,
+    pub complete_ns: f64,
+    pub loop_ns: f64,
+}
+
+/// The device's timestamp counter.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Clock {
+    pub mhz: f64,
+    /// The counter ticks once per this many cycles.
+    pub tick_cycles: u32,
+}
+
+/// A DMA-capable device.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceProfile {
+    pub name: String,
+    pub description: String,
+    pub sources: Vec<String>,
+    pub link: DeviceLink,
+    pub clock: Clock,
+    pub dma: Dma,
+    pub cmd: Cmd,
+}
+
+/// A profile that could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileError {
+    pub file: String,
+    pub message: String,
+}
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file, self.message)
+    }
+}
+
+impl std::error::Error for ProfileError {}
+
+const HOSTS: [(&str, &str); 3] = [
+    ("e5-2637v3", include_str!("../../../data/profiles/e5-2637v3.toml")),
+    ("gen4-server", include_str!("../../../data/profiles/gen4-server.toml")),
+    ("gen5-server", include_str!("../../../data/profiles/gen5-server.toml")),
+];
+const DEVICES: [(&str, &str); 1] = [("nfp6000", include_str!("../../../data/profiles/nfp6000.toml"))];
+
+/// Names of the built-in host profiles.
+pub fn builtin_hosts() -> Vec<&'static str> {
+    HOSTS.iter().map(|(n, _)| *n).collect()
+}
+
+/// Names of the built-in device profiles.
+pub fn builtin_devices() -> Vec<&'static str> {
+    DEVICES.iter().map(|(n, _)| *n).collect()
+}
+
+trait Checked: Sized + for<'de> Deserialize<'de> {
+    fn check(&self) -> Result<(), String>;
+}
+
+fn parse<T: Checked>(file: &str, text: &str) -> Result<T, ProfileError> {
+    let err = |message: String| ProfileError {
+        file: file.to_string(),
+        message,
+    };
+    let p: T = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+    p.check().map_err(err)?;
+    Ok(p)
+}
+
+/// Load a built-in profile by name, or a TOML file when `name` contains a `/` or ends in `.toml`.
+fn load<T: Checked>(name: &str, builtin: &[(&str, &str)], what: &str) -> Result<T, ProfileError> {
+    if name.contains('/') || name.ends_with(".toml") {
+        let text = std::fs::read_to_string(Path::new(name)).map_err(|e| ProfileError {
+            file: name.to_string(),
+            message: format!("cannot read: {e}"),
+        })?;
+        return parse(name, &text);
+    }
+    match builtin.iter().find(|(n, _)| *n == name) {
+        Some((n, text)) => parse(&format!("{n}.toml"), text),
+        None => {
+            let names: Vec<&str> = builtin.iter().map(|(n, _)| *n).collect();
+            Err(ProfileError {
+                file: name.to_string(),
+                message: format!(
+                    "unknown {what} profile; built-in ones are {} (or give a path to a .toml file)",
+                    names.join(", ")
+                ),
+            })
+        }
+    }
+}
+
+impl HostProfile {
+    pub fn load(name: &str) -> Result<HostProfile, ProfileError> {
+        load(name, &HOSTS, "host")
+    }
+}
+
+impl DeviceProfile {
+    pub fn load(name: &str) -> Result<DeviceProfile, ProfileError> {
+        load(name, &DEVICES, "device")
+    }
+}
+
+fn positive(key: &str, v: f64) -> Result<(), String> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{key} = {v}: must be a positive number"))
+    }
+}
+
+fn non_negative(key: &str, v: f64) -> Result<(), String> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{key} = {v}: must be zero or more"))
+    }
+}
+
+fn probability(key: &str, v: f64) -> Result<(), String> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(())
+    } else {
+        Err(format!("{key} = {v}: must be between 0 and 1"))
+    }
+}
+
+fn one_of(key: &str, v: u32, allowed: &[u32]) -> Result<(), String> {
+    if allowed.contains(&v) {
+        Ok(())
+    } else {
+        let list: Vec<String> = allowed.iter().map(|a| a.to_string()).collect();
+        Err(format!("{key} = {v}: must be one of {}", list.join(", ")))
+    }
+}
+
+fn spread(key: &str, s: &Spread) -> Result<(), String> {
+    non_negative(&format!("{key}.min_ns"), s.min_ns)?;
+    if s.min_ns <= s.mode_ns && s.mode_ns <= s.max_ns {
+        Ok(())
+    } else {
+        Err(format!(
+            "{key}: need min_ns <= mode_ns <= max_ns, got {} / {} / {}",
+            s.min_ns, s.mode_ns, s.max_ns
+        ))
+    }
+}
+
+fn tail(key: &str, t: &Tail) -> Result<(), String> {
+    probability(&format!("{key}.prob"), t.prob)?;
+    non_negative(&format!("{key}.min_ns"), t.min_ns)?;
+    if t.min_ns <= t.max_ns {
+        Ok(())
+    } else {
+        Err(format!("{key}: need min_ns <= max_ns"))
+    }
+}
+
+const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
+
+impl Checked for HostProfile {
+    fn check(&self) -> Result<(), String> {
+        one_of("link.max_mps", self.link.max_mps, &SIZES)?;
+        one_of("link.rcb", self.link.rcb, &[64, 128])?;
+        non_negative("link.wire_ns", self.link.wire_ns)?;
+        let rc = &self.root_complex;
+        non_negative("root_complex.fixed_ns", rc.fixed_ns)?;
+        positive("root_complex.request_ns", rc.request_ns)?;
+        positive("root_complex.line_ns", rc.line_ns)?;
+        positive("root_complex.write_line_ns", rc.write_line_ns)?;
+        if rc.posted_credits == 0 {
+            return Err("root_complex.posted_credits = 0: must be at least 1".into());
+        }
+        non_negative("root_complex.write_commit_ns", rc.write_commit_ns)?;
+        let m = &self.memory;
+        if m.llc_bytes < 64 * 1024 {
+            return Err(format!("memory.llc_bytes = {}: must be at least 65536", m.llc_bytes));
+        }
+        probability("memory.ddio_share", m.ddio_share)?;
+        spread("memory.llc_hit", &m.llc_hit)?;
+        spread("memory.dram", &m.dram)?;
+        spread("memory.io_line", &m.io_line)?;
+        tail("memory.dram_tail", &m.dram_tail)?;
+        non_negative("memory.remote_ns", m.remote_ns)?;
+        non_negative("memory.remote_line_ns", m.remote_line_ns)?;
+        tail("cpu.wake", &self.cpu.wake)?;
+        if self.iommu.iotlb_entries == 0 || self.iommu.walkers == 0 {
+            return Err("iommu.iotlb_entries and iommu.walkers must be at least 1".into());
+        }
+        positive("iommu.walk_ns", self.iommu.walk_ns)
+    }
+}
+
+impl Checked for DeviceProfile {
+    fn check(&self) -> Result<(), String> {
+        one_of("link.gen", self.link.gen, &[1, 2, 3, 4, 5, 6, 7])?;
+        one_of("link.lanes", self.link.lanes, &[1, 2, 4, 8, 16, 32])?;
+        one_of("link.max_mps", self.link.max_mps, &SIZES)?;
+        one_of("link.mrrs", self.link.mrrs, &SIZES)?;
+        positive("clock.mhz", self.clock.mhz)?;
+        if self.clock.tick_cycles == 0 {
+            return Err("clock.tick_cycles = 0: must be at least 1".into());
+        }
+        let d = &self.dma;
+        if d.workers == 0 || d.workers > 4096 {
+            return Err(format!("dma.workers = {}: must be between 1 and 4096", d.workers));
+        }
+        one_of("dma.max_transfer", d.max_transfer, &[1024, 2048, 4096])?;
+        for (k, v) in [
+            ("dma.issue_ns", d.issue_ns),
+            ("dma.complete_ns", d.complete_ns),
+            ("dma.worker_ns", d.worker_ns),
+            ("dma.loop_ns", d.loop_ns),
+            ("cmd.issue_ns", self.cmd.issue_ns),
+            ("cmd.complete_ns", self.cmd.complete_ns),
+            ("cmd.loop_ns", self.cmd.loop_ns),
+        ] {
+            non_negative(k, v)?;
+        }
+        for (k, v) in [
+            ("dma.read_dma_ns", d.read_dma_ns),
+            ("dma.read_request_ns", d.read_request_ns),
+            ("dma.read_line_ns", d.read_line_ns),
+            ("dma.write_dma_ns", d.write_dma_ns),
+            ("dma.write_tlp_ns", d.write_tlp_ns),
+            ("dma.write_line_ns", d.write_line_ns),
+            ("dma.write_min_ns", d.write_min_ns),
+            ("dma.bus_line_ns", d.bus_line_ns),
+            ("dma.move_line_ns", d.move_line_ns),
+        ] {
+            non_negative(k, v)?;
+        }
+        for (k, v) in [
+            ("dma.read_slow_factor", d.read_slow_factor),
+            ("dma.write_slow_factor", d.write_slow_factor),
+        ] {
+            positive(k, v)?;
+        }
+        if d.read_tags == 0 {
+            return Err("dma.read_tags = 0: must be at least 1".into());
+        }
+        one_of("dma.fast_align", d.fast_align, &[1, 2, 4, 8, 16, 32, 64])?;
+        spread("dma.jitter", &d.jitter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_profiles_load() {
+        for h in builtin_hosts() {
+            HostProfile::load(h).unwrap();
+        }
+        for d in builtin_devices() {
+            DeviceProfile::load(d).unwrap();
+        }
+    }
+
+    #[test]
+    fn unknown_profile_lists_the_builtin_ones() {
+        let e = HostProfile::load("pentium").unwrap_err().to_string();
+        assert!(e.contains("unknown host profile") && e.contains("e5-2637v3"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_file_and_key() {
+        let text = include_str!("../../../data/profiles/nfp6000.toml").replace("mrrs = 512", "mrrs = 500");
+        let e = parse::<DeviceProfile>("mine.toml", &text).unwrap_err().to_string();
+        assert!(e.starts_with("mine.toml: link.mrrs = 500: must be one of"), "{e}");
+        let text = include_str!("../../../data/profiles/e5-2637v3.toml").replace("[cpu]", "[cpu]\nturbo = true");
+        let e = parse::<HostProfile>("h.toml", &text).unwrap_err().to_string();
+        assert!(e.contains("turbo"), "{e}");
+    }
+}
