@@ -36,7 +36,7 @@ pub enum Outcome {
 }
 
 /// Describes a backend for `run.json`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BackendInfo {
     /// As given on the command line, e.g. `sim:e5-2637v3,nfp6000`.
     pub name: String,

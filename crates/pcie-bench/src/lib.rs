@@ -3,6 +3,15 @@
 
 pub mod backend;
 pub mod params;
+pub mod results;
+pub mod stats;
+pub mod suite;
 
 pub use backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
 pub use params::{CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams, BUFFER_BYTES};
+pub use results::{
+    read_raw, rfc3339, BandwidthRow, CdfSection, HostInfo, LatencyRow, RawSample, ResultData, ResultFile, ResultsError,
+    RunData, RunInfo, RunWriter,
+};
+pub use stats::{ks_distance, BandwidthStats, CdfPoint, LatencyStats, Measurement, SortedLatencies, Summary};
+pub use suite::{parse_bytes, Axis, Group, OffsetSweep, Suite, SuiteError};

@@ -295,7 +295,7 @@ impl TestParams {
             return Err(ParamError::new("size", 0, "must be at least 1"));
         }
         if self.kind.is_cmd() {
-            if self.size % 4 != 0 || self.size > 64 {
+            if !self.size.is_multiple_of(4) || self.size > 64 {
                 return Err(ParamError::new(
                     "size",
                     self.size,
@@ -309,7 +309,7 @@ impl TestParams {
                 format!("the device's DMA limit is {max_transfer} bytes"),
             ));
         }
-        if self.window % 64 != 0 || self.window == 0 {
+        if !self.window.is_multiple_of(64) || self.window == 0 {
             return Err(ParamError::new(
                 "window",
                 self.window,

@@ -46,25 +46,45 @@ pub fn read_completions(cfg: &LinkConfig, addr: u64, len: u32) -> Vec<(u64, u32)
 
 /// Completions answering one read request: at RCB boundaries, or as large as MPS allows with
 /// every completion but the last ending on an RCB boundary.
-pub fn completions(cfg: &LinkConfig, addr: u64, len: u32) -> Box<dyn Iterator<Item = (u64, u32)>> {
-    match cfg.cpl_split {
-        CplSplit::Rcb => Box::new(aligned_chunks(addr, len, cfg.rcb)),
-        CplSplit::Mps => {
-            let (end, rcb, mps) = (addr + len as u64, cfg.rcb as u64, cfg.mps as u64);
-            let mut at = addr;
-            Box::new(std::iter::from_fn(move || {
-                if at >= end {
-                    return None;
-                }
-                let mut next = ((at + mps) / rcb * rcb).min(end);
-                if next <= at {
-                    next = (at + mps).min(end); // RCB larger than MPS: MPS rules
-                }
-                let piece = (at, (next - at) as u32);
-                at = next;
-                Some(piece)
-            }))
+pub fn completions(cfg: &LinkConfig, addr: u64, len: u32) -> Completions {
+    Completions {
+        at: addr,
+        end: addr + len as u64,
+        rcb: cfg.rcb as u64,
+        mps: cfg.mps as u64,
+        split: cfg.cpl_split,
+    }
+}
+
+/// Iterator over the `(addr, len)` completions of one read request (no allocation: the
+/// simulator calls this for every request).
+#[derive(Debug, Clone)]
+pub struct Completions {
+    at: u64,
+    end: u64,
+    rcb: u64,
+    mps: u64,
+    split: CplSplit,
+}
+
+impl Iterator for Completions {
+    type Item = (u64, u32);
+
+    fn next(&mut self) -> Option<(u64, u32)> {
+        if self.at >= self.end {
+            return None;
         }
+        let next = match self.split {
+            CplSplit::Rcb => (self.at / self.rcb + 1) * self.rcb,
+            CplSplit::Mps => match (self.at + self.mps) / self.rcb * self.rcb {
+                n if n > self.at => n,
+                _ => self.at + self.mps, // RCB larger than MPS: MPS rules
+            },
+        }
+        .min(self.end);
+        let piece = (self.at, (next - self.at) as u32);
+        self.at = next;
+        Some(piece)
     }
 }
 

@@ -173,6 +173,8 @@ pub struct Machine<'a> {
     remote_ps: Ps,
     remote_line_ps: Ps,
     wire_ps: Ps,
+    /// Reverse-direction DLLP bytes per TLP byte, per TLP kind (MWr, MRd, CplD).
+    dllp_per_byte: [f64; 3],
 }
 
 /// Per-transaction context: where its device-side data lives.
@@ -220,6 +222,7 @@ impl<'a> Machine<'a> {
                 0
             },
             wire_ps: ps(host.link.wire_ns),
+            dllp_per_byte: [TlpKind::MWr, TlpKind::MRd, TlpKind::CplD].map(|k| reverse_dllp_bytes(link, k, 1.0)),
         };
         m.prepare(w);
         m
@@ -294,7 +297,7 @@ impl<'a> Machine<'a> {
         };
         let factor = if d.slow { factor } else { 1.0 };
         let start = engine.serve(t + ps(dma.issue_ns), ps(ns * factor));
-        let moved = self.bus.serve(start, ps(dma.bus_line_ns * lines));
+        let moved = self.bus.serve(start, ps(dma.bus_dma_ns + dma.bus_line_ns * lines));
         moved + draw(&mut self.rng, &dma.jitter)
     }
 
@@ -324,25 +327,30 @@ impl<'a> Machine<'a> {
             let mrd = Tlp::request(self.link, TlpKind::MRd, addr, len).wire_bytes(self.link) as f64;
             let tagged = self.claim_tag(start);
             let sent = self.up.send(tagged, mrd);
-            self.down.owe(reverse_dllp_bytes(self.link, TlpKind::MRd, mrd));
+            self.down.owe(self.dllp_per_byte[1] * mrd);
             let arrival = sent + self.wire_ps + half_fixed;
             let accepted = self.rc_requests.serve(arrival, req_ps);
             let translated = self.translate(accepted, addr).max(not_before);
             let mut ready = translated;
+            let mut last_arrival = translated;
             for (caddr, clen) in split_completions(self.link, addr, len) {
                 let first = caddr / LINE;
                 let last = (caddr + clen as u64 - 1) / LINE;
-                for line in first..=last {
-                    let asked = self.rc_lines.serve(translated, line_ps);
-                    ready = ready.max(asked + self.line_latency(line));
-                }
+                // The RC asks for the completion's lines back to back; the last one to be asked
+                // decides when the completion can go (one latency draw per completion keeps
+                // large DMAs cheap to simulate).
+                let n = last - first + 1;
+                let asked = self.rc_lines.serve(translated, line_ps * n) + line_ps * (n - 1);
+                ready = ready.max(asked + self.line_latency(last));
                 let cpl = Tlp::completion(caddr, clen).wire_bytes(self.link) as f64;
                 let sent = self.down.send(ready + half_fixed, cpl);
-                self.up.owe(reverse_dllp_bytes(self.link, TlpKind::CplD, cpl));
+                self.up.owe(self.dllp_per_byte[2] * cpl);
                 let arrived = sent + self.wire_ps;
+                last_arrival = arrived;
                 device_done = device_done.max(arrived) + move_ps * (last - first + 1);
             }
-            self.tags.push_back(device_done);
+            // The tag is free once the request's last completion has arrived.
+            self.tags.push_back(last_arrival);
         }
         device_done
     }
@@ -367,7 +375,7 @@ impl<'a> Machine<'a> {
             };
             let mwr = Tlp::request(self.link, TlpKind::MWr, addr, len).wire_bytes(self.link) as f64;
             let sent = self.up.send(data_ready.max(credit), mwr);
-            self.down.owe(reverse_dllp_bytes(self.link, TlpKind::MWr, mwr));
+            self.down.owe(self.dllp_per_byte[0] * mwr);
             let arrival = sent + self.wire_ps;
             let translated = self.translate(arrival, addr);
             let busy = wline_ps * (last - first + 1);
@@ -388,7 +396,7 @@ impl<'a> Machine<'a> {
         match op {
             Op::LatRead | Op::BwRead => self.read(t, d, 0) + complete,
             Op::BwWrite => self.write(t, d).0 + complete,
-            Op::BwReadWrite if index % 2 == 1 => self.read(t, d, 0) + complete,
+            Op::BwReadWrite if !index.is_multiple_of(2) => self.read(t, d, 0) + complete,
             Op::BwReadWrite => self.write(t, d).0 + complete,
             Op::LatWriteRead => {
                 let (sent, committed) = self.write(t, d);
@@ -453,7 +461,7 @@ impl Machine<'_> {
         Dma {
             addr,
             size: w.size,
-            slow: w.device_offset % self.dev.dma.fast_align != 0,
+            slow: !w.device_offset.is_multiple_of(self.dev.dma.fast_align),
         }
     }
 

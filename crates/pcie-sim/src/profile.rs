@@ -137,7 +137,8 @@ pub struct Dma {
     pub write_tlp_ns: f64,
     pub write_line_ns: f64,
     pub write_min_ns: f64,
-    /// Internal bus shared by both engines, per 64 B line.
+    /// Internal bus shared by both engines, per DMA and per 64 B line.
+    pub bus_dma_ns: f64,
     pub bus_line_ns: f64,
     /// One DMA's data moves between the PCIe block and device memory line by line.
     pub move_line_ns: f64,
@@ -393,6 +394,7 @@ impl Checked for DeviceProfile {
             ("dma.write_tlp_ns", d.write_tlp_ns),
             ("dma.write_line_ns", d.write_line_ns),
             ("dma.write_min_ns", d.write_min_ns),
+            ("dma.bus_dma_ns", d.bus_dma_ns),
             ("dma.bus_line_ns", d.bus_line_ns),
             ("dma.move_line_ns", d.move_line_ns),
         ] {

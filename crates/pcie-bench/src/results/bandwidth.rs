@@ -1,0 +1,72 @@
+//! Bandwidth tables: pcie-bench's 13 columns, with the bandwidth column labelled with its true
+//! unit (pcie-bench's "BW (GB/s)" holds Gb/s too).
+
+use super::csv::Table;
+use super::key::{self, KeyColumns};
+use super::ResultsError;
+use crate::params::{CacheState, Pattern, TestKind, TestParams};
+use crate::stats::BandwidthStats;
+use serde::Serialize;
+
+pub(super) fn header() -> String {
+    format!("{},Time(cyc),Time,Bytes,Trans,BW (Gb/s),Trans/s", key::HEADER)
+}
+
+pub(super) fn format_row(p: &TestParams, s: &BandwidthStats) -> String {
+    format!(
+        "{},{},{},{},{},{},{}",
+        key::format(p),
+        s.time_cycles,
+        s.time_ns,
+        s.bytes,
+        s.transactions,
+        s.gbps,
+        s.trans_per_sec
+    )
+}
+
+/// One bandwidth result. For BW_RDWR, bytes and transactions are per direction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BandwidthRow {
+    pub test: TestKind,
+    pub pattern: Pattern,
+    pub cache: CacheState,
+    pub host_offset: u32,
+    pub device_offset: u32,
+    pub window: u64,
+    pub size: u32,
+    pub time_ns: f64,
+    pub bytes: u64,
+    pub trans: u64,
+    pub bw_gbps: f64,
+    pub trans_per_sec: f64,
+}
+
+pub(super) fn parse(t: &Table) -> Result<Vec<BandwidthRow>, ResultsError> {
+    let keys = KeyColumns::locate(t)?;
+    let time = t.column(&["Time", "Time(ns)"])?;
+    let bytes = t.column(&["Bytes"])?;
+    let trans = t.column(&["Trans"])?;
+    let bw = t.column(&["BW (Gb/s)", "BW (GB/s)"])?;
+    let rate = t.column(&["Trans/s"])?;
+    t.rows
+        .iter()
+        .map(|r| {
+            let k = keys.read(t, r)?;
+            Ok(BandwidthRow {
+                test: k.test,
+                pattern: k.pattern,
+                cache: k.cache,
+                host_offset: k.host_offset,
+                device_offset: k.device_offset,
+                window: k.window,
+                size: k.size,
+                time_ns: t.float(r, &time)?,
+                bytes: t.uint(r, &bytes)?,
+                trans: t.uint(r, &trans)?,
+                bw_gbps: t.float(r, &bw)?,
+                trans_per_sec: t.float(r, &rate)?,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,156 @@
+//! The CSV dialect of pcie-bench and of our files: a header row, comma-separated unquoted
+//! fields, LF or CRLF line ends. Columns are found by header name, so column order and extra
+//! columns do not matter.
+
+use super::ResultsError;
+use std::path::{Path, PathBuf};
+
+/// A parsed CSV file.
+pub(super) struct Table {
+    path: PathBuf,
+    pub header: Vec<String>,
+    pub rows: Vec<Row>,
+}
+
+/// A data row and its 1-based line number.
+pub(super) struct Row {
+    pub line: usize,
+    fields: Vec<String>,
+}
+
+/// A located column.
+#[derive(Debug, Clone)]
+pub(super) struct Col {
+    index: usize,
+    name: String,
+}
+
+impl Table {
+    pub fn parse(path: &Path, text: &str) -> Result<Table, ResultsError> {
+        let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+        let (_, head) = lines
+            .next()
+            .ok_or_else(|| ResultsError::file(path, "empty file: no header row"))?;
+        let header: Vec<String> = split(head);
+        let mut rows = Vec::new();
+        for (i, l) in lines {
+            let fields = split(l);
+            if fields.len() != header.len() {
+                return Err(ResultsError {
+                    path: path.to_path_buf(),
+                    line: Some(i + 1),
+                    column: None,
+                    message: format!("{} fields, but the header has {}", fields.len(), header.len()),
+                });
+            }
+            rows.push(Row { line: i + 1, fields });
+        }
+        Ok(Table {
+            path: path.to_path_buf(),
+            header,
+            rows,
+        })
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.header.iter().any(|h| h == name)
+    }
+
+    /// The first of `names` present (several spellings of one column).
+    pub fn optional(&self, names: &[&str]) -> Option<Col> {
+        names.iter().find_map(|n| {
+            self.header.iter().position(|h| h == n).map(|index| Col {
+                index,
+                name: n.to_string(),
+            })
+        })
+    }
+
+    pub fn column(&self, names: &[&str]) -> Result<Col, ResultsError> {
+        self.optional(names).ok_or_else(|| ResultsError {
+            path: self.path.clone(),
+            line: Some(1),
+            column: Some(names[0].to_string()),
+            message: "missing from the header".into(),
+        })
+    }
+
+    fn err(&self, row: &Row, col: &Col, message: String) -> ResultsError {
+        ResultsError {
+            path: self.path.clone(),
+            line: Some(row.line),
+            column: Some(col.name.clone()),
+            message,
+        }
+    }
+
+    pub fn text<'a>(&self, row: &'a Row, col: &Col) -> &'a str {
+        &row.fields[col.index]
+    }
+
+    /// A field parsed with `FromStr`; the error names file, line and column.
+    pub fn parsed<T: std::str::FromStr>(&self, row: &Row, col: &Col, what: &str) -> Result<T, ResultsError> {
+        let s = self.text(row, col);
+        s.parse()
+            .map_err(|_| self.err(row, col, format!("\"{s}\" is not {what}")))
+    }
+
+    pub fn float(&self, row: &Row, col: &Col) -> Result<f64, ResultsError> {
+        self.parsed::<f64>(row, col, "a number")
+    }
+
+    /// A non-negative whole number; pcie-bench sometimes writes them as floats (`1572864.0`).
+    pub fn uint(&self, row: &Row, col: &Col) -> Result<u64, ResultsError> {
+        let s = self.text(row, col);
+        if let Ok(n) = s.parse::<u64>() {
+            return Ok(n);
+        }
+        match s.parse::<f64>() {
+            Ok(v) if v >= 0.0 && v.fract() == 0.0 && v < u64::MAX as f64 => Ok(v as u64),
+            _ => Err(self.err(row, col, format!("\"{s}\" is not a whole number"))),
+        }
+    }
+
+    pub fn uint32(&self, row: &Row, col: &Col) -> Result<u32, ResultsError> {
+        let n = self.uint(row, col)?;
+        u32::try_from(n).map_err(|_| self.err(row, col, format!("{n} is too large")))
+    }
+}
+
+fn split(line: &str) -> Vec<String> {
+    line.split(',').map(|f| f.trim().to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crlf_lookup_by_name_and_located_errors() {
+        let p = Path::new("x.csv");
+        let t = Table::parse(p, "B,A\r\n1.0,2\r\n\r\n7,x\r\n").unwrap();
+        assert_eq!(t.rows.len(), 2);
+        let a = t.column(&["A"]).unwrap();
+        let b = t.column(&["Z", "B"]).unwrap();
+        assert_eq!(t.uint(&t.rows[0], &b).unwrap(), 1);
+        assert_eq!(t.uint(&t.rows[0], &a).unwrap(), 2);
+        let e = t.uint(&t.rows[1], &a).unwrap_err();
+        assert_eq!(e.to_string(), "x.csv:4: column \"A\": \"x\" is not a whole number");
+        assert!(t
+            .column(&["C"])
+            .unwrap_err()
+            .to_string()
+            .contains("column \"C\": missing"));
+        let e = Table::parse(p, "A,B\n1\n").err().unwrap();
+        assert_eq!(e.to_string(), "x.csv:2: 1 fields, but the header has 2");
+        assert!(Table::parse(p, "\n").is_err());
+    }
+
+    #[test]
+    fn whole_numbers_reject_fractions_and_negatives() {
+        let t = Table::parse(Path::new("y.csv"), "N\n1.5\n-1\n").unwrap();
+        let n = t.column(&["N"]).unwrap();
+        assert!(t.uint(&t.rows[0], &n).is_err());
+        assert!(t.uint(&t.rows[1], &n).is_err());
+    }
+}

@@ -1,0 +1,173 @@
+//! `run.json`: what ran, on what, when — so a result directory explains itself (pcie-bench
+//! kept the same facts in its `sys-*.txt` files).
+
+use crate::backend::BackendInfo;
+use crate::params::{Iommu, Numa};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The contents of `run.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// Program name, e.g. `pcieperf`.
+    pub tool: String,
+    pub version: String,
+    /// The command line as typed (program first).
+    pub command_line: Vec<String>,
+    /// Suite name (`quick`, `paper`, a file's `name`, or `single`).
+    pub suite: String,
+    pub seed: u64,
+    /// Backend name, profile or device description, transfer limit.
+    pub backend: BackendInfo,
+    /// Link configuration (generation, width, MPS, MRRS, ...) as the caller describes it.
+    pub link: serde_json::Value,
+    /// Run-wide placement of buffer and CPU, and IOMMU mode.
+    pub numa: Numa,
+    pub iommu: Iommu,
+    pub host: HostInfo,
+    /// RFC 3339 UTC.
+    pub start_time: String,
+    /// Set when the run finished; absent in an interrupted run.
+    pub end_time: Option<String>,
+}
+
+/// The machine the run was started on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    /// Kernel release, e.g. `6.8.0-45-generic`.
+    pub kernel: String,
+    pub cpu_model: String,
+    /// Logical CPUs listed in /proc/cpuinfo (0 when unknown).
+    pub cpus: usize,
+}
+
+const UNKNOWN: &str = "unknown";
+
+impl HostInfo {
+    /// Reads this machine's /proc and /etc; missing files give "unknown".
+    pub fn gather() -> HostInfo {
+        HostInfo::from_root(Path::new("/"))
+    }
+
+    /// Reads `proc/cpuinfo`, `proc/version` and `etc/hostname` under `root` (a directory tree in
+    /// tests).
+    pub fn from_root(root: &Path) -> HostInfo {
+        let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap_or_default();
+        let cpuinfo = read("proc/cpuinfo");
+        let field = |name: &str| {
+            cpuinfo.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == name).then(|| v.trim().to_string())
+            })
+        };
+        let hostname = [read("etc/hostname"), read("proc/sys/kernel/hostname")]
+            .into_iter()
+            .map(|s| s.trim().to_string())
+            .find(|s| !s.is_empty());
+        let version = read("proc/version");
+        let kernel = match version.strip_prefix("Linux version ") {
+            Some(rest) => rest.split_whitespace().next().map(str::to_string),
+            None => Some(version.trim().to_string()).filter(|s| !s.is_empty()),
+        };
+        HostInfo {
+            hostname: hostname.unwrap_or_else(|| UNKNOWN.into()),
+            kernel: kernel.unwrap_or_else(|| UNKNOWN.into()),
+            cpu_model: field("model name")
+                .or_else(|| field("Model"))
+                .or_else(|| field("Hardware"))
+                .unwrap_or_else(|| UNKNOWN.into()),
+            cpus: cpuinfo
+                .lines()
+                .filter(|l| l.split(':').next().map(str::trim) == Some("processor"))
+                .count(),
+        }
+    }
+}
+
+/// `2024-05-01T12:34:56Z`: RFC 3339 in UTC, whole seconds.
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_secs() as i64,
+        Err(e) => -(e.duration().as_secs() as i64) - i64::from(e.duration().subsec_nanos() > 0),
+    };
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        // 2000-02-29 (leap day of a century leap year) 12:34:56
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_secs(951_827_696)),
+            "2000-02-29T12:34:56Z"
+        );
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_secs(1_704_067_199)),
+            "2023-12-31T23:59:59Z"
+        );
+        assert_eq!(rfc3339(UNIX_EPOCH - Duration::from_secs(1)), "1969-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn host_info_from_tree_and_fallbacks() {
+        let root = std::env::temp_dir().join(format!("pcie-bench-host-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("proc")).unwrap();
+        std::fs::create_dir_all(root.join("etc")).unwrap();
+        std::fs::write(
+            root.join("proc/cpuinfo"),
+            "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU E5-2637 v3 @ 3.50GHz\n\nprocessor\t: 1\nmodel name\t: Intel(R) Xeon(R) CPU E5-2637 v3 @ 3.50GHz\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("proc/version"),
+            "Linux version 3.19.0-43-generic (buildd@lgw01) #49\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("etc/hostname"), "bench1\n").unwrap();
+        let h = HostInfo::from_root(&root);
+        assert_eq!(
+            h,
+            HostInfo {
+                hostname: "bench1".into(),
+                kernel: "3.19.0-43-generic".into(),
+                cpu_model: "Intel(R) Xeon(R) CPU E5-2637 v3 @ 3.50GHz".into(),
+                cpus: 2,
+            }
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+        let none = HostInfo::from_root(&root);
+        assert_eq!(
+            (none.hostname.as_str(), none.kernel.as_str(), none.cpus),
+            ("unknown", "unknown", 0)
+        );
+    }
+}

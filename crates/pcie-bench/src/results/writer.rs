@@ -1,0 +1,149 @@
+//! Writes a run directory while the run goes on: after every finished test its base's files
+//! are rewritten whole (atomically), so an interrupted run leaves complete, loadable CSVs for
+//! every test that finished.
+
+use super::atomic::{replace_with, write_atomic};
+use super::run_info::{rfc3339, RunInfo};
+use super::{bandwidth, cdf, latency, raw, ResultsError};
+use crate::backend::Outcome;
+use crate::params::TestParams;
+use crate::stats::{BandwidthStats, Measurement, SortedLatencies};
+use crate::suite::Group;
+use std::fs::File;
+use std::io::{self, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// An open run directory.
+pub struct RunWriter {
+    dir: PathBuf,
+    info: RunInfo,
+    bases: Vec<Base>,
+}
+
+/// What has been written for one output base (data lines, without headers).
+struct Base {
+    name: String,
+    latency: bool,
+    rows: String,
+    cdf: String,
+}
+
+impl RunWriter {
+    /// Creates `dir` and writes `run.json`. A directory that already holds a run is refused
+    /// rather than mixed into.
+    pub fn create(dir: &Path, info: RunInfo) -> Result<RunWriter, ResultsError> {
+        let run_json = dir.join("run.json");
+        if run_json.exists() {
+            return Err(ResultsError::file(
+                &run_json,
+                "the directory already holds a run; choose another output directory",
+            ));
+        }
+        std::fs::create_dir_all(dir).map_err(|e| ResultsError::io(dir, e))?;
+        let w = RunWriter {
+            dir: dir.to_path_buf(),
+            info,
+            bases: Vec::new(),
+        };
+        w.write_info()?;
+        Ok(w)
+    }
+
+    fn write_info(&self) -> Result<(), ResultsError> {
+        let path = self.dir.join("run.json");
+        let mut text =
+            serde_json::to_string_pretty(&self.info).map_err(|e| ResultsError::file(&path, e.to_string()))?;
+        text.push('\n');
+        write_atomic(&path, text.as_bytes()).map_err(|e| ResultsError::io(&path, e))
+    }
+
+    /// Adds one finished test of `group` and rewrites the group's base files: `<base>.csv`, and
+    /// when the group asks for them `<base>_cdf.csv` and `<base>_raw.csv`.
+    pub fn record(
+        &mut self,
+        group: &Group,
+        params: &TestParams,
+        outcome: &Outcome,
+    ) -> Result<Measurement, ResultsError> {
+        let csv_path = self.dir.join(format!("{}.csv", group.base));
+        let err = |m: String| {
+            let test = format!("{} size {} window {}", params.kind, params.size, params.window);
+            ResultsError::file(&csv_path, format!("{test}: {m}"))
+        };
+        let latency = params.kind.is_latency();
+        if latency != matches!(outcome, Outcome::Latency(_)) {
+            return Err(err("the backend returned the other kind of result".into()));
+        }
+        let idx = match self.bases.iter().position(|b| b.name == group.base) {
+            Some(i) if self.bases[i].latency != latency => {
+                return Err(err("this base already holds the other kind of test".into()));
+            }
+            Some(i) => i,
+            None => {
+                self.bases.push(Base {
+                    name: group.base.clone(),
+                    latency,
+                    rows: String::new(),
+                    cdf: String::new(),
+                });
+                self.bases.len() - 1
+            }
+        };
+        let measurement = match outcome {
+            Outcome::Latency(samples) => {
+                let sorted = SortedLatencies::new(samples).ok_or_else(|| err("no latency samples".into()))?;
+                let stats = sorted.stats();
+                if group.raw {
+                    let path = self.dir.join(format!("{}_raw.csv", group.base));
+                    append(&path, raw::HEADER, |w| raw::write_block(w, params, samples))
+                        .map_err(|e| ResultsError::io(&path, e))?;
+                }
+                let base = &mut self.bases[idx];
+                if group.cdf {
+                    base.cdf.push_str(&cdf::format_section(&sorted.cdf()));
+                    let path = self.dir.join(format!("{}_cdf.csv", group.base));
+                    let text = format!("{}\n{}", cdf::HEADER, base.cdf);
+                    write_atomic(&path, text.as_bytes()).map_err(|e| ResultsError::io(&path, e))?;
+                }
+                base.rows.push_str(&latency::format_row(params, &stats));
+                Measurement::Latency(stats)
+            }
+            Outcome::Bandwidth(totals) => {
+                let stats = BandwidthStats::new(totals).ok_or_else(|| err("the test took no time".into()))?;
+                self.bases[idx].rows.push_str(&bandwidth::format_row(params, &stats));
+                Measurement::Bandwidth(stats)
+            }
+        };
+        let base = &mut self.bases[idx];
+        base.rows.push('\n');
+        let header = if latency {
+            latency::header()
+        } else {
+            bandwidth::header()
+        };
+        let text = format!("{header}\n{}", base.rows);
+        write_atomic(&csv_path, text.as_bytes()).map_err(|e| ResultsError::io(&csv_path, e))?;
+        Ok(measurement)
+    }
+
+    /// Stamps the end time into `run.json`.
+    pub fn finish(mut self, end: SystemTime) -> Result<(), ResultsError> {
+        self.info.end_time = Some(rfc3339(end));
+        self.write_info()
+    }
+}
+
+/// Rewrites `path` as its old contents (or `header` for a new file) plus what `more` writes.
+fn append(path: &Path, header: &str, more: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    replace_with(path, |w| {
+        match File::open(path) {
+            Ok(old) => {
+                io::copy(&mut BufReader::new(old), w)?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => writeln!(w, "{header}")?,
+            Err(e) => return Err(e),
+        }
+        more(w)
+    })
+}

@@ -1,0 +1,374 @@
+//! Benchmark suites as data: named groups of parameter grids, each writing one output base
+//! (`<base>.csv`), expanded into tests in pcie-bench's order. Built-in suites are embedded
+//! from `data/suites/`; the schema is in `docs/formats.md`.
+
+mod bytes;
+mod load;
+
+pub use bytes::parse_bytes;
+
+use crate::params::{CacheState, Iommu, Numa, Pattern, TestKind, TestParams};
+use std::fmt;
+use std::path::Path;
+
+/// Built-in suites: name and TOML text.
+const BUILTIN: [(&str, &str); 2] = [
+    ("quick", include_str!("../../../../data/suites/quick.toml")),
+    ("paper", include_str!("../../../../data/suites/paper.toml")),
+];
+
+/// A loop of a group's expansion; `Group::order` nests them outermost first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Axis {
+    Test = 0,
+    Size = 1,
+    Window = 2,
+    Cache = 3,
+    Offset = 4,
+}
+
+impl Axis {
+    pub const ALL: [Axis; 5] = [Axis::Test, Axis::Size, Axis::Window, Axis::Cache, Axis::Offset];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Axis::Test => "test",
+            Axis::Size => "size",
+            Axis::Window => "window",
+            Axis::Cache => "cache",
+            Axis::Offset => "offset",
+        }
+    }
+}
+
+/// How host and device offsets combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetSweep {
+    /// Every host offset with every device offset.
+    Product,
+    /// pcie-bench's offset tests: each host offset with device offset 0, then each device
+    /// offset with host offset 0.
+    HostThenDevice,
+}
+
+/// A parameter grid writing (part of) one output base.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// Output base name: results go to `<base>.csv` (and `<base>_cdf.csv`, `<base>_raw.csv`).
+    pub base: String,
+    /// All latency or all bandwidth kinds: one CSV cannot hold both.
+    pub tests: Vec<TestKind>,
+    pub sizes: Vec<u32>,
+    pub windows: Vec<u64>,
+    pub caches: Vec<CacheState>,
+    pub pattern: Pattern,
+    pub host_offsets: Vec<u32>,
+    pub device_offsets: Vec<u32>,
+    pub offsets: OffsetSweep,
+    /// Loop nesting, outermost first; a permutation of `Axis::ALL`.
+    pub order: [Axis; 5],
+    /// Samples per latency test or DMAs per bandwidth test.
+    pub count: u64,
+    /// Also write the latency CDF of every test to `<base>_cdf.csv`.
+    pub cdf: bool,
+    /// Also write every latency sample to `<base>_raw.csv`.
+    pub raw: bool,
+    /// Run-wide placement (`--numa`, `--iommu`), not part of suite files.
+    pub numa: Numa,
+    pub iommu: Iommu,
+}
+
+impl Group {
+    pub fn is_latency(&self) -> bool {
+        self.tests.iter().all(|t| t.is_latency())
+    }
+
+    /// Host/device offset pairs in sweep order.
+    fn offset_pairs(&self) -> Vec<(u32, u32)> {
+        match self.offsets {
+            OffsetSweep::Product => self
+                .host_offsets
+                .iter()
+                .flat_map(|&h| self.device_offsets.iter().map(move |&d| (h, d)))
+                .collect(),
+            OffsetSweep::HostThenDevice => (self.host_offsets.iter().map(|&h| (h, 0)))
+                .chain(self.device_offsets.iter().map(|&d| (0, d)))
+                .collect(),
+        }
+    }
+
+    fn axis_len(&self, axis: Axis, offsets: usize) -> usize {
+        match axis {
+            Axis::Test => self.tests.len(),
+            Axis::Size => self.sizes.len(),
+            Axis::Window => self.windows.len(),
+            Axis::Cache => self.caches.len(),
+            Axis::Offset => offsets,
+        }
+    }
+
+    /// Number of tests `expand` yields.
+    pub fn test_count(&self) -> usize {
+        let offsets = self.offset_pairs().len();
+        self.order.iter().map(|&a| self.axis_len(a, offsets)).product()
+    }
+
+    /// The tests of this group, nested as `order` says (first axis outermost).
+    pub fn expand(&self) -> Vec<TestParams> {
+        let offsets = self.offset_pairs();
+        let lens = self.order.map(|a| self.axis_len(a, offsets.len()));
+        let total: usize = lens.iter().product();
+        (0..total)
+            .map(|mut k| {
+                let mut at = [0usize; 5]; // index along each axis, by Axis::ALL position
+                for pos in (0..5).rev() {
+                    at[self.order[pos] as usize] = k % lens[pos];
+                    k /= lens[pos];
+                }
+                let (host_offset, device_offset) = offsets[at[4]];
+                TestParams {
+                    kind: self.tests[at[0]],
+                    size: self.sizes[at[1]],
+                    window: self.windows[at[2]],
+                    host_offset,
+                    device_offset,
+                    pattern: self.pattern,
+                    cache: self.caches[at[3]],
+                    count: self.count,
+                    numa: self.numa,
+                    iommu: self.iommu,
+                }
+            })
+            .collect()
+    }
+}
+
+/// A named, ordered list of groups.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suite {
+    pub name: String,
+    pub description: String,
+    groups: Vec<Group>,
+}
+
+/// A suite that failed to load or to filter; the message names the file, key and allowed values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuiteError {
+    pub message: String,
+}
+
+impl SuiteError {
+    fn new(message: impl Into<String>) -> SuiteError {
+        SuiteError {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for SuiteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SuiteError {}
+
+impl Suite {
+    /// Names of the embedded suites.
+    pub fn builtin_names() -> Vec<&'static str> {
+        BUILTIN.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// An embedded suite: `quick` or `paper`.
+    pub fn builtin(name: &str) -> Result<Suite, SuiteError> {
+        let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+            SuiteError::new(format!(
+                "--suite {name}: must be one of {} or a suite file",
+                Suite::builtin_names().join(", ")
+            ))
+        })?;
+        Suite::parse(text, &format!("{name}.toml"))
+    }
+
+    /// A suite file; errors name the file as given.
+    pub fn load(path: &Path) -> Result<Suite, SuiteError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SuiteError::new(format!("{}: cannot read: {e}", path.display())))?;
+        Suite::parse(&text, &path.display().to_string())
+    }
+
+    /// `--suite` semantics: a built-in name, otherwise a file path.
+    pub fn from_arg(arg: &str) -> Result<Suite, SuiteError> {
+        let path = Path::new(arg);
+        let is_builtin = BUILTIN.iter().any(|(n, _)| *n == arg);
+        if !is_builtin && (path.exists() || arg.contains('/') || arg.ends_with(".toml")) {
+            Suite::load(path)
+        } else {
+            Suite::builtin(arg)
+        }
+    }
+
+    /// Parses and validates suite TOML; `source` names it in errors.
+    pub fn parse(text: &str, source: &str) -> Result<Suite, SuiteError> {
+        load::parse(text, source)
+    }
+
+    /// A one-group suite for a single test from the command line; its base is the test name in
+    /// lower case (`bw_rd`).
+    pub fn single(params: TestParams) -> Suite {
+        let group = Group {
+            base: params.kind.name().to_ascii_lowercase(),
+            tests: vec![params.kind],
+            sizes: vec![params.size],
+            windows: vec![params.window],
+            caches: vec![params.cache],
+            pattern: params.pattern,
+            host_offsets: vec![params.host_offset],
+            device_offsets: vec![params.device_offset],
+            offsets: OffsetSweep::Product,
+            order: Axis::ALL,
+            count: params.count,
+            cdf: false,
+            raw: false,
+            numa: params.numa,
+            iommu: params.iommu,
+        };
+        Suite {
+            name: "single".into(),
+            description: format!("one {} test", params.kind),
+            groups: vec![group],
+        }
+    }
+
+    pub fn groups(&self) -> &[Group] {
+        &self.groups
+    }
+
+    /// Output base names in run order, each once.
+    pub fn bases(&self) -> Vec<&str> {
+        let mut bases: Vec<&str> = Vec::new();
+        for g in &self.groups {
+            if bases.last() != Some(&g.base.as_str()) {
+                bases.push(&g.base);
+            }
+        }
+        bases
+    }
+
+    /// Number of tests in the suite.
+    pub fn test_count(&self) -> usize {
+        self.groups.iter().map(Group::test_count).sum()
+    }
+
+    /// `--only`: keeps the groups of the named bases, in suite order.
+    pub fn only<S: AsRef<str>>(mut self, bases: &[S]) -> Result<Suite, SuiteError> {
+        let known = self.bases();
+        if let Some(bad) = bases.iter().map(AsRef::as_ref).find(|b| !known.contains(b)) {
+            return Err(SuiteError::new(format!(
+                "--only {bad}: suite \"{}\" has no such group; available: {}",
+                self.name,
+                known.join(", ")
+            )));
+        }
+        self.groups.retain(|g| bases.iter().any(|b| b.as_ref() == g.base));
+        Ok(self)
+    }
+
+    /// `--samples N`: every test, latency or bandwidth, details or not, uses `n` samples or
+    /// DMAs.
+    pub fn with_count(mut self, n: u64) -> Result<Suite, SuiteError> {
+        if n == 0 {
+            return Err(SuiteError::new("--samples 0: must be at least 1"));
+        }
+        self.groups.iter_mut().for_each(|g| g.count = n);
+        Ok(self)
+    }
+
+    /// `--numa`: places every test's buffer and CPU as given.
+    pub fn with_numa(mut self, numa: Numa) -> Suite {
+        self.groups.iter_mut().for_each(|g| g.numa = numa);
+        self
+    }
+
+    /// `--iommu`: every test runs with this IOMMU mode.
+    pub fn with_iommu(mut self, iommu: Iommu) -> Suite {
+        self.groups.iter_mut().for_each(|g| g.iommu = iommu);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group() -> Group {
+        Group {
+            base: "g".into(),
+            tests: vec![TestKind::LatRd, TestKind::LatWrRd],
+            sizes: vec![64, 128],
+            windows: vec![8192],
+            caches: vec![CacheState::Cold, CacheState::HWarm],
+            pattern: Pattern::Rand,
+            host_offsets: vec![0, 1],
+            device_offsets: vec![0, 2],
+            offsets: OffsetSweep::HostThenDevice,
+            order: Axis::ALL,
+            count: 10,
+            cdf: false,
+            raw: false,
+            numa: Numa::default(),
+            iommu: Iommu::Off,
+        }
+    }
+
+    fn key(p: &TestParams) -> (TestKind, u32, CacheState, u32, u32) {
+        (p.kind, p.size, p.cache, p.host_offset, p.device_offset)
+    }
+
+    #[test]
+    fn expansion_nests_in_order() {
+        let g = group();
+        let tests = g.expand();
+        assert_eq!(tests.len(), 2 * 2 * 2 * 4);
+        assert_eq!(g.test_count(), tests.len());
+        use CacheState::*;
+        use TestKind::*;
+        let first: Vec<_> = tests.iter().take(9).map(key).collect();
+        assert_eq!(
+            first,
+            vec![
+                (LatRd, 64, Cold, 0, 0),
+                (LatRd, 64, Cold, 1, 0),
+                (LatRd, 64, Cold, 0, 0),
+                (LatRd, 64, Cold, 0, 2),
+                (LatRd, 64, HWarm, 0, 0),
+                (LatRd, 64, HWarm, 1, 0),
+                (LatRd, 64, HWarm, 0, 0),
+                (LatRd, 64, HWarm, 0, 2),
+                (LatRd, 128, Cold, 0, 0),
+            ]
+        );
+        assert_eq!(key(&tests[31]), (LatWrRd, 128, HWarm, 0, 2));
+
+        let g = Group {
+            order: [Axis::Cache, Axis::Offset, Axis::Test, Axis::Size, Axis::Window],
+            offsets: OffsetSweep::Product,
+            ..group()
+        };
+        let tests = g.expand();
+        assert_eq!(tests.len(), 2 * 2 * 2 * 4);
+        assert_eq!(key(&tests[0]), (LatRd, 64, Cold, 0, 0));
+        assert_eq!(key(&tests[1]), (LatRd, 128, Cold, 0, 0));
+        assert_eq!(key(&tests[2]), (LatWrRd, 64, Cold, 0, 0));
+        assert_eq!(key(&tests[4]), (LatRd, 64, Cold, 0, 2));
+        assert_eq!(key(&tests[16]), (LatRd, 64, HWarm, 0, 0));
+    }
+
+    #[test]
+    fn single_test_suite() {
+        let p = group().expand()[0].clone();
+        let s = Suite::single(p.clone());
+        assert_eq!(s.bases(), vec!["lat_rd"]);
+        assert_eq!(s.groups()[0].expand(), vec![p]);
+    }
+}

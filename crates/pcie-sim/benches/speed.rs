@@ -1,0 +1,37 @@
+//! Simulated DMA transactions per CPU-second for BW_RD 64 B and LAT_RD 64 B (target: 5 million
+//! on one core). Run with `cargo bench -p pcie-sim`; prints figures, asserts nothing.
+
+use pcie_sim::{CachePrep, Op, Simulator, Workload};
+use std::time::Instant;
+
+fn main() {
+    let sim = Simulator::load("e5-2637v3", "nfp6000").expect("built-in profiles load");
+    let cases = [
+        ("BW_RD 64 B", Op::BwRead, 64, 4_000_000u64),
+        ("LAT_RD 64 B", Op::LatRead, 64, 2_000_000),
+        ("BW_WR 64 B", Op::BwWrite, 64, 4_000_000),
+        ("BW_RD 2048 B", Op::BwRead, 2048, 1_000_000),
+    ];
+    for (name, op, size, count) in cases {
+        let w = Workload {
+            op,
+            size,
+            window: 8192,
+            host_offset: 0,
+            device_offset: 0,
+            random: true,
+            prep: CachePrep::HostWarm,
+            count,
+            remote_memory: false,
+            remote_cpu: false,
+            iommu_page: None,
+        };
+        let t = Instant::now();
+        std::hint::black_box(sim.run(&w, 1));
+        let secs = t.elapsed().as_secs_f64();
+        println!(
+            "{name:>13}: {count} transactions in {secs:.2} s = {:.2} M transactions per CPU-second",
+            count as f64 / secs / 1e6
+        );
+    }
+}
