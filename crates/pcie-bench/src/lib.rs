@@ -4,6 +4,8 @@
 pub mod backend;
 pub mod params;
 pub mod results;
+pub mod runner;
+pub mod sim_backend;
 pub mod stats;
 pub mod suite;
 
@@ -13,5 +15,7 @@ pub use results::{
     read_raw, rfc3339, BandwidthRow, CdfSection, HostInfo, LatencyRow, RawSample, ResultData, ResultFile, ResultsError,
     RunData, RunInfo, RunWriter,
 };
+pub use runner::{run_tests, Finished, RunEvent};
+pub use sim_backend::{test_seed, workload, SimBackend};
 pub use stats::{ks_distance, BandwidthStats, CdfPoint, LatencyStats, Measurement, SortedLatencies, Summary};
 pub use suite::{parse_bytes, Axis, Group, OffsetSweep, Suite, SuiteError};

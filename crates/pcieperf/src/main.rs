@@ -1,5 +1,6 @@
 //! pcieperf: PCIe performance on end hosts. The only crate that knows about the terminal.
 
+mod bench;
 mod error;
 mod model;
 mod output;
@@ -26,11 +27,15 @@ enum Command {
     /// What a PCIe link can carry (analytical model)
     #[command(subcommand)]
     Model(model::ModelCmd),
+    /// pcie-bench DMA latency and bandwidth tests, on the simulator or a device
+    #[command(subcommand)]
+    Bench(bench::BenchCmd),
 }
 
 fn run(cli: &Cli) -> Result<String, CliError> {
     match &cli.command {
         Command::Model(cmd) => model::run(cmd),
+        Command::Bench(cmd) => bench::run(cmd),
     }
 }
 

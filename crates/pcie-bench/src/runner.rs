@@ -1,0 +1,171 @@
+//! Runs independent tests on several threads and hands the results back in suite order, so
+//! files and output do not depend on the number of threads or on timing.
+
+use crate::backend::{Backend, BackendError, Outcome};
+use crate::params::TestParams;
+use crate::sim_backend::test_seed;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// One finished test.
+pub struct Finished {
+    pub index: usize,
+    pub outcome: Result<Outcome, BackendError>,
+    pub elapsed: Duration,
+}
+
+/// What the caller hears about, on its own thread.
+pub enum RunEvent {
+    /// A test was handed to a thread.
+    Started(usize),
+    /// The next test in suite order finished.
+    Finished(Finished),
+}
+
+/// Tests a thread may run ahead of the oldest unfinished one. Bounds the memory held by
+/// finished latency samples waiting for their turn to be written.
+const LOOKAHEAD_PER_THREAD: usize = 2;
+
+/// Run `tests` on `threads` threads, each with its seed derived from `seed` and its parameters.
+/// `on_event` sees starts as they happen and finishes in suite order; it returns false to stop
+/// the run. Setting `cancel` (e.g. on Ctrl-C) stops threads from taking new tests; tests already
+/// running finish and are delivered.
+pub fn run_tests(
+    backend: &dyn Backend,
+    tests: &[TestParams],
+    seed: u64,
+    threads: usize,
+    cancel: &AtomicBool,
+    mut on_event: impl FnMut(RunEvent) -> bool,
+) {
+    let threads = threads.clamp(1, tests.len().max(1));
+    let window = threads * LOOKAHEAD_PER_THREAD;
+    // (next test to hand out, next test to deliver)
+    let state = (Mutex::new((0usize, 0usize)), Condvar::new());
+    let (tx, rx) = mpsc::channel::<RunEvent>();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let state = &state;
+            scope.spawn(move || loop {
+                let index = {
+                    let (lock, cvar) = state;
+                    let mut s = lock.lock().expect("runner state");
+                    while s.0 < tests.len() && s.0 >= s.1 + window && !cancel.load(Ordering::Relaxed) {
+                        s = cvar.wait(s).expect("runner state");
+                    }
+                    if s.0 >= tests.len() || cancel.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    s.0 += 1;
+                    s.0 - 1
+                };
+                let _ = tx.send(RunEvent::Started(index));
+                let started = Instant::now();
+                let outcome = backend.run(&tests[index], test_seed(seed, &tests[index]));
+                let done = Finished {
+                    index,
+                    outcome,
+                    elapsed: started.elapsed(),
+                };
+                if tx.send(RunEvent::Finished(done)).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(tx);
+        let mut pending: BTreeMap<usize, Finished> = BTreeMap::new();
+        let mut next = 0;
+        let mut stopped = false;
+        for event in rx {
+            match event {
+                RunEvent::Started(i) => {
+                    if !stopped && !on_event(RunEvent::Started(i)) {
+                        stopped = true;
+                        cancel.store(true, Ordering::Relaxed);
+                    }
+                }
+                RunEvent::Finished(f) => {
+                    pending.insert(f.index, f);
+                    while let Some(f) = pending.remove(&next) {
+                        next += 1;
+                        {
+                            let (lock, cvar) = &state;
+                            lock.lock().expect("runner state").1 = next;
+                            cvar.notify_all();
+                        }
+                        if !stopped && !on_event(RunEvent::Finished(f)) {
+                            stopped = true;
+                            cancel.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+            if cancel.load(Ordering::Relaxed) {
+                state.1.notify_all();
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::{CacheState, Iommu, Numa, Pattern, TestKind};
+    use crate::sim_backend::SimBackend;
+
+    fn tests() -> Vec<TestParams> {
+        [64, 128, 256, 512, 1024, 2048]
+            .into_iter()
+            .flat_map(|size| {
+                [TestKind::LatRd, TestKind::BwRd].map(|kind| TestParams {
+                    kind,
+                    size,
+                    window: 8192,
+                    host_offset: 0,
+                    device_offset: 0,
+                    pattern: Pattern::Rand,
+                    cache: CacheState::HWarm,
+                    count: 3000,
+                    numa: Numa::default(),
+                    iommu: Iommu::Off,
+                })
+            })
+            .collect()
+    }
+
+    fn collect(threads: usize) -> Vec<(usize, Outcome)> {
+        let backend = SimBackend::from_spec("sim").unwrap();
+        let mut out = Vec::new();
+        run_tests(&backend, &tests(), 5, threads, &AtomicBool::new(false), |e| {
+            if let RunEvent::Finished(f) = e {
+                out.push((f.index, f.outcome.unwrap()));
+            }
+            true
+        });
+        out
+    }
+
+    #[test]
+    fn results_arrive_in_order_and_do_not_depend_on_threads() {
+        let one = collect(1);
+        assert_eq!(one.iter().map(|r| r.0).collect::<Vec<_>>(), (0..12).collect::<Vec<_>>());
+        assert_eq!(one, collect(3));
+    }
+
+    #[test]
+    fn stopping_delivers_what_finished_and_nothing_after() {
+        let backend = SimBackend::from_spec("sim").unwrap();
+        let mut seen = Vec::new();
+        run_tests(&backend, &tests(), 5, 2, &AtomicBool::new(false), |e| {
+            if let RunEvent::Finished(f) = e {
+                seen.push(f.index);
+                return f.index < 3;
+            }
+            true
+        });
+        assert_eq!(seen, vec![0, 1, 2, 3]);
+    }
+}

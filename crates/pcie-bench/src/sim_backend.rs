@@ -1,0 +1,204 @@
+//! The simulator as a `Backend`: `sim[:HOST[,DEVICE]]`, by default the E5-2637 v3 host with
+//! the NFP-6000 it was measured with.
+
+use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
+use crate::params::{CacheState, Iommu, Pattern, TestKind, TestParams};
+use pcie_sim::{mix_seed, CachePrep, Measured, Op, ProfileError, Simulator, Workload};
+
+pub const DEFAULT_HOST: &str = "e5-2637v3";
+pub const DEFAULT_DEVICE: &str = "nfp6000";
+
+/// A simulated host and device.
+#[derive(Debug)]
+pub struct SimBackend {
+    name: String,
+    sim: Simulator,
+}
+
+impl SimBackend {
+    /// Parse `sim`, `sim:HOST` or `sim:HOST,DEVICE` (names of built-in profiles or paths to
+    /// profile files).
+    pub fn from_spec(spec: &str) -> Result<SimBackend, ProfileError> {
+        let rest = spec
+            .strip_prefix("sim")
+            .filter(|r| r.is_empty() || r.starts_with(':'))
+            .ok_or_else(|| ProfileError {
+                file: spec.to_string(),
+                message: "not a simulator backend (sim[:HOST[,DEVICE]])".into(),
+            })?;
+        let rest = rest.trim_start_matches(':');
+        let (host, device) = match rest.split_once(',') {
+            Some((h, d)) => (h, d),
+            None if rest.is_empty() => (DEFAULT_HOST, DEFAULT_DEVICE),
+            None => (rest, DEFAULT_DEVICE),
+        };
+        let sim = Simulator::load(host, device)?;
+        Ok(SimBackend {
+            name: format!("sim:{},{}", sim.host.name, sim.device.name),
+            sim,
+        })
+    }
+
+    pub fn simulator(&self) -> &Simulator {
+        &self.sim
+    }
+}
+
+/// The workload a pcie-bench test describes.
+pub fn workload(t: &TestParams) -> Workload {
+    Workload {
+        op: match t.kind {
+            TestKind::LatRd => Op::LatRead,
+            TestKind::LatWrRd => Op::LatWriteRead,
+            TestKind::LatCmdRd => Op::LatCmdRead,
+            TestKind::LatCmdWrRd => Op::LatCmdWriteRead,
+            TestKind::BwRd => Op::BwRead,
+            TestKind::BwWr => Op::BwWrite,
+            TestKind::BwRdWr => Op::BwReadWrite,
+        },
+        size: t.size,
+        window: t.window,
+        host_offset: t.host_offset,
+        device_offset: t.device_offset,
+        random: t.pattern == Pattern::Rand,
+        prep: match t.cache {
+            CacheState::Cold => CachePrep::Cold,
+            CacheState::DThrash => CachePrep::DeviceThrash,
+            CacheState::DWarm => CachePrep::DeviceWarm,
+            CacheState::HWarm => CachePrep::HostWarm,
+        },
+        count: t.count,
+        remote_memory: t.numa.remote_memory(),
+        remote_cpu: t.numa.cpu != t.numa.mem,
+        iommu_page: t.iommu.page_bytes(),
+    }
+}
+
+/// A test's seed: the run seed mixed with every parameter, so it does not depend on the test's
+/// position, the suite or the number of threads.
+pub fn test_seed(run_seed: u64, t: &TestParams) -> u64 {
+    let iommu = match t.iommu {
+        Iommu::Off => 0,
+        Iommu::Super2M => 1,
+        Iommu::Pages4K => 2,
+    };
+    mix_seed(&[
+        run_seed,
+        t.kind as u64,
+        t.size as u64,
+        t.window,
+        t.host_offset as u64,
+        t.device_offset as u64,
+        t.pattern as u64,
+        t.cache as u64,
+        t.count,
+        ((t.numa.dev as u64) << 16) | ((t.numa.mem as u64) << 8) | t.numa.cpu as u64,
+        iommu,
+    ])
+}
+
+impl Backend for SimBackend {
+    fn info(&self) -> BackendInfo {
+        let describe = |name: &str, description: &str, sources: &[String]| serde_json::json!({ "name": name, "description": description, "sources": sources });
+        let (h, d) = (&self.sim.host, &self.sim.device);
+        BackendInfo {
+            name: self.name.clone(),
+            description: serde_json::json!({
+                "host": describe(&h.name, &h.description, &h.sources),
+                "device": describe(&d.name, &d.description, &d.sources),
+            }),
+            max_transfer: d.dma.max_transfer,
+        }
+    }
+
+    fn run(&self, t: &TestParams, seed: u64) -> Result<Outcome, BackendError> {
+        t.check(self.sim.device.dma.max_transfer).map_err(|e| BackendError {
+            test: format!("{} size {}", t.kind, t.size),
+            message: e.to_string(),
+        })?;
+        let cycle_ps = self.sim.cycle_ps();
+        Ok(match self.sim.run(&workload(t), test_seed(seed, t)) {
+            Measured::Latency { cycles, total_cycles } => Outcome::Latency(LatencySamples {
+                cycles,
+                cycle_ps,
+                total_cycles,
+            }),
+            Measured::Bandwidth {
+                bytes,
+                transactions,
+                time_cycles,
+            } => Outcome::Bandwidth(BandwidthTotals {
+                bytes,
+                transactions,
+                time_cycles,
+                cycle_ps,
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Numa;
+
+    fn params(kind: TestKind) -> TestParams {
+        TestParams {
+            kind,
+            size: 64,
+            window: 8192,
+            host_offset: 0,
+            device_offset: 0,
+            pattern: Pattern::Rand,
+            cache: CacheState::HWarm,
+            count: 2000,
+            numa: Numa::default(),
+            iommu: Iommu::Off,
+        }
+    }
+
+    #[test]
+    fn specs() {
+        assert_eq!(
+            SimBackend::from_spec("sim").unwrap().info().name,
+            "sim:e5-2637v3,nfp6000"
+        );
+        assert_eq!(
+            SimBackend::from_spec("sim:gen4-server").unwrap().info().name,
+            "sim:gen4-server,nfp6000"
+        );
+        assert!(SimBackend::from_spec("sim:nope")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown host profile"));
+        assert!(SimBackend::from_spec("simulator").is_err());
+        assert!(SimBackend::from_spec("sim:e5-2637v3,fpga")
+            .unwrap_err()
+            .to_string()
+            .contains("device"));
+    }
+
+    #[test]
+    fn same_seed_same_outcome_and_seeds_follow_parameters() {
+        let b = SimBackend::from_spec("sim").unwrap();
+        let t = params(TestKind::LatRd);
+        assert_eq!(b.run(&t, 7).unwrap(), b.run(&t, 7).unwrap());
+        assert_ne!(b.run(&t, 7).unwrap(), b.run(&t, 8).unwrap());
+        assert_ne!(test_seed(1, &t), test_seed(1, &TestParams { size: 128, ..t.clone() }));
+    }
+
+    #[test]
+    fn refuses_bad_parameters_naming_the_test() {
+        let b = SimBackend::from_spec("sim").unwrap();
+        let e = b
+            .run(
+                &TestParams {
+                    size: 5000,
+                    ..params(TestKind::BwRd)
+                },
+                1,
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("BW_RD size 5000"), "{e}");
+    }
+}

@@ -1,0 +1,286 @@
+//! `pcieperf bench run`: expand a suite (or one test), run it on a backend in parallel, write
+//! the run directory as tests finish, and summarise.
+
+use super::progress::Progress;
+use crate::error::CliError;
+use crate::output::{Cell, Format, Table};
+use clap::Args;
+use pcie_bench::{
+    parse_bytes, rfc3339, run_tests, Backend, CacheState, Group, HostInfo, Iommu, Measurement, Numa, Pattern, RunEvent,
+    RunInfo, RunWriter, SimBackend, Suite, TestKind, TestParams,
+};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Suite to run: quick, paper, or a suite file
+    #[arg(long, conflicts_with = "test")]
+    suite: Option<String>,
+    /// Run only these output groups of the suite (comma-separated base names)
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// What runs the DMAs: sim, sim:HOST or sim:HOST,DEVICE (built-in profiles or files)
+    #[arg(long, default_value = "sim")]
+    backend: String,
+    /// Run directory to create [default: bench-<suite>-<UTC time>]
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Samples per latency test and DMAs per bandwidth test, for every test
+    #[arg(long)]
+    samples: Option<u64>,
+    /// Seed of the run; each test's seed derives from it and the test's parameters
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Sockets of device, buffer memory and warming CPU: dev=0,mem=1,cpu=1 or s0-s1-s1
+    #[arg(long, default_value = "dev=0,mem=0,cpu=0")]
+    numa: String,
+    /// IOMMU: off, 2m (super pages) or 4k (4 KB pages)
+    #[arg(long, default_value = "off")]
+    iommu: String,
+    /// Threads running tests in parallel [default: all cores]
+    #[arg(long)]
+    threads: Option<usize>,
+    /// One test instead of a suite: LAT_RD, LAT_WRRD, BW_RD, BW_WR, BW_RDWR, LAT_CMD_RD, LAT_CMD_WRRD
+    #[arg(long)]
+    test: Option<String>,
+    /// Transfer size in bytes (single test)
+    #[arg(long, default_value_t = 64, requires = "test")]
+    size: u32,
+    /// Window: bytes of the host buffer touched, e.g. 8k, 1.5M, 64M (single test)
+    #[arg(long, default_value = "8k", requires = "test")]
+    window: String,
+    /// Bytes past a cache-line start on the host (single test)
+    #[arg(long, default_value_t = 0, requires = "test")]
+    host_offset: u32,
+    /// Bytes into the device buffer (single test)
+    #[arg(long, default_value_t = 0, requires = "test")]
+    device_offset: u32,
+    /// Access pattern: seq or rand (single test)
+    #[arg(long, default_value = "rand", requires = "test")]
+    pattern: String,
+    /// Cache state: cold, dthrash, dwarm, hwarm (single test)
+    #[arg(long, default_value = "hwarm", requires = "test")]
+    cache: String,
+    /// Output on stdout
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+}
+
+fn usage(e: impl std::fmt::Display) -> CliError {
+    CliError::Usage(e.to_string())
+}
+
+/// pcie-bench's counts for a single test.
+const LATENCY_COUNT: u64 = 2_097_152;
+const BANDWIDTH_COUNT: u64 = 8_388_608;
+
+fn single_test(a: &RunArgs, kind: &str, numa: Numa, iommu: Iommu) -> Result<TestParams, CliError> {
+    let kind: TestKind = kind.parse().map_err(|e| usage(format!("--{e}")))?;
+    let window = parse_bytes(&a.window).map_err(|e| usage(format!("--window {}: {e}", a.window)))?;
+    Ok(TestParams {
+        kind,
+        size: a.size,
+        window,
+        host_offset: a.host_offset,
+        device_offset: a.device_offset,
+        pattern: a.pattern.parse::<Pattern>().map_err(|e| usage(format!("--{e}")))?,
+        cache: a.cache.parse::<CacheState>().map_err(|e| usage(format!("--{e}")))?,
+        count: a.samples.unwrap_or(if kind.is_bandwidth() {
+            BANDWIDTH_COUNT
+        } else {
+            LATENCY_COUNT
+        }),
+        numa,
+        iommu,
+    })
+}
+
+fn suite(a: &RunArgs, backend: &dyn Backend) -> Result<Suite, CliError> {
+    let numa: Numa = a.numa.parse().map_err(|e| usage(format!("--{e}")))?;
+    let iommu: Iommu = a.iommu.parse().map_err(|e| usage(format!("--{e}")))?;
+    let mut s = match &a.test {
+        Some(kind) => {
+            let t = single_test(a, kind, numa, iommu)?;
+            t.check(backend.info().max_transfer)
+                .map_err(|e| usage(format!("--{e}")))?;
+            Suite::single(t)
+        }
+        None => Suite::from_arg(a.suite.as_deref().unwrap_or("quick")).map_err(|e| usage(e.message))?,
+    };
+    if !a.only.is_empty() {
+        s = s.only(&a.only).map_err(|e| usage(e.message))?;
+    }
+    if let (Some(n), None) = (a.samples, &a.test) {
+        s = s.with_count(n).map_err(|e| usage(e.message))?;
+    }
+    Ok(s.with_numa(numa).with_iommu(iommu))
+}
+
+/// Relative cost of a test, for the ETA.
+fn work(t: &TestParams) -> f64 {
+    t.count as f64 * (4.0 + (t.size as f64 / 64.0).ceil())
+}
+
+/// Summary of one output base.
+struct BaseSummary {
+    base: String,
+    tests: usize,
+    low: f64,
+    high: f64,
+    latency: bool,
+}
+
+pub fn run(a: &RunArgs) -> Result<String, CliError> {
+    let backend = SimBackend::from_spec(&a.backend).map_err(|e| usage(format!("--backend {}: {e}", a.backend)))?;
+    let suite = suite(a, &backend)?;
+    let tests: Vec<(usize, TestParams)> = suite
+        .groups()
+        .iter()
+        .enumerate()
+        .flat_map(|(g, group)| group.expand().into_iter().map(move |t| (g, t)))
+        .collect();
+    let params: Vec<TestParams> = tests.iter().map(|(_, t)| t.clone()).collect();
+    let stamp = rfc3339(SystemTime::now()).replace(':', "");
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("bench-{}-{stamp}", suite.name)));
+    let info = RunInfo {
+        tool: "pcieperf".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command_line: std::env::args().collect(),
+        suite: suite.name.clone(),
+        seed: a.seed,
+        backend: backend.info(),
+        link: serde_json::to_value(&backend.simulator().link).unwrap_or_default(),
+        numa: params.first().map(|t| t.numa).unwrap_or_default(),
+        iommu: params.first().map(|t| t.iommu).unwrap_or_default(),
+        host: HostInfo::gather(),
+        start_time: rfc3339(SystemTime::now()),
+        end_time: None,
+    };
+    let mut writer = RunWriter::create(&out, info).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
+
+    let cancel = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second Ctrl-C ends the program at once; the first lets running tests finish.
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&cancel));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&cancel));
+    }
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let mut progress = Progress::new(params.len(), params.iter().map(work).sum());
+    let mut summaries: Vec<BaseSummary> = Vec::new();
+    let mut lines = String::new();
+    let mut failure: Option<CliError> = None;
+    let mut finished = 0;
+    run_tests(&backend, &params, a.seed, threads, &cancel, |event| {
+        let RunEvent::Finished(f) = event else { return true };
+        let (g, t) = &tests[f.index];
+        let group: &Group = &suite.groups()[*g];
+        let outcome = match f.outcome {
+            Ok(o) => o,
+            Err(e) => {
+                failure = Some(CliError::Runtime(format!("{}: {e}", group.base)));
+                return false;
+            }
+        };
+        let m = match writer.record(group, t, &outcome) {
+            Ok(m) => m,
+            Err(e) => {
+                failure = Some(CliError::Runtime(e.to_string()));
+                return false;
+            }
+        };
+        finished += 1;
+        let value = match &m {
+            Measurement::Latency(s) => s.ns.median,
+            Measurement::Bandwidth(s) => s.gbps,
+        };
+        match summaries.last_mut() {
+            Some(s) if s.base == group.base => {
+                s.tests += 1;
+                s.low = s.low.min(value);
+                s.high = s.high.max(value);
+            }
+            _ => summaries.push(BaseSummary {
+                base: group.base.clone(),
+                tests: 1,
+                low: value,
+                high: value,
+                latency: t.kind.is_latency(),
+            }),
+        }
+        if a.format == Format::Json {
+            let line = serde_json::json!({ "base": group.base, "params": t, "result": m });
+            lines.push_str(&line.to_string());
+            lines.push('\n');
+        }
+        let label = format!("{} {} B {}", t.kind, t.size, group.base);
+        progress.advance(work(t), &label);
+        true
+    });
+    progress.finish();
+    writer
+        .finish(SystemTime::now())
+        .map_err(|e| CliError::Runtime(e.to_string()))?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if cancel.load(Ordering::Relaxed) {
+        return Err(CliError::Runtime(format!(
+            "interrupted after {finished} of {} tests; the finished ones are in {}",
+            params.len(),
+            out.display()
+        )));
+    }
+    Ok(match a.format {
+        Format::Json => lines,
+        Format::Csv => csv_files(&out, &summaries)?,
+        Format::Table => summary_table(&summaries, &out),
+    })
+}
+
+/// Every base's CSV file as written, one after the other.
+fn csv_files(out: &std::path::Path, summaries: &[BaseSummary]) -> Result<String, CliError> {
+    let mut text = String::new();
+    for s in summaries {
+        let path = out.join(format!("{}.csv", s.base));
+        if summaries.len() > 1 {
+            text.push_str(&format!("# {}\n", s.base));
+        }
+        text.push_str(
+            &std::fs::read_to_string(&path).map_err(|e| CliError::Runtime(format!("{}: {e}", path.display())))?,
+        );
+    }
+    Ok(text)
+}
+
+fn summary_table(summaries: &[BaseSummary], out: &std::path::Path) -> String {
+    let mut t = Table::new(&[
+        ("base", "Output"),
+        ("tests", "Tests"),
+        ("measure", "Measure"),
+        ("low", "Low"),
+        ("high", "High"),
+    ]);
+    for s in summaries {
+        let unit = if s.latency {
+            "median latency (ns)"
+        } else {
+            "bandwidth (Gb/s)"
+        };
+        t.push(vec![
+            Cell::text(&s.base),
+            Cell::Int(s.tests as u64),
+            Cell::text(unit),
+            Cell::num(s.low, 2),
+            Cell::num(s.high, 2),
+        ]);
+    }
+    format!("{}\nResults: {}\n", t.to_human(), out.display())
+}
