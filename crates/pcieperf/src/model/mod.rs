@@ -11,11 +11,11 @@ use clap::Subcommand;
 #[derive(Debug, Subcommand)]
 pub enum ModelCmd {
     /// Effective bandwidth of streaming DMA reads, writes and read/write vs transfer size
-    Bw(bw::BwArgs),
+    Bw(Box<bw::BwArgs>),
     /// Raw and TLP-layer bandwidth of every generation and width
     Link(link::LinkTableArgs),
     /// NIC throughput vs Ethernet line rate over frame sizes
-    Nic(nic::NicArgs),
+    Nic(Box<nic::NicArgs>),
 }
 
 pub fn run(cmd: &ModelCmd) -> Result<String, CliError> {
