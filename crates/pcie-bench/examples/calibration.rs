@@ -1,0 +1,182 @@
+//! How close the simulator comes to what pcie-bench measured on the Xeon E5-2637 v3 with the
+//! NFP-6000, IOMMU off and on with 4 KB pages, with the `paper` suite's parameters.
+//!
+//! `cargo run --release -p pcie-bench --example calibration [-- --samples N] [--only BASE,...]`
+//! Counts default to 200,000 per test (every figure is a median, a percentile or bytes/time,
+//! which settle long before pcie-bench's 2-16 M samples); `--samples 0` runs the real counts.
+
+use pcie_bench::*;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+const DIRS: [(&str, Iommu); 2] = [
+    ("nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro", Iommu::Off),
+    (
+        "nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro-iommu-nosp",
+        Iommu::Pages4K,
+    ),
+];
+
+/// Bases the acceptance criteria name, with their thresholds.
+fn checked(base: &str) -> bool {
+    base == "bw_dma_sz_sweep"
+        || base == "lat_dma_sizes"
+        || base.starts_with("bw_dma_win_sweep")
+        || base.starts_with("lat_dma_sweep")
+        || base.starts_with("bw_dma_off")
+        || base == "lat_dma_details"
+}
+
+fn pct(sim: f64, meas: f64) -> f64 {
+    (sim - meas).abs() / meas * 100.0
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let opt = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let samples: u64 = opt("--samples").map_or(200_000, |s| s.parse().expect("--samples N"));
+    let only: Vec<String> = opt("--only")
+        .map(|s| s.split(',').map(String::from).collect())
+        .unwrap_or_default();
+    let backend = SimBackend::from_spec("sim").expect("built-in profiles");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/reference/pcie-bench");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut failures = 0;
+    for (dir, iommu) in DIRS {
+        let measured = RunData::load(&root.join(dir)).expect("reference data loads");
+        let paper = Suite::builtin("paper").expect("paper suite");
+        let bases: Vec<String> = paper
+            .bases()
+            .into_iter()
+            .filter(|b| checked(b) && (only.is_empty() || only.iter().any(|o| o == b)))
+            .map(String::from)
+            .collect();
+        let mut suite = paper.only(&bases).expect("bases exist").with_iommu(iommu);
+        if samples > 0 {
+            suite = suite.with_count(samples).expect("count");
+        }
+        println!("== {dir} (IOMMU {}), {} tests", iommu.name(), suite.test_count());
+        for group_base in &bases {
+            let groups: Vec<&Group> = suite.groups().iter().filter(|g| &g.base == group_base).collect();
+            let tests: Vec<TestParams> = groups.iter().flat_map(|g| g.expand()).collect();
+            let mut results = Vec::new();
+            run_tests(&backend, &tests, 0, threads, &AtomicBool::new(false), |e| {
+                if let RunEvent::Finished(f) = e {
+                    results.push(f.outcome.expect("simulation runs"));
+                }
+                true
+            });
+            failures += compare(group_base, &tests, &results, &measured);
+        }
+    }
+    println!("\n{failures} criteria not met");
+}
+
+/// Prints the figures for one base; returns how many criteria failed.
+fn compare(base: &str, tests: &[TestParams], results: &[Outcome], measured: &RunData) -> usize {
+    let mut failed = 0;
+    let mut verdict = |ok: bool| {
+        if !ok {
+            failed += 1;
+        }
+        if ok {
+            "ok"
+        } else {
+            "NOT MET"
+        }
+    };
+    match measured.get(base) {
+        Some(ResultData::Bandwidth(rows)) => {
+            let mut by: Vec<(String, Vec<f64>)> = Vec::new();
+            for ((t, o), row) in tests.iter().zip(results).zip(rows) {
+                let Outcome::Bandwidth(b) = o else { continue };
+                let sim = BandwidthStats::new(b).expect("time").gbps;
+                let key = if base.starts_with("bw_dma_win") {
+                    format!("{:?}", t.cache)
+                } else {
+                    t.kind.name().into()
+                };
+                match by.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, v)) => v.push(pct(sim, row.bw_gbps)),
+                    None => by.push((key, vec![pct(sim, row.bw_gbps)])),
+                }
+            }
+            let limit = if base == "bw_dma_sz_sweep" { 5.0 } else { 10.0 };
+            for (key, errs) in by {
+                let m = mean(&errs);
+                println!(
+                    "  {base:<28} {key:<8} MAPE {m:5.1} % (limit {limit} %)  {}",
+                    verdict(m <= limit)
+                );
+            }
+        }
+        Some(ResultData::Latency(rows)) => {
+            let stats: Vec<LatencyStats> = results
+                .iter()
+                .map(|o| match o {
+                    Outcome::Latency(s) => SortedLatencies::new(s).expect("samples").stats(),
+                    Outcome::Bandwidth(_) => unreachable!("latency base"),
+                })
+                .collect();
+            if base == "lat_dma_sizes" {
+                let (mut med, mut min, mut p95) = (0.0f64, 0.0f64, 0.0f64);
+                for (s, r) in stats.iter().zip(rows) {
+                    med = med.max(pct(s.ns.median, r.med_ns));
+                    min = min.max(pct(s.ns.min, r.min_ns));
+                    p95 = p95.max(pct(s.ns.p95, r.p95_ns));
+                }
+                println!("  {base:<28} worst median {med:4.1} % (5 %) {}, min {min:4.1} % (10 %) {}, p95 {p95:4.1} % (10 %) {}",
+                    verdict(med <= 5.0), verdict(min <= 10.0), verdict(p95 <= 10.0));
+            } else {
+                let mut by: Vec<(String, Vec<f64>)> = Vec::new();
+                for ((t, s), r) in tests.iter().zip(&stats).zip(rows) {
+                    let key = format!("{:?}", t.cache);
+                    match by.iter_mut().find(|(k, _)| *k == key) {
+                        Some((_, v)) => v.push(pct(s.ns.median, r.med_ns)),
+                        None => by.push((key, vec![pct(s.ns.median, r.med_ns)])),
+                    }
+                }
+                for (key, errs) in by {
+                    let m = mean(&errs);
+                    println!(
+                        "  {base:<28} {key:<8} median MAPE {m:5.1} % (10 %)  {}",
+                        verdict(m <= 10.0)
+                    );
+                }
+            }
+            if base == "lat_dma_details" {
+                if let Some(ResultData::Cdf(sections)) = measured.get("lat_dma_details_cdf") {
+                    for ((t, o), sec) in tests.iter().zip(results).zip(sections) {
+                        let Outcome::Latency(s) = o else { continue };
+                        let cdf: Vec<(f64, f64)> = SortedLatencies::new(s)
+                            .expect("samples")
+                            .cdf()
+                            .iter()
+                            .map(|p| (p.ns, p.cdf))
+                            .collect();
+                        let ks = ks_distance(&cdf, &sec.points);
+                        println!(
+                            "  lat_dma_details_cdf {:<8} {:>4} B {:>8} {:?}: KS {ks:.3} (0.15) {}",
+                            t.kind.name(),
+                            t.size,
+                            t.window,
+                            t.cache,
+                            verdict(ks <= 0.15)
+                        );
+                    }
+                }
+            }
+        }
+        _ => println!("  {base}: no measured data"),
+    }
+    failed
+}
