@@ -277,11 +277,22 @@ impl<'a> Machine<'a> {
     fn line_latency(&mut self, line: u64) -> Ps {
         let m = &self.host.memory;
         let base = match self.llc.state(line as u32) {
-            LineState::Cpu => draw(&mut self.rng, &m.llc_hit) + draw_tail(&mut self.rng, &self.host.cpu.wake),
+            LineState::Cpu => draw(&mut self.rng, &m.llc_hit),
             LineState::Io => draw(&mut self.rng, &m.io_line),
-            LineState::Memory => draw(&mut self.rng, &m.dram) + draw_tail(&mut self.rng, &m.dram_tail),
+            LineState::Memory => draw(&mut self.rng, &m.dram),
         };
         base + self.remote_ps
+    }
+
+    /// Rare delays that hit a whole read rather than each line: a DRAM hiccup (refresh, bank
+    /// conflict) when the read starts in memory, a sleeping core's snoop when it starts on a
+    /// line a core wrote. The measured tails do not grow with transfer size.
+    fn read_hiccup(&mut self, first_line: u64) -> Ps {
+        match self.llc.state(first_line as u32) {
+            LineState::Cpu => draw_tail(&mut self.rng, &self.host.cpu.wake),
+            LineState::Memory => draw_tail(&mut self.rng, &self.host.memory.dram_tail),
+            LineState::Io => 0,
+        }
     }
 
     /// The read or write engine takes a DMA: returns when its first TLP may leave.
@@ -323,6 +334,7 @@ impl<'a> Machine<'a> {
             ps(rc.fixed_ns) / 2,
         );
         let mut device_done = start;
+        let hiccup = self.read_hiccup(d.addr / LINE);
         for (addr, len) in split_read_requests(self.link, d.addr, d.size) {
             let mrd = Tlp::request(self.link, TlpKind::MRd, addr, len).wire_bytes(self.link) as f64;
             let tagged = self.claim_tag(start);
@@ -331,7 +343,7 @@ impl<'a> Machine<'a> {
             let arrival = sent + self.wire_ps + half_fixed;
             let accepted = self.rc_requests.serve(arrival, req_ps);
             let translated = self.translate(accepted, addr).max(not_before);
-            let mut ready = translated;
+            let mut ready = translated + hiccup;
             let mut last_arrival = translated;
             for (caddr, clen) in split_completions(self.link, addr, len) {
                 let first = caddr / LINE;
@@ -360,7 +372,7 @@ impl<'a> Machine<'a> {
     fn write(&mut self, t: Ps, d: Dma) -> (Ps, Ps) {
         let tlps = split_writes(self.link, d.addr, d.size).count() as u64;
         let start = self.engine_accept(t, d, true, tlps);
-        let move_ps = ps(self.dev.dma.move_line_ns);
+        let move_ps = ps(self.dev.dma.write_move_line_ns);
         let rc = &self.host.root_complex;
         let (wline_ps, commit_ps, credits) = (ps(rc.write_line_ns), ps(rc.write_commit_ns), rc.posted_credits as usize);
         let (mut data_ready, mut sent_last, mut committed) = (start, start, start);
@@ -432,7 +444,7 @@ impl<'a> Machine<'a> {
         let translated = self.translate(accepted, d.addr).max(not_before);
         let line = d.addr / LINE;
         let asked = self.rc_lines.serve(translated, ps(self.host.root_complex.line_ns));
-        let ready = asked + self.line_latency(line);
+        let ready = asked + self.line_latency(line) + self.read_hiccup(line);
         let cpl = Tlp::completion(d.addr, d.size).wire_bytes(self.link) as f64;
         self.down.send(ready + half_fixed, cpl) + self.wire_ps + ps(cmd.complete_ns)
     }

@@ -140,8 +140,10 @@ pub struct Dma {
     /// Internal bus shared by both engines, per DMA and per 64 B line.
     pub bus_dma_ns: f64,
     pub bus_line_ns: f64,
-    /// One DMA's data moves between the PCIe block and device memory line by line.
+    /// One DMA's data moves between the PCIe block and device memory line by line: read data
+    /// in, write data out.
     pub move_line_ns: f64,
+    pub write_move_line_ns: f64,
     /// From the last data until the thread sees the DMA done.
     pub complete_ns: f64,
     /// A bandwidth thread's own work between DMAs (claiming the next index).
@@ -397,6 +399,7 @@ impl Checked for DeviceProfile {
             ("dma.bus_dma_ns", d.bus_dma_ns),
             ("dma.bus_line_ns", d.bus_line_ns),
             ("dma.move_line_ns", d.move_line_ns),
+            ("dma.write_move_line_ns", d.write_move_line_ns),
         ] {
             non_negative(k, v)?;
         }
