@@ -189,7 +189,7 @@ fn ctrl_c_keeps_complete_csvs_of_finished_tests() {
         .unwrap();
     // Wait until some tests have finished, then interrupt.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !(out.exists() && !csv_files(&out).is_empty()) && std::time::Instant::now() < deadline {
+    while (!out.exists() || csv_files(&out).is_empty()) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     std::thread::sleep(std::time::Duration::from_millis(300));
