@@ -162,9 +162,9 @@ pub struct Machine<'a> {
     bus: Server,
     /// Release times of the read tags in use, oldest first.
     tags: VecDeque<Ps>,
-    rc_requests: Server,
-    rc_lines: Server,
-    rc_writes: Server,
+    /// The root complex's path into the coherent fabric: read requests, the lines they fetch,
+    /// posted writes and the IOMMU's page-walk reads all take their turn in it.
+    fabric: Server,
     /// Release times of the posted credits in use, oldest first.
     posted: VecDeque<Ps>,
     walkers: Pool,
@@ -204,9 +204,7 @@ impl<'a> Machine<'a> {
             write_engine: Server::default(),
             bus: Server::default(),
             tags: VecDeque::with_capacity(dev.dma.read_tags as usize),
-            rc_requests: Server::default(),
-            rc_lines: Server::default(),
-            rc_writes: Server::default(),
+            fabric: Server::default(),
             posted: VecDeque::with_capacity(host.root_complex.posted_credits as usize),
             walkers: Pool {
                 free: vec![0; host.iommu.walkers as usize],
@@ -262,15 +260,29 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// Translate `addr` arriving at `t`: free on an IO-TLB hit, a page walk on a miss.
-    fn translate(&mut self, t: Ps, addr: u64) -> Ps {
-        let Some(tlb) = &mut self.iotlb else { return t };
+    /// Look `addr` up in the IO-TLB: `None` on a hit (or without IOMMU), else the walk's
+    /// occupancy of the fabric path.
+    fn tlb_miss(&mut self, addr: u64) -> Option<Ps> {
+        let tlb = self.iotlb.as_mut()?;
         let page = tlb.page_of(addr);
-        if tlb.lookup(page) {
-            return t;
+        (!tlb.lookup(page)).then(|| ps(self.host.iommu.walk_busy_ns))
+    }
+
+    /// Enter the fabric path at `arrival` for `busy` (plus a page walk's share on an IO-TLB
+    /// miss): returns (accepted, translated). The path is taken once, up front, for everything
+    /// the request will use, so it never waits on its own future.
+    fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps) -> (Ps, Ps) {
+        match self.tlb_miss(addr) {
+            None => {
+                let accepted = self.fabric.serve(arrival, busy);
+                (accepted, accepted)
+            }
+            Some(walk_busy) => {
+                let accepted = self.fabric.serve(arrival, busy + walk_busy);
+                let walk = ps(self.host.iommu.walk_ns);
+                (accepted, self.walkers.serve(accepted, walk) + walk)
+            }
         }
-        let walk = ps(self.host.iommu.walk_ns);
-        self.walkers.serve(t, walk) + walk
     }
 
     /// Time for the memory system to deliver one line once the RC asks for it.
@@ -341,18 +353,18 @@ impl<'a> Machine<'a> {
             let sent = self.up.send(tagged, mrd);
             self.down.owe(self.dllp_per_byte[1] * mrd);
             let arrival = sent + self.wire_ps + half_fixed;
-            let accepted = self.rc_requests.serve(arrival, req_ps);
-            let translated = self.translate(accepted, addr).max(not_before);
+            let lines = (addr + len as u64 - 1) / LINE - addr / LINE + 1;
+            let (_, translated) = self.enter_fabric(arrival, addr, req_ps + line_ps * lines);
+            let translated = translated.max(not_before);
             let mut ready = translated + hiccup;
             let mut last_arrival = translated;
+            let mut asked = translated;
             for (caddr, clen) in split_completions(self.link, addr, len) {
                 let first = caddr / LINE;
                 let last = (caddr + clen as u64 - 1) / LINE;
-                // The RC asks for the completion's lines back to back; the last one to be asked
-                // decides when the completion can go (one latency draw per completion keeps
-                // large DMAs cheap to simulate).
-                let n = last - first + 1;
-                let asked = self.rc_lines.serve(translated, line_ps * n) + line_ps * (n - 1);
+                // The RC asks for the lines back to back; a completion can go when its last
+                // line is in (one latency draw per completion keeps large DMAs cheap).
+                asked += line_ps * (last - first + 1);
                 ready = ready.max(asked + self.line_latency(last));
                 let cpl = Tlp::completion(caddr, clen).wire_bytes(self.link) as f64;
                 let sent = self.down.send(ready + half_fixed, cpl);
@@ -389,9 +401,9 @@ impl<'a> Machine<'a> {
             let sent = self.up.send(data_ready.max(credit), mwr);
             self.down.owe(self.dllp_per_byte[0] * mwr);
             let arrival = sent + self.wire_ps;
-            let translated = self.translate(arrival, addr);
             let busy = wline_ps * (last - first + 1);
-            let processed = self.rc_writes.serve(translated, busy) + busy;
+            let (_, translated) = self.enter_fabric(arrival, addr, busy);
+            let processed = translated + busy;
             self.posted.push_back(processed);
             for line in first..=last {
                 self.llc.device_write(line as u32);
@@ -428,9 +440,9 @@ impl<'a> Machine<'a> {
             let mwr = Tlp::request(self.link, TlpKind::MWr, d.addr, d.size).wire_bytes(self.link) as f64;
             let sent = self.up.send(issue, mwr);
             let arrival = sent + self.wire_ps;
-            let translated = self.translate(arrival, d.addr);
             let busy = ps(self.host.root_complex.write_line_ns);
-            let processed = self.rc_writes.serve(translated, busy) + busy;
+            let (_, translated) = self.enter_fabric(arrival, d.addr, busy);
+            let processed = translated + busy;
             self.llc.device_write((d.addr / LINE) as u32);
             (sent, processed + ps(self.host.root_complex.write_commit_ns))
         } else {
@@ -440,10 +452,11 @@ impl<'a> Machine<'a> {
         let mrd = Tlp::request(self.link, TlpKind::MRd, d.addr, d.size).wire_bytes(self.link) as f64;
         let sent = self.up.send(start, mrd);
         let arrival = sent + self.wire_ps + half_fixed;
-        let accepted = self.rc_requests.serve(arrival, ps(self.host.root_complex.request_ns));
-        let translated = self.translate(accepted, d.addr).max(not_before);
+        let rc = &self.host.root_complex;
+        let busy = ps(rc.request_ns + rc.line_ns);
+        let (_, translated) = self.enter_fabric(arrival, d.addr, busy);
         let line = d.addr / LINE;
-        let asked = self.rc_lines.serve(translated, ps(self.host.root_complex.line_ns));
+        let asked = translated.max(not_before) + ps(self.host.root_complex.line_ns);
         let ready = asked + self.line_latency(line) + self.read_hiccup(line);
         let cpl = Tlp::completion(d.addr, d.size).wire_bytes(self.link) as f64;
         self.down.send(ready + half_fixed, cpl) + self.wire_ps + ps(cmd.complete_ns)

@@ -84,8 +84,10 @@ pub struct Cpu {
 #[serde(deny_unknown_fields)]
 pub struct Iommu {
     pub iotlb_entries: u32,
-    /// A page walk on an IO-TLB miss.
+    /// A page walk on an IO-TLB miss ...
     pub walk_ns: f64,
+    /// ... of which its page-table reads occupy the root complex's fabric path this long.
+    pub walk_busy_ns: f64,
     /// Walks in flight at once.
     pub walkers: u32,
 }
@@ -358,6 +360,7 @@ impl Checked for HostProfile {
         if self.iommu.iotlb_entries == 0 || self.iommu.walkers == 0 {
             return Err("iommu.iotlb_entries and iommu.walkers must be at least 1".into());
         }
+        non_negative("iommu.walk_busy_ns", self.iommu.walk_busy_ns)?;
         positive("iommu.walk_ns", self.iommu.walk_ns)
     }
 }
