@@ -1,7 +1,8 @@
 //! How close the simulator comes to what pcie-bench measured on the Xeon E5-2637 v3 with the
 //! NFP-6000, IOMMU off and on with 4 KB pages, with the `paper` suite's parameters.
 //!
-//! `cargo run --release -p pcie-bench --example calibration [-- --samples N] [--only BASE,...]`
+//! `cargo run --release -p pcie-bench --example calibration [-- --samples N] [--only BASE,...]
+//! [--backend sim:HOST.toml,DEVICE.toml]` (edited profile files can be tried without rebuilding).
 //! Counts default to 200,000 per test (every figure is a median, a percentile or bytes/time,
 //! which settle long before pcie-bench's 2-16 M samples); `--samples 0` runs the real counts.
 
@@ -47,7 +48,8 @@ fn main() {
     let only: Vec<String> = opt("--only")
         .map(|s| s.split(',').map(String::from).collect())
         .unwrap_or_default();
-    let backend = SimBackend::from_spec("sim").expect("built-in profiles");
+    let spec = opt("--backend").unwrap_or_else(|| "sim".into());
+    let backend = SimBackend::from_spec(&spec).expect("profiles load");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/reference/pcie-bench");
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut failures = 0;

@@ -311,15 +311,16 @@ impl<'a> Machine<'a> {
     fn engine_accept(&mut self, t: Ps, d: Dma, write: bool, tlps: u64) -> Ps {
         let dma = &self.dev.dma;
         let lines = (d.size as u64).div_ceil(LINE) as f64;
-        let (ns, factor, engine) = if write {
+        let (ns, slow, engine) = if write {
             let ns = dma.write_dma_ns + dma.write_tlp_ns * tlps as f64 + dma.write_line_ns * lines;
-            (ns.max(dma.write_min_ns), dma.write_slow_factor, &mut self.write_engine)
+            (ns, dma.write_slow_ns, &mut self.write_engine)
         } else {
             let ns = dma.read_dma_ns + dma.read_request_ns * tlps as f64 + dma.read_line_ns * lines;
-            (ns, dma.read_slow_factor, &mut self.read_engine)
+            (ns, dma.read_slow_ns, &mut self.read_engine)
         };
-        let factor = if d.slow { factor } else { 1.0 };
-        let start = engine.serve(t + ps(dma.issue_ns), ps(ns * factor));
+        let ns = ns + if d.slow { slow } else { 0.0 };
+        let ns = if write { ns.max(dma.write_min_ns) } else { ns };
+        let start = engine.serve(t + ps(dma.issue_ns), ps(ns));
         let moved = self.bus.serve(start, ps(dma.bus_dma_ns + dma.bus_line_ns * lines));
         moved + draw(&mut self.rng, &dma.jitter)
     }

@@ -152,11 +152,11 @@ pub struct Dma {
     pub worker_ns: f64,
     /// Latency loop overhead per sample outside the timed section (address lookup, journal).
     pub loop_ns: f64,
-    /// Device offsets that are not a multiple of this take the engines' slow path, which
-    /// multiplies their occupancy by these factors.
+    /// Device offsets that are not a multiple of this take the engines' slow path, which adds
+    /// this much engine occupancy per DMA.
     pub fast_align: u32,
-    pub read_slow_factor: f64,
-    pub write_slow_factor: f64,
+    pub read_slow_ns: f64,
+    pub write_slow_ns: f64,
     /// Timing noise of the engine per DMA.
     pub jitter: Spread,
 }
@@ -403,13 +403,12 @@ impl Checked for DeviceProfile {
             ("dma.bus_line_ns", d.bus_line_ns),
             ("dma.move_line_ns", d.move_line_ns),
             ("dma.write_move_line_ns", d.write_move_line_ns),
+            ("dma.read_slow_ns", d.read_slow_ns),
+            ("dma.write_slow_ns", d.write_slow_ns),
         ] {
             non_negative(k, v)?;
         }
-        for (k, v) in [
-            ("dma.read_slow_factor", d.read_slow_factor),
-            ("dma.write_slow_factor", d.write_slow_factor),
-        ] {
+        for (k, v) in [] {
             positive(k, v)?;
         }
         if d.read_tags == 0 {
