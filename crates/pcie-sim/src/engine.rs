@@ -24,7 +24,8 @@ pub type Ps = u64;
 const LINE: u64 = 64;
 
 fn ps(ns: f64) -> Ps {
-    (ns * 1000.0).round() as Ps
+    // `x + 0.5` truncated: round half up without a libm call (all times are non-negative).
+    (ns * 1000.0 + 0.5) as Ps
 }
 
 /// A resource serving one thing at a time, first come first served.
@@ -72,7 +73,7 @@ struct Wire {
 
 impl Wire {
     fn send(&mut self, ready: Ps, bytes: f64) -> Ps {
-        let busy = (bytes * self.ps_per_byte).round() as Ps;
+        let busy = (bytes * self.ps_per_byte + 0.5) as Ps;
         self.server.serve(ready, busy) + busy
     }
 
@@ -80,25 +81,41 @@ impl Wire {
     /// into the busy time as it stands (Acks and UpdateFCs are scheduled around TLPs), rather
     /// than queued behind the future moment they were earned at.
     fn owe(&mut self, bytes: f64) {
-        self.server.free += (bytes * self.ps_per_byte).round() as Ps;
+        self.server.free += (bytes * self.ps_per_byte + 0.5) as Ps;
     }
 }
 
-/// Latencies in picoseconds, drawn from profile distributions.
-fn draw(rng: &mut Rng, s: &Spread) -> Ps {
-    let (a, c, b) = (s.min_ns, s.mode_ns, s.max_ns);
-    let ns = if b <= a {
-        a
-    } else {
-        let u = rng.unit();
-        let fc = (c - a) / (b - a);
-        if u < fc {
-            a + (u * (b - a) * (c - a)).sqrt()
-        } else {
-            b - ((1.0 - u) * (b - a) * (b - c)).sqrt()
+/// A latency distribution, tabulated: its inverse CDF at 1024 evenly spaced probabilities,
+/// so a draw is one table lookup instead of a square root per line.
+#[derive(Debug, Clone)]
+struct Sampler {
+    table: Box<[Ps; SAMPLER_STEPS]>,
+}
+
+const SAMPLER_STEPS: usize = 1024;
+
+impl Sampler {
+    /// Triangular between `min_ns` and `max_ns` with mode `mode_ns`.
+    fn triangular(s: &Spread) -> Sampler {
+        let (a, c, b) = (s.min_ns, s.mode_ns, s.max_ns);
+        let mut table = Box::new([0; SAMPLER_STEPS]);
+        for (i, slot) in table.iter_mut().enumerate() {
+            let u = (i as f64 + 0.5) / SAMPLER_STEPS as f64;
+            let ns = if b <= a {
+                a
+            } else if u < (c - a) / (b - a) {
+                a + (u * (b - a) * (c - a)).sqrt()
+            } else {
+                b - ((1.0 - u) * (b - a) * (b - c)).sqrt()
+            };
+            *slot = ps(ns);
         }
-    };
-    ps(ns)
+        Sampler { table }
+    }
+
+    fn draw(&self, rng: &mut Rng) -> Ps {
+        self.table[(rng.next_u64() >> 54) as usize]
+    }
 }
 
 fn draw_tail(rng: &mut Rng, t: &Tail) -> Ps {
@@ -175,6 +192,10 @@ pub struct Machine<'a> {
     wire_ps: Ps,
     /// Reverse-direction DLLP bytes per TLP byte, per TLP kind (MWr, MRd, CplD).
     dllp_per_byte: [f64; 3],
+    llc_hit: Sampler,
+    io_line: Sampler,
+    dram: Sampler,
+    jitter: Sampler,
 }
 
 /// Per-transaction context: where its device-side data lives.
@@ -221,6 +242,10 @@ impl<'a> Machine<'a> {
             },
             wire_ps: ps(host.link.wire_ns),
             dllp_per_byte: [TlpKind::MWr, TlpKind::MRd, TlpKind::CplD].map(|k| reverse_dllp_bytes(link, k, 1.0)),
+            llc_hit: Sampler::triangular(&host.memory.llc_hit),
+            io_line: Sampler::triangular(&host.memory.io_line),
+            dram: Sampler::triangular(&host.memory.dram),
+            jitter: Sampler::triangular(&dev.dma.jitter),
         };
         m.prepare(w);
         m
@@ -287,11 +312,10 @@ impl<'a> Machine<'a> {
 
     /// Time for the memory system to deliver one line once the RC asks for it.
     fn line_latency(&mut self, line: u64) -> Ps {
-        let m = &self.host.memory;
         let base = match self.llc.state(line as u32) {
-            LineState::Cpu => draw(&mut self.rng, &m.llc_hit),
-            LineState::Io => draw(&mut self.rng, &m.io_line),
-            LineState::Memory => draw(&mut self.rng, &m.dram),
+            LineState::Cpu => self.llc_hit.draw(&mut self.rng),
+            LineState::Io => self.io_line.draw(&mut self.rng),
+            LineState::Memory => self.dram.draw(&mut self.rng),
         };
         base + self.remote_ps
     }
@@ -322,7 +346,7 @@ impl<'a> Machine<'a> {
         let ns = if write { ns.max(dma.write_min_ns) } else { ns };
         let start = engine.serve(t + ps(dma.issue_ns), ps(ns));
         let moved = self.bus.serve(start, ps(dma.bus_dma_ns + dma.bus_line_ns * lines));
-        moved + draw(&mut self.rng, &dma.jitter)
+        moved + self.jitter.draw(&mut self.rng)
     }
 
     /// Wait for a free read tag: returns when the request may be sent.
@@ -536,7 +560,7 @@ impl Machine<'_> {
         Measured::Bandwidth {
             bytes: counted * w.size as u64,
             transactions: counted,
-            time_cycles: (end as f64 / self.cycle_ps()).round() as u64,
+            time_cycles: (end as f64 / self.cycle_ps() + 0.5) as u64,
         }
     }
 }
