@@ -69,7 +69,7 @@ pub fn workload(t: &TestParams) -> Workload {
         },
         count: t.count,
         remote_memory: t.numa.remote_memory(),
-        remote_cpu: t.numa.cpu != t.numa.mem,
+        remote_cpu: t.numa.cpu != t.numa.dev,
         iommu_page: t.iommu.page_bytes(),
     }
 }

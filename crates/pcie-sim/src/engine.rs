@@ -189,6 +189,8 @@ pub struct Machine<'a> {
     iotlb: Option<Iotlb>,
     remote_ps: Ps,
     remote_line_ps: Ps,
+    /// A snoop to the other socket when the warming core is not on the device's socket.
+    cpu_remote_ps: Ps,
     wire_ps: Ps,
     /// Reverse-direction DLLP bytes per TLP byte, per TLP kind (MWr, MRd, CplD).
     dllp_per_byte: [f64; 3],
@@ -240,6 +242,7 @@ impl<'a> Machine<'a> {
             } else {
                 0
             },
+            cpu_remote_ps: if w.remote_cpu { ps(host.memory.remote_ns) } else { 0 },
             wire_ps: ps(host.link.wire_ns),
             dllp_per_byte: [TlpKind::MWr, TlpKind::MRd, TlpKind::CplD].map(|k| reverse_dllp_bytes(link, k, 1.0)),
             llc_hit: Sampler::triangular(&host.memory.llc_hit),
@@ -294,18 +297,15 @@ impl<'a> Machine<'a> {
     }
 
     /// Enter the fabric path at `arrival` for `busy` (plus a page walk's share on an IO-TLB
-    /// miss): returns (accepted, translated). The path is taken once, up front, for everything
-    /// the request will use, so it never waits on its own future.
-    fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps) -> (Ps, Ps) {
+    /// miss): returns when the address is translated. The path is taken once, up front, for
+    /// everything the request will use, so it never waits on its own future.
+    fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps) -> Ps {
         match self.tlb_miss(addr) {
-            None => {
-                let accepted = self.fabric.serve(arrival, busy);
-                (accepted, accepted)
-            }
+            None => self.fabric.serve(arrival, busy),
             Some(walk_busy) => {
                 let accepted = self.fabric.serve(arrival, busy + walk_busy);
                 let walk = ps(self.host.iommu.walk_ns);
-                (accepted, self.walkers.serve(accepted, walk) + walk)
+                self.walkers.serve(accepted, walk) + walk
             }
         }
     }
@@ -313,7 +313,7 @@ impl<'a> Machine<'a> {
     /// Time for the memory system to deliver one line once the RC asks for it.
     fn line_latency(&mut self, line: u64) -> Ps {
         let base = match self.llc.state(line as u32) {
-            LineState::Cpu => self.llc_hit.draw(&mut self.rng),
+            LineState::Cpu => self.llc_hit.draw(&mut self.rng) + self.cpu_remote_ps,
             LineState::Io => self.io_line.draw(&mut self.rng),
             LineState::Memory => self.dram.draw(&mut self.rng),
         };
@@ -379,7 +379,7 @@ impl<'a> Machine<'a> {
             self.down.owe(self.dllp_per_byte[1] * mrd);
             let arrival = sent + self.wire_ps + half_fixed;
             let lines = (addr + len as u64 - 1) / LINE - addr / LINE + 1;
-            let (_, translated) = self.enter_fabric(arrival, addr, req_ps + line_ps * lines);
+            let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines);
             let translated = translated.max(not_before);
             let mut ready = translated + hiccup;
             let mut last_arrival = translated;
@@ -427,7 +427,7 @@ impl<'a> Machine<'a> {
             self.down.owe(self.dllp_per_byte[0] * mwr);
             let arrival = sent + self.wire_ps;
             let busy = wline_ps * (last - first + 1);
-            let (_, translated) = self.enter_fabric(arrival, addr, busy);
+            let translated = self.enter_fabric(arrival, addr, busy);
             let processed = translated + busy;
             self.posted.push_back(processed);
             for line in first..=last {
@@ -466,7 +466,7 @@ impl<'a> Machine<'a> {
             let sent = self.up.send(issue, mwr);
             let arrival = sent + self.wire_ps;
             let busy = ps(self.host.root_complex.write_line_ns);
-            let (_, translated) = self.enter_fabric(arrival, d.addr, busy);
+            let translated = self.enter_fabric(arrival, d.addr, busy);
             let processed = translated + busy;
             self.llc.device_write((d.addr / LINE) as u32);
             (sent, processed + ps(self.host.root_complex.write_commit_ns))
@@ -479,7 +479,7 @@ impl<'a> Machine<'a> {
         let arrival = sent + self.wire_ps + half_fixed;
         let rc = &self.host.root_complex;
         let busy = ps(rc.request_ns + rc.line_ns);
-        let (_, translated) = self.enter_fabric(arrival, d.addr, busy);
+        let translated = self.enter_fabric(arrival, d.addr, busy);
         let line = d.addr / LINE;
         let asked = translated.max(not_before) + ps(self.host.root_complex.line_ns);
         let ready = asked + self.line_latency(line) + self.read_hiccup(line);

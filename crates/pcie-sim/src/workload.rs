@@ -51,7 +51,8 @@ pub struct Workload {
     pub count: u64,
     /// The buffer is on another socket than the device.
     pub remote_memory: bool,
-    /// The warming/thrashing CPU is on another socket than the buffer.
+    /// The warming/thrashing CPU is on another socket than the device: lines it warmed sit in
+    /// the other socket's caches and a device read snoops across the interconnect.
     pub remote_cpu: bool,
     /// IO page size when the IOMMU translates, `None` when it is off.
     pub iommu_page: Option<u64>,
