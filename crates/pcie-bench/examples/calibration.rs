@@ -28,6 +28,12 @@ fn checked(base: &str) -> bool {
         || base == "lat_dma_details"
 }
 
+/// p5/p50/p95 of a CDF given as (ns, cumulative fraction) points.
+fn quantiles(cdf: &[(f64, f64)]) -> String {
+    let q = |p: f64| cdf.iter().find(|(_, f)| *f >= p).map_or(f64::NAN, |(ns, _)| *ns);
+    format!("{:.0}/{:.0}/{:.0}", q(0.05), q(0.5), q(0.95))
+}
+
 fn pct(sim: f64, meas: f64) -> f64 {
     (sim - meas).abs() / meas * 100.0
 }
@@ -167,12 +173,14 @@ fn compare(base: &str, tests: &[TestParams], results: &[Outcome], measured: &Run
                             .collect();
                         let ks = ks_distance(&cdf, &sec.points);
                         println!(
-                            "  lat_dma_details_cdf {:<8} {:>4} B {:>8} {:?}: KS {ks:.3} (0.15) {}",
+                            "  lat_dma_details_cdf {:<8} {:>4} B {:>8} {:?}: KS {ks:.3} (0.15) {}  p5/p50/p95 ns: sim {}, measured {}",
                             t.kind.name(),
                             t.size,
                             t.window,
                             t.cache,
-                            verdict(ks <= 0.15)
+                            verdict(ks <= 0.15),
+                            quantiles(&cdf),
+                            quantiles(&sec.points)
                         );
                     }
                 }

@@ -166,6 +166,72 @@ impl Addresses {
     }
 }
 
+/// Profile times converted to picoseconds once, so the per-transaction path does integer
+/// arithmetic only.
+#[derive(Debug, Clone, Copy)]
+struct Costs {
+    issue: Ps,
+    complete: Ps,
+    move_read: Ps,
+    move_write: Ps,
+    wire: Ps,
+    half_fixed: Ps,
+    request: Ps,
+    line: Ps,
+    write_line: Ps,
+    commit: Ps,
+    walk: Ps,
+    walk_busy: Ps,
+    read_dma: Ps,
+    read_request: Ps,
+    read_line: Ps,
+    read_slow: Ps,
+    write_dma: Ps,
+    write_tlp: Ps,
+    write_line_dev: Ps,
+    write_slow: Ps,
+    write_min: Ps,
+    bus_dma: Ps,
+    bus_line: Ps,
+}
+
+impl Costs {
+    fn new(host: &HostProfile, dev: &DeviceProfile, remote_line: Ps) -> Costs {
+        let (rc, dma) = (&host.root_complex, &dev.dma);
+        Costs {
+            issue: ps(dma.issue_ns),
+            complete: ps(dma.complete_ns),
+            move_read: ps(dma.move_line_ns),
+            move_write: ps(dma.write_move_line_ns),
+            wire: ps(host.link.wire_ns),
+            half_fixed: ps(rc.fixed_ns) / 2,
+            request: ps(rc.request_ns),
+            line: ps(rc.line_ns) + remote_line,
+            write_line: ps(rc.write_line_ns),
+            commit: ps(rc.write_commit_ns),
+            walk: ps(host.iommu.walk_ns),
+            walk_busy: ps(host.iommu.walk_busy_ns),
+            read_dma: ps(dma.read_dma_ns),
+            read_request: ps(dma.read_request_ns),
+            read_line: ps(dma.read_line_ns),
+            read_slow: ps(dma.read_slow_ns),
+            write_dma: ps(dma.write_dma_ns),
+            write_tlp: ps(dma.write_tlp_ns),
+            write_line_dev: ps(dma.write_line_ns),
+            write_slow: ps(dma.write_slow_ns),
+            write_min: ps(dma.write_min_ns),
+            bus_dma: ps(dma.bus_dma_ns),
+            bus_line: ps(dma.bus_line_ns),
+        }
+    }
+}
+
+/// How many pieces `[addr, addr + len)` is cut into at multiples of `boundary`.
+fn pieces(addr: u64, len: u32, boundary: u32) -> u64 {
+    let b = boundary as u64;
+    (addr + len as u64 - 1) / b - addr / b + 1
+}
+
 /// Everything with state.
 pub struct Machine<'a> {
     host: &'a HostProfile,
@@ -188,10 +254,9 @@ pub struct Machine<'a> {
     llc: Llc,
     iotlb: Option<Iotlb>,
     remote_ps: Ps,
-    remote_line_ps: Ps,
+    costs: Costs,
     /// A snoop to the other socket when the warming core is not on the device's socket.
     cpu_remote_ps: Ps,
-    wire_ps: Ps,
     /// Reverse-direction DLLP bytes per TLP byte, per TLP kind (MWr, MRd, CplD).
     dllp_per_byte: [f64; 3],
     llc_hit: Sampler,
@@ -237,13 +302,16 @@ impl<'a> Machine<'a> {
                 .iommu_page
                 .map(|p| Iotlb::new(BUFFER_BYTES, p, host.iommu.iotlb_entries as usize)),
             remote_ps: if w.remote_memory { ps(host.memory.remote_ns) } else { 0 },
-            remote_line_ps: if w.remote_memory {
-                ps(host.memory.remote_line_ns)
-            } else {
-                0
-            },
+            costs: Costs::new(
+                host,
+                dev,
+                if w.remote_memory {
+                    ps(host.memory.remote_line_ns)
+                } else {
+                    0
+                },
+            ),
             cpu_remote_ps: if w.remote_cpu { ps(host.memory.remote_ns) } else { 0 },
-            wire_ps: ps(host.link.wire_ns),
             dllp_per_byte: [TlpKind::MWr, TlpKind::MRd, TlpKind::CplD].map(|k| reverse_dllp_bytes(link, k, 1.0)),
             llc_hit: Sampler::triangular(&host.memory.llc_hit),
             io_line: Sampler::triangular(&host.memory.io_line),
@@ -293,7 +361,7 @@ impl<'a> Machine<'a> {
     fn tlb_miss(&mut self, addr: u64) -> Option<Ps> {
         let tlb = self.iotlb.as_mut()?;
         let page = tlb.page_of(addr);
-        (!tlb.lookup(page)).then(|| ps(self.host.iommu.walk_busy_ns))
+        (!tlb.lookup(page)).then_some(self.costs.walk_busy)
     }
 
     /// Enter the fabric path at `arrival` for `busy` (plus a page walk's share on an IO-TLB
@@ -304,7 +372,7 @@ impl<'a> Machine<'a> {
             None => self.fabric.serve(arrival, busy),
             Some(walk_busy) => {
                 let accepted = self.fabric.serve(arrival, busy + walk_busy);
-                let walk = ps(self.host.iommu.walk_ns);
+                let walk = self.costs.walk;
                 self.walkers.serve(accepted, walk) + walk
             }
         }
@@ -333,19 +401,18 @@ impl<'a> Machine<'a> {
 
     /// The read or write engine takes a DMA: returns when its first TLP may leave.
     fn engine_accept(&mut self, t: Ps, d: Dma, write: bool, tlps: u64) -> Ps {
-        let dma = &self.dev.dma;
-        let lines = (d.size as u64).div_ceil(LINE) as f64;
-        let (ns, slow, engine) = if write {
-            let ns = dma.write_dma_ns + dma.write_tlp_ns * tlps as f64 + dma.write_line_ns * lines;
-            (ns, dma.write_slow_ns, &mut self.write_engine)
+        let c = &self.costs;
+        let lines = (d.size as u64).div_ceil(LINE);
+        let (busy, engine) = if write {
+            let busy =
+                c.write_dma + c.write_tlp * tlps + c.write_line_dev * lines + if d.slow { c.write_slow } else { 0 };
+            (busy.max(c.write_min), &mut self.write_engine)
         } else {
-            let ns = dma.read_dma_ns + dma.read_request_ns * tlps as f64 + dma.read_line_ns * lines;
-            (ns, dma.read_slow_ns, &mut self.read_engine)
+            let busy = c.read_dma + c.read_request * tlps + c.read_line * lines + if d.slow { c.read_slow } else { 0 };
+            (busy, &mut self.read_engine)
         };
-        let ns = ns + if d.slow { slow } else { 0.0 };
-        let ns = if write { ns.max(dma.write_min_ns) } else { ns };
-        let start = engine.serve(t + ps(dma.issue_ns), ps(ns));
-        let moved = self.bus.serve(start, ps(dma.bus_dma_ns + dma.bus_line_ns * lines));
+        let start = engine.serve(t + c.issue, busy);
+        let moved = self.bus.serve(start, c.bus_dma + c.bus_line * lines);
         moved + self.jitter.draw(&mut self.rng)
     }
 
@@ -361,15 +428,16 @@ impl<'a> Machine<'a> {
     /// A DMA read; its lines may not be served before `not_before` (a preceding write's
     /// commit). Returns when the device has all the data.
     fn read(&mut self, t: Ps, d: Dma, not_before: Ps) -> Ps {
-        let requests = split_read_requests(self.link, d.addr, d.size).count() as u64;
+        let requests = pieces(d.addr, d.size, self.link.mrrs);
         let start = self.engine_accept(t, d, false, requests);
-        let move_ps = ps(self.dev.dma.move_line_ns);
-        let rc = &self.host.root_complex;
-        let (req_ps, line_ps, half_fixed) = (
-            ps(rc.request_ns),
-            ps(rc.line_ns) + self.remote_line_ps,
-            ps(rc.fixed_ns) / 2,
-        );
+        let Costs {
+            move_read: move_ps,
+            request: req_ps,
+            line: line_ps,
+            half_fixed,
+            wire,
+            ..
+        } = self.costs;
         let mut device_done = start;
         let hiccup = self.read_hiccup(d.addr / LINE);
         for (addr, len) in split_read_requests(self.link, d.addr, d.size) {
@@ -377,7 +445,7 @@ impl<'a> Machine<'a> {
             let tagged = self.claim_tag(start);
             let sent = self.up.send(tagged, mrd);
             self.down.owe(self.dllp_per_byte[1] * mrd);
-            let arrival = sent + self.wire_ps + half_fixed;
+            let arrival = sent + wire + half_fixed;
             let lines = (addr + len as u64 - 1) / LINE - addr / LINE + 1;
             let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines);
             let translated = translated.max(not_before);
@@ -394,7 +462,7 @@ impl<'a> Machine<'a> {
                 let cpl = Tlp::completion(caddr, clen).wire_bytes(self.link) as f64;
                 let sent = self.down.send(ready + half_fixed, cpl);
                 self.up.owe(self.dllp_per_byte[2] * cpl);
-                let arrived = sent + self.wire_ps;
+                let arrived = sent + wire;
                 last_arrival = arrived;
                 device_done = device_done.max(arrived) + move_ps * (last - first + 1);
             }
@@ -407,11 +475,16 @@ impl<'a> Machine<'a> {
     /// A DMA write. Returns (when the last TLP has left the device, when the host has
     /// committed the data).
     fn write(&mut self, t: Ps, d: Dma) -> (Ps, Ps) {
-        let tlps = split_writes(self.link, d.addr, d.size).count() as u64;
+        let tlps = pieces(d.addr, d.size, self.link.mps);
         let start = self.engine_accept(t, d, true, tlps);
-        let move_ps = ps(self.dev.dma.write_move_line_ns);
-        let rc = &self.host.root_complex;
-        let (wline_ps, commit_ps, credits) = (ps(rc.write_line_ns), ps(rc.write_commit_ns), rc.posted_credits as usize);
+        let Costs {
+            move_write: move_ps,
+            write_line: wline_ps,
+            commit: commit_ps,
+            wire,
+            ..
+        } = self.costs;
+        let credits = self.host.root_complex.posted_credits as usize;
         let (mut data_ready, mut sent_last, mut committed) = (start, start, start);
         for (addr, len) in split_writes(self.link, d.addr, d.size) {
             let first = addr / LINE;
@@ -425,7 +498,7 @@ impl<'a> Machine<'a> {
             let mwr = Tlp::request(self.link, TlpKind::MWr, addr, len).wire_bytes(self.link) as f64;
             let sent = self.up.send(data_ready.max(credit), mwr);
             self.down.owe(self.dllp_per_byte[0] * mwr);
-            let arrival = sent + self.wire_ps;
+            let arrival = sent + wire;
             let busy = wline_ps * (last - first + 1);
             let translated = self.enter_fabric(arrival, addr, busy);
             let processed = translated + busy;
@@ -441,7 +514,7 @@ impl<'a> Machine<'a> {
 
     /// One transaction of `op` starting at `t`; returns when the device sees it complete.
     fn transaction(&mut self, op: Op, t: Ps, d: Dma, index: u64) -> Ps {
-        let complete = ps(self.dev.dma.complete_ns);
+        let complete = self.costs.complete;
         match op {
             Op::LatRead | Op::BwRead => self.read(t, d, 0) + complete,
             Op::BwWrite => self.write(t, d).0 + complete,
@@ -459,32 +532,25 @@ impl<'a> Machine<'a> {
     /// The NFP's direct command path: one PCIe read (after an optional write) issued from a
     /// BAR window, bypassing the DMA engines.
     fn command(&mut self, t: Ps, d: Dma, write_first: bool) -> Ps {
-        let cmd = &self.dev.cmd;
-        let issue = t + ps(cmd.issue_ns);
+        let issue = t + ps(self.dev.cmd.issue_ns);
+        let c = self.costs;
         let (start, not_before) = if write_first {
             let mwr = Tlp::request(self.link, TlpKind::MWr, d.addr, d.size).wire_bytes(self.link) as f64;
             let sent = self.up.send(issue, mwr);
-            let arrival = sent + self.wire_ps;
-            let busy = ps(self.host.root_complex.write_line_ns);
-            let translated = self.enter_fabric(arrival, d.addr, busy);
-            let processed = translated + busy;
+            let translated = self.enter_fabric(sent + c.wire, d.addr, c.write_line);
             self.llc.device_write((d.addr / LINE) as u32);
-            (sent, processed + ps(self.host.root_complex.write_commit_ns))
+            (sent, translated + c.write_line + c.commit)
         } else {
             (issue, 0)
         };
-        let half_fixed = ps(self.host.root_complex.fixed_ns) / 2;
         let mrd = Tlp::request(self.link, TlpKind::MRd, d.addr, d.size).wire_bytes(self.link) as f64;
         let sent = self.up.send(start, mrd);
-        let arrival = sent + self.wire_ps + half_fixed;
-        let rc = &self.host.root_complex;
-        let busy = ps(rc.request_ns + rc.line_ns);
-        let translated = self.enter_fabric(arrival, d.addr, busy);
+        let translated = self.enter_fabric(sent + c.wire + c.half_fixed, d.addr, c.request + c.line);
         let line = d.addr / LINE;
-        let asked = translated.max(not_before) + ps(self.host.root_complex.line_ns);
+        let asked = translated.max(not_before) + c.line;
         let ready = asked + self.line_latency(line) + self.read_hiccup(line);
         let cpl = Tlp::completion(d.addr, d.size).wire_bytes(self.link) as f64;
-        self.down.send(ready + half_fixed, cpl) + self.wire_ps + ps(cmd.complete_ns)
+        self.down.send(ready + c.half_fixed, cpl) + c.wire + ps(self.dev.cmd.complete_ns)
     }
 }
 
@@ -549,12 +615,14 @@ impl Machine<'_> {
         let mut threads: BinaryHeap<Reverse<Ps>> = (0..self.dev.dma.workers).map(|_| Reverse(0)).collect();
         let mut end = 0;
         for i in 0..w.count {
-            let Reverse(free) = threads.pop().expect("at least one thread");
+            // The earliest free thread claims transaction i; its slot is reused in place.
+            let mut earliest = threads.peek_mut().expect("at least one thread");
+            let Reverse(free) = *earliest;
             let addr = addrs.next(&mut self.rng);
             let d = self.dma(addr, w);
             let done = self.transaction(w.op, free + worker_ps, d, i);
             end = end.max(done);
-            threads.push(Reverse(done));
+            *earliest = Reverse(done);
         }
         let counted = if w.op == Op::BwReadWrite { w.count / 2 } else { w.count };
         Measured::Bandwidth {
