@@ -185,6 +185,7 @@ struct Costs {
     read_dma: Ps,
     read_request: Ps,
     read_line: Ps,
+    read_full_line: Ps,
     read_slow: Ps,
     write_dma: Ps,
     write_tlp: Ps,
@@ -214,6 +215,7 @@ impl Costs {
             read_dma: ps(dma.read_dma_ns),
             read_request: ps(dma.read_request_ns),
             read_line: ps(dma.read_line_ns),
+            read_full_line: ps(dma.read_full_line_ns),
             read_slow: ps(dma.read_slow_ns),
             write_dma: ps(dma.write_dma_ns),
             write_tlp: ps(dma.write_tlp_ns),
@@ -408,7 +410,17 @@ impl<'a> Machine<'a> {
                 c.write_dma + c.write_tlp * tlps + c.write_line_dev * lines + if d.slow { c.write_slow } else { 0 };
             (busy.max(c.write_min), &mut self.write_engine)
         } else {
-            let busy = c.read_dma + c.read_request * tlps + c.read_line * lines + if d.slow { c.read_slow } else { 0 };
+            // Requests touching every line of their MRRS-aligned block stream them faster.
+            let block_lines = self.link.mrrs as u64 / LINE;
+            let full_lines: u64 = split_read_requests(self.link, d.addr, d.size)
+                .map(|(a, l)| pieces(a, l, LINE as u32))
+                .filter(|&n| n == block_lines)
+                .sum();
+            let busy = c.read_dma
+                + c.read_request * tlps
+                + c.read_full_line * full_lines
+                + c.read_line * (lines - full_lines)
+                + if d.slow { c.read_slow } else { 0 };
             (busy, &mut self.read_engine)
         };
         let start = engine.serve(t + c.issue, busy);

@@ -129,10 +129,12 @@ pub struct Dma {
     pub read_tags: u32,
     /// From a thread's command until the engine takes the DMA.
     pub issue_ns: f64,
-    /// Read engine occupancy: per DMA, per read request, per 64 B line.
+    /// Read engine occupancy: per DMA, per read request, per 64 B line; lines of requests of a
+    /// full MRRS stream through at `read_full_line_ns`.
     pub read_dma_ns: f64,
     pub read_request_ns: f64,
     pub read_line_ns: f64,
+    pub read_full_line_ns: f64,
     /// Write engine occupancy: per DMA, per TLP, per 64 B line, and at least `write_min_ns`
     /// per DMA (the small-write rate limit).
     pub write_dma_ns: f64,
@@ -395,6 +397,7 @@ impl Checked for DeviceProfile {
             ("dma.read_dma_ns", d.read_dma_ns),
             ("dma.read_request_ns", d.read_request_ns),
             ("dma.read_line_ns", d.read_line_ns),
+            ("dma.read_full_line_ns", d.read_full_line_ns),
             ("dma.write_dma_ns", d.write_dma_ns),
             ("dma.write_tlp_ns", d.write_tlp_ns),
             ("dma.write_line_ns", d.write_line_ns),
