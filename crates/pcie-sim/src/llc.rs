@@ -79,12 +79,18 @@ impl Llc {
     }
 
     /// The device writes the line: DDIO updates a cached line in place, or allocates it in
-    /// the DDIO share.
-    pub fn device_write(&mut self, line: u32) {
+    /// the DDIO share. True when it had to allocate.
+    pub fn device_write(&mut self, line: u32) -> bool {
         match self.state[line as usize] {
-            LineState::Memory => self.insert(line, LineState::Io),
-            LineState::Cpu => self.state[line as usize] = LineState::Io,
-            LineState::Io => {}
+            LineState::Memory => {
+                self.insert(line, LineState::Io);
+                true
+            }
+            LineState::Cpu => {
+                self.state[line as usize] = LineState::Io;
+                false
+            }
+            LineState::Io => false,
         }
     }
 }

@@ -57,8 +57,10 @@ pub struct RootComplex {
 #[serde(deny_unknown_fields)]
 pub struct Memory {
     pub llc_bytes: u64,
-    /// Share of the LLC DDIO may allocate device writes into.
+    /// Share of the LLC DDIO may allocate device writes into ...
     pub ddio_share: f64,
+    /// ... and what an allocation (evicting an older IO line) adds to a write's processing.
+    pub ddio_allocate_ns: f64,
     /// A read that hits a line a core wrote (host-warmed).
     pub llc_hit: Spread,
     /// A read served by local DRAM.
@@ -352,6 +354,7 @@ impl Checked for HostProfile {
             return Err(format!("memory.llc_bytes = {}: must be at least 65536", m.llc_bytes));
         }
         probability("memory.ddio_share", m.ddio_share)?;
+        non_negative("memory.ddio_allocate_ns", m.ddio_allocate_ns)?;
         spread("memory.llc_hit", &m.llc_hit)?;
         spread("memory.dram", &m.dram)?;
         spread("memory.io_line", &m.io_line)?;
