@@ -73,8 +73,13 @@ struct Wire {
 
 impl Wire {
     fn send(&mut self, ready: Ps, bytes: f64) -> Ps {
-        let busy = (bytes * self.ps_per_byte + 0.5) as Ps;
+        let busy = self.serialisation(bytes);
         self.server.serve(ready, busy) + busy
+    }
+
+    /// Time `bytes` take on the wire.
+    fn serialisation(&self, bytes: f64) -> Ps {
+        (bytes * self.ps_per_byte + 0.5) as Ps
     }
 
     /// DLLPs owed for traffic in the other direction take link time here. They are folded
@@ -439,9 +444,11 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// A DMA read; its lines may not be served before `not_before` (a preceding write's
-    /// commit). Returns when the device has all the data.
-    fn read(&mut self, t: Ps, d: Dma, not_before: Ps) -> Ps {
+    /// A DMA read issued at `t`. After a write to the same address its requests may not leave
+    /// before the write's last TLP (`after`: PCIe ordering, reads do not pass posted writes) and
+    /// its lines not be served before the write's commit (`not_before`). Returns when the
+    /// device has all the data.
+    fn read(&mut self, t: Ps, d: Dma, after: Ps, not_before: Ps) -> Ps {
         let requests = pieces(d.addr, d.size, self.link.mrrs);
         let start = self.engine_accept(t, d, false, requests);
         let Costs {
@@ -456,7 +463,7 @@ impl<'a> Machine<'a> {
         let hiccup = self.read_hiccup(d.addr / LINE);
         for (addr, len) in split_read_requests(self.link, d.addr, d.size) {
             let mrd = Tlp::request(self.link, TlpKind::MRd, addr, len).wire_bytes(self.link) as f64;
-            let tagged = self.claim_tag(start);
+            let tagged = self.claim_tag(start).max(after);
             let sent = self.up.send(tagged, mrd);
             self.down.owe(self.dllp_per_byte[1] * mrd);
             let arrival = sent + wire + half_fixed;
@@ -503,6 +510,7 @@ impl<'a> Machine<'a> {
         for (addr, len) in split_writes(self.link, d.addr, d.size) {
             let first = addr / LINE;
             let last = (addr + len as u64 - 1) / LINE;
+            let first_line = data_ready + move_ps;
             data_ready += move_ps * (last - first + 1);
             let credit = if self.posted.len() == credits {
                 self.posted.pop_front().unwrap_or(0)
@@ -510,7 +518,11 @@ impl<'a> Machine<'a> {
                 0
             };
             let mwr = Tlp::request(self.link, TlpKind::MWr, addr, len).wire_bytes(self.link) as f64;
-            let sent = self.up.send(data_ready.max(credit), mwr);
+            // Cut-through: the TLP may start once its first line is there, but not so early
+            // that it would run out of data before its last line is (TLPs cannot pause).
+            let ser = self.up.serialisation(mwr);
+            let ready = first_line.max(data_ready.saturating_sub(ser)).max(credit);
+            let sent = self.up.send(ready, mwr);
             self.down.owe(self.dllp_per_byte[0] * mwr);
             let arrival = sent + wire;
             // Lines not yet in the LLC need a DDIO allocation (and evict an older IO line).
@@ -529,13 +541,14 @@ impl<'a> Machine<'a> {
     fn transaction(&mut self, op: Op, t: Ps, d: Dma, index: u64) -> Ps {
         let complete = self.costs.complete;
         match op {
-            Op::LatRead | Op::BwRead => self.read(t, d, 0) + complete,
+            Op::LatRead | Op::BwRead => self.read(t, d, 0, 0) + complete,
             Op::BwWrite => self.write(t, d).0 + complete,
-            Op::BwReadWrite if !index.is_multiple_of(2) => self.read(t, d, 0) + complete,
+            Op::BwReadWrite if !index.is_multiple_of(2) => self.read(t, d, 0, 0) + complete,
             Op::BwReadWrite => self.write(t, d).0 + complete,
             Op::LatWriteRead => {
+                // Both DMAs are queued at once; the engines overlap them as ordering allows.
                 let (sent, committed) = self.write(t, d);
-                self.read(sent, d, committed) + complete
+                self.read(t, d, sent, committed) + complete
             }
             Op::LatCmdRead => self.command(t, d, false),
             Op::LatCmdWriteRead => self.command(t, d, true),
