@@ -473,13 +473,14 @@ impl<'a> Machine<'a> {
             let mut ready = translated;
             let mut last_arrival = translated;
             let mut asked = translated;
+            // The RC asks for the request's lines back to back and memory serves them in
+            // parallel: one latency, drawn for the request's last line, applies to all of them.
+            let latency = self.line_latency((addr + len as u64 - 1) / LINE);
             for (caddr, clen) in split_completions(self.link, addr, len) {
                 let first = caddr / LINE;
                 let last = (caddr + clen as u64 - 1) / LINE;
-                // The RC asks for the lines back to back; a completion can go when its last
-                // line is in (one latency draw per completion keeps large DMAs cheap).
                 asked += line_ps * (last - first + 1);
-                ready = ready.max(asked + self.line_latency(last));
+                ready = ready.max(asked + latency);
                 let cpl = Tlp::completion(caddr, clen).wire_bytes(self.link) as f64;
                 let sent = self.down.send(ready + half_fixed, cpl);
                 self.up.owe(self.dllp_per_byte[2] * cpl);
