@@ -24,7 +24,11 @@ impl SimBackend {
             .filter(|r| r.is_empty() || r.starts_with(':'))
             .ok_or_else(|| ProfileError {
                 file: spec.to_string(),
-                message: "not a simulator backend (sim[:HOST[,DEVICE]])".into(),
+                message: if spec.starts_with("exec:") {
+                    "external-program backends are not available yet; use sim[:HOST[,DEVICE]]".into()
+                } else {
+                    "must be sim, sim:HOST or sim:HOST,DEVICE".into()
+                },
             })?;
         let rest = rest.trim_start_matches(':');
         let (host, device) = match rest.split_once(',') {
