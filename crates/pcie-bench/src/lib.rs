@@ -13,7 +13,7 @@ pub use backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySa
 pub use params::{CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams, BUFFER_BYTES};
 pub use results::{
     read_raw, rfc3339, BandwidthRow, CdfSection, HostInfo, LatencyRow, RawSample, ResultData, ResultFile, ResultsError,
-    RunData, RunInfo, RunWriter,
+    RowKey, RunData, RunInfo, RunWriter,
 };
 pub use runner::{run_tests, Finished, RunEvent};
 pub use sim_backend::{test_seed, workload, SimBackend};

@@ -1,7 +1,7 @@
 //! The paper suite reproduces pcie-bench's NFP control program: expanding it yields exactly the
 //! rows of every CSV of a full pcie-bench run, in order, with the same counts.
 
-use pcie_bench::{ResultData, RunData, Suite, TestKind, TestParams};
+use pcie_bench::{ResultData, RowKey, RunData, Suite, TestKind, TestParams};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -48,6 +48,20 @@ fn paper_suite_matches_every_reference_csv_row_by_row() {
     }
 }
 
+/// A reference row's identifying columns, spelled as pcie-bench writes them.
+fn row_key(k: &RowKey) -> String {
+    format!(
+        "{},{},{},{},{},{},{}",
+        k.test.csv_name(),
+        k.pattern.csv_name(),
+        k.cache.csv_name(),
+        k.host_offset,
+        k.device_offset,
+        k.window,
+        k.size
+    )
+}
+
 fn matches_reference(dir: &std::path::Path) {
     let suite = Suite::builtin("paper").unwrap();
     let data = RunData::load(dir).unwrap();
@@ -57,37 +71,13 @@ fn matches_reference(dir: &std::path::Path) {
         // (key, count) of every row the reference file has.
         let rows: Vec<(String, u64)> = match &file.data {
             ResultData::Cdf(_) => continue,
-            ResultData::Latency(rows) => rows
-                .iter()
-                .map(|r| {
-                    let k = format!(
-                        "{},{},{},{},{},{},{}",
-                        r.test.csv_name(),
-                        r.pattern.csv_name(),
-                        r.cache.csv_name(),
-                        r.host_offset,
-                        r.device_offset,
-                        r.window,
-                        r.size
-                    );
-                    (k, r.samples)
-                })
-                .collect(),
+            ResultData::Latency(rows) => rows.iter().map(|r| (row_key(&r.key), r.samples)).collect(),
             ResultData::Bandwidth(rows) => rows
                 .iter()
                 .map(|r| {
-                    let k = format!(
-                        "{},{},{},{},{},{},{}",
-                        r.test.csv_name(),
-                        r.pattern.csv_name(),
-                        r.cache.csv_name(),
-                        r.host_offset,
-                        r.device_offset,
-                        r.window,
-                        r.size
-                    );
+                    let k = row_key(&r.key);
                     // pcie-bench halves the transaction count of BW_DMA_RW (per direction).
-                    let dmas = if r.test == TestKind::BwRdWr {
+                    let dmas = if r.key.test == TestKind::BwRdWr {
                         r.trans * 2
                     } else {
                         r.trans

@@ -1,7 +1,7 @@
 //! The reader loads original pcie-bench data directories completely: CRLF lines, "BW (GB/s)"
 //! holding Gb/s, windows written as floats, no 99th percentile, CDF sections.
 
-use pcie_bench::{CacheState, LatencyRow, Pattern, ResultData, RunData, TestKind};
+use pcie_bench::{CacheState, LatencyRow, Pattern, ResultData, RowKey, RunData, TestKind};
 use std::path::{Path, PathBuf};
 
 fn dir(name: &str) -> PathBuf {
@@ -59,10 +59,19 @@ fn latency_row_as_the_method_notes_quote_it() {
     let Some(ResultData::Latency(rows)) = data.get("lat_dma_sizes") else {
         panic!("lat_dma_sizes")
     };
-    let r = rows.iter().find(|r| r.test == TestKind::LatRd && r.size == 64).unwrap();
+    let r = rows
+        .iter()
+        .find(|r| r.key.test == TestKind::LatRd && r.key.size == 64)
+        .unwrap();
     let close = |a: f64, b: f64| (a - b).abs() < 0.05;
     assert_eq!(
-        (r.pattern, r.cache, r.window, r.host_offset, r.device_offset),
+        (
+            r.key.pattern,
+            r.key.cache,
+            r.key.window,
+            r.key.host_offset,
+            r.key.device_offset
+        ),
         (Pattern::Seq, CacheState::HWarm, 8192, 0, 0)
     );
     assert!(close(r.tavg_ns, 790.8) && close(r.avg_ns, 598.9) && close(r.med_ns, 600.0));
@@ -83,7 +92,7 @@ fn bandwidth_columns_are_gigabits_and_nanoseconds() {
                 assert!((r.bw_gbps - gbps).abs() < 1e-9 * gbps, "{name}/{}", f.base);
                 let rate = r.trans as f64 / (r.time_ns / 1e9);
                 assert!((r.trans_per_sec - rate).abs() < 1e-6 * rate, "{name}/{}", f.base);
-                assert_eq!(r.bytes, r.trans * r.size as u64);
+                assert_eq!(r.bytes, r.trans * r.key.size as u64);
             }
         }
     }
@@ -97,7 +106,7 @@ fn float_windows_and_the_iommu_cliff() {
             panic!("bw_dma_win_sweep_rd_rnd_64")
         };
         rows.iter()
-            .find(|r| r.cache == CacheState::Cold && r.window == window)
+            .find(|r| r.key.cache == CacheState::Cold && r.key.window == window)
             .unwrap()
             .bw_gbps
     };
@@ -126,13 +135,15 @@ fn latency_files_need_only_the_ns_columns() {
     assert_eq!(
         rows[0],
         LatencyRow {
-            test: TestKind::LatRd,
-            pattern: Pattern::Rand,
-            cache: CacheState::Cold,
-            host_offset: 0,
-            device_offset: 0,
-            window: 64 << 20,
-            size: 64,
+            key: RowKey {
+                test: TestKind::LatRd,
+                pattern: Pattern::Rand,
+                cache: CacheState::Cold,
+                host_offset: 0,
+                device_offset: 0,
+                window: 64 << 20,
+                size: 64,
+            },
             tavg_ns: 1.0,
             avg_ns: 2.0,
             med_ns: 3.0,

@@ -119,10 +119,13 @@ fn writer_output_reads_back_exactly() {
         let sorted = SortedLatencies::new(s).unwrap();
         let st = sorted.stats();
         assert_eq!(
-            (row.test, row.size, row.window, row.cache),
+            (row.key.test, row.key.size, row.key.window, row.key.cache),
             (p.kind, p.size, p.window, p.cache)
         );
-        assert_eq!((row.pattern, row.host_offset, row.device_offset), (p.pattern, 0, 0));
+        assert_eq!(
+            (row.key.pattern, row.key.host_offset, row.key.device_offset),
+            (p.pattern, 0, 0)
+        );
         assert_eq!(
             (row.tavg_ns, row.avg_ns, row.med_ns, row.min_ns, row.max_ns),
             (st.ns.tavg, st.ns.avg, st.ns.median, st.ns.min, st.ns.max)
@@ -143,7 +146,7 @@ fn writer_output_reads_back_exactly() {
     for ((p, o), row) in done[2..].iter().zip(rows) {
         let Outcome::Bandwidth(t) = o else { panic!() };
         let b = pcie_bench::BandwidthStats::new(t).unwrap();
-        assert_eq!((row.test, row.size, row.cache), (p.kind, p.size, p.cache));
+        assert_eq!((row.key.test, row.key.size, row.key.cache), (p.kind, p.size, p.cache));
         assert_eq!(
             (row.time_ns, row.bytes, row.trans),
             (b.time_ns, b.bytes, b.transactions)

@@ -47,7 +47,7 @@ fn quick_suite_writes_a_loadable_run_directory() {
     match run.get("bw_dma_sz_sweep") {
         Some(pcie_bench::ResultData::Bandwidth(rows)) => {
             assert!(rows.iter().all(|r| r.bw_gbps > 1.0 && r.bw_gbps < 64.0));
-            assert!(rows.iter().any(|r| r.test == pcie_bench::TestKind::BwRdWr));
+            assert!(rows.iter().any(|r| r.key.test == pcie_bench::TestKind::BwRdWr));
         }
         other => panic!("bw_dma_sz_sweep: {other:?}"),
     }

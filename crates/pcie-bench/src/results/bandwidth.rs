@@ -2,9 +2,9 @@
 //! unit (pcie-bench's "BW (GB/s)" holds Gb/s too).
 
 use super::csv::Table;
-use super::key::{self, KeyColumns};
+use super::key::{self, KeyColumns, RowKey};
 use super::ResultsError;
-use crate::params::{CacheState, Pattern, TestKind, TestParams};
+use crate::params::TestParams;
 use crate::stats::BandwidthStats;
 use serde::Serialize;
 
@@ -28,13 +28,8 @@ pub(super) fn format_row(p: &TestParams, s: &BandwidthStats) -> String {
 /// One bandwidth result. For BW_RDWR, bytes and transactions are per direction.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BandwidthRow {
-    pub test: TestKind,
-    pub pattern: Pattern,
-    pub cache: CacheState,
-    pub host_offset: u32,
-    pub device_offset: u32,
-    pub window: u64,
-    pub size: u32,
+    #[serde(flatten)]
+    pub key: RowKey,
     pub time_ns: f64,
     pub bytes: u64,
     pub trans: u64,
@@ -54,13 +49,7 @@ pub(super) fn parse(t: &Table) -> Result<Vec<BandwidthRow>, ResultsError> {
         .map(|r| {
             let k = keys.read(t, r)?;
             Ok(BandwidthRow {
-                test: k.test,
-                pattern: k.pattern,
-                cache: k.cache,
-                host_offset: k.host_offset,
-                device_offset: k.device_offset,
-                window: k.window,
-                size: k.size,
+                key: k,
                 time_ns: t.float(r, &time)?,
                 bytes: t.uint(r, &bytes)?,
                 trans: t.uint(r, &trans)?,

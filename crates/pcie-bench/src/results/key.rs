@@ -20,8 +20,9 @@ pub(super) fn format(p: &TestParams) -> String {
     )
 }
 
-/// The identifying fields of a result row.
-pub(super) struct Key {
+/// The identifying fields of a result row (flattened into its JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RowKey {
     pub test: TestKind,
     pub pattern: Pattern,
     pub cache: CacheState,
@@ -47,9 +48,9 @@ impl KeyColumns {
         ]))
     }
 
-    pub fn read(&self, t: &Table, row: &Row) -> Result<Key, ResultsError> {
+    pub fn read(&self, t: &Table, row: &Row) -> Result<RowKey, ResultsError> {
         let [test, pat, cache, ho, dof, win, sz] = &self.0;
-        Ok(Key {
+        Ok(RowKey {
             test: t.parsed(row, test, "a test name such as LAT_DMA_RD or BW_DMA_WR")?,
             pattern: t.parsed(row, pat, "Seq or Rand")?,
             cache: t.parsed(row, cache, "Cold, DThrash, DWarm or HWarm")?,

@@ -1,9 +1,9 @@
 //! Latency tables: pcie-bench's 23 columns plus the 99th percentile in cycles and ns.
 
 use super::csv::Table;
-use super::key::{self, KeyColumns};
+use super::key::{self, KeyColumns, RowKey};
 use super::ResultsError;
-use crate::params::{CacheState, Pattern, TestKind, TestParams};
+use crate::params::TestParams;
 use crate::stats::{LatencyStats, Summary};
 use serde::Serialize;
 
@@ -34,13 +34,8 @@ pub(super) fn format_row(p: &TestParams, s: &LatencyStats) -> String {
 /// One latency result, in ns. pcie-bench files have no 99th percentile.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LatencyRow {
-    pub test: TestKind,
-    pub pattern: Pattern,
-    pub cache: CacheState,
-    pub host_offset: u32,
-    pub device_offset: u32,
-    pub window: u64,
-    pub size: u32,
+    #[serde(flatten)]
+    pub key: RowKey,
     pub tavg_ns: f64,
     pub avg_ns: f64,
     pub med_ns: f64,
@@ -71,13 +66,7 @@ pub(super) fn parse(t: &Table) -> Result<Vec<LatencyRow>, ResultsError> {
         .map(|r| {
             let k = keys.read(t, r)?;
             Ok(LatencyRow {
-                test: k.test,
-                pattern: k.pattern,
-                cache: k.cache,
-                host_offset: k.host_offset,
-                device_offset: k.device_offset,
-                window: k.window,
-                size: k.size,
+                key: k,
                 tavg_ns: t.float(r, &tavg)?,
                 avg_ns: t.float(r, &avg)?,
                 med_ns: t.float(r, &med)?,

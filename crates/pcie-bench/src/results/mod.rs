@@ -15,6 +15,7 @@ mod writer;
 
 pub use bandwidth::BandwidthRow;
 pub use cdf::CdfSection;
+pub use key::RowKey;
 pub use latency::LatencyRow;
 pub use raw::{read_raw, RawSample};
 pub use reader::{ResultData, ResultFile, RunData};
