@@ -132,6 +132,30 @@ fn single_test_prints_pcie_bench_columns() {
 }
 
 #[test]
+fn raw_samples_and_cdfs_on_request() {
+    let out = scratch("raw");
+    let o = pcieperf(&[
+        "bench",
+        "run",
+        "--test",
+        "LAT_RD",
+        "--samples",
+        "500",
+        "--raw",
+        "--cdf",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let raw = pcie_bench::read_raw(&out.join("lat_rd_raw.csv")).unwrap();
+    assert_eq!(raw.len(), 500);
+    assert!(raw.iter().all(|s| s.ns > 400.0 && s.ns < 20_000.0));
+    let cdf = std::fs::read_to_string(out.join("lat_rd_cdf.csv")).unwrap();
+    assert!(cdf.starts_with("cycles,ns,cdf"), "{cdf}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
 fn bad_parameters_exit_2_naming_the_value() {
     let dir = scratch("bad");
     std::fs::create_dir_all(&dir).unwrap();

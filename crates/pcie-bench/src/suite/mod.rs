@@ -295,11 +295,29 @@ impl Suite {
         self.groups.iter_mut().for_each(|g| g.iommu = iommu);
         self
     }
+
+    /// Also write every latency group's CDF (`<base>_cdf.csv`) and/or raw samples
+    /// (`<base>_raw.csv`), beyond what the suite asks for.
+    pub fn with_outputs(mut self, cdf: bool, raw: bool) -> Suite {
+        for g in self.groups.iter_mut().filter(|g| g.is_latency()) {
+            g.cdf |= cdf;
+            g.raw |= raw;
+        }
+        self
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn extra_outputs_apply_to_latency_groups_only() {
+        let s = Suite::builtin("quick").unwrap().with_outputs(true, true);
+        for g in s.groups() {
+            assert_eq!((g.cdf, g.raw), (g.is_latency(), g.is_latency()), "{}", g.base);
+        }
+    }
 
     fn group() -> Group {
         Group {

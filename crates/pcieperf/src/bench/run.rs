@@ -40,6 +40,12 @@ pub struct RunArgs {
     /// IOMMU: off, 2m (super pages) or 4k (4 KB pages)
     #[arg(long, default_value = "off")]
     iommu: String,
+    /// Also write each latency test's CDF (<base>_cdf.csv)
+    #[arg(long)]
+    cdf: bool,
+    /// Also write each latency test's raw samples (<base>_raw.csv), in ns, in issue order
+    #[arg(long)]
+    raw: bool,
     /// Threads running tests in parallel [default: all cores]
     #[arg(long)]
     threads: Option<usize>,
@@ -116,7 +122,7 @@ fn suite(a: &RunArgs, backend: &dyn Backend) -> Result<Suite, CliError> {
     if let (Some(n), None) = (a.samples, &a.test) {
         s = s.with_count(n).map_err(|e| usage(e.message))?;
     }
-    Ok(s.with_numa(numa).with_iommu(iommu))
+    Ok(s.with_numa(numa).with_iommu(iommu).with_outputs(a.cdf, a.raw))
 }
 
 /// Relative cost of a test, for the ETA.
