@@ -177,6 +177,7 @@ fn bad_parameters_exit_2_naming_the_value() {
         (vec!["--only", "no_such_base"], "no_such_base"),
         (vec!["--numa", "mem=9"], "--numa mem=9"),
         (vec!["--iommu", "1g"], "--iommu 1g: must be one of off, 2m, 4k"),
+        (vec!["--threads", "0"], "--threads 0: must be at least 1"),
     ];
     for (args, message) in cases {
         let mut all = vec!["bench", "run", "--out", dir.to_str().unwrap()];

@@ -140,6 +140,9 @@ struct BaseSummary {
 }
 
 pub fn run(a: &RunArgs) -> Result<String, CliError> {
+    if a.threads == Some(0) {
+        return Err(usage("--threads 0: must be at least 1"));
+    }
     let backend = SimBackend::from_spec(&a.backend).map_err(|e| usage(format!("--backend {}: {e}", a.backend)))?;
     let suite = suite(a, &backend)?;
     let tests: Vec<(usize, TestParams)> = suite
