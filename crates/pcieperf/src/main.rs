@@ -4,6 +4,7 @@ mod bench;
 mod error;
 mod model;
 mod output;
+mod pmu;
 mod sizes;
 
 use clap::{Parser, Subcommand};
@@ -30,12 +31,16 @@ enum Command {
     /// pcie-bench DMA latency and bandwidth tests, on the simulator or a device
     #[command(subcommand)]
     Bench(bench::BenchCmd),
+    /// PCIe PMUs on Linux: discovery, root ports, events and metrics
+    #[command(subcommand)]
+    Pmu(pmu::PmuCmd),
 }
 
 fn run(cli: &Cli) -> Result<String, CliError> {
     match &cli.command {
         Command::Model(cmd) => model::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Pmu(cmd) => pmu::run(cmd),
     }
 }
 

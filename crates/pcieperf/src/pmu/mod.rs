@@ -1,0 +1,31 @@
+//! `pcieperf pmu ...`: PCIe PMUs on Linux (discovery so far; counting is not implemented yet).
+
+mod list;
+
+use crate::error::CliError;
+use clap::Subcommand;
+use pcie_pmu::PmuError;
+
+#[derive(Debug, Subcommand)]
+pub enum PmuCmd {
+    /// PCIe PMUs with their root ports, devices, events and metrics
+    List(list::ListArgs),
+}
+
+pub fn run(cmd: &PmuCmd) -> Result<String, CliError> {
+    match cmd {
+        PmuCmd::List(a) => list::run(a),
+    }
+}
+
+/// Input problems (a root that is not sysfs, unknown PMU or event, missing `lane=`) are usage
+/// errors; an unreadable or corrupt sysfs file is a runtime failure.
+impl From<PmuError> for CliError {
+    fn from(e: PmuError) -> Self {
+        if e.is_input() {
+            CliError::Usage(e.to_string())
+        } else {
+            CliError::Runtime(e.to_string())
+        }
+    }
+}
