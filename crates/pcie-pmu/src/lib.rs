@@ -8,9 +8,13 @@
 //! units from per-family catalogs ([`catalog`]). perf's `pmu/event,term=val/` syntax resolves
 //! against any PMU into `perf_event_attr` config values ([`event_spec`]).
 //!
-//! Counting (perf_event_open) is not part of this crate yet.
+//! Counting goes through [`counter::CounterSource`] (Linux `perf_event_open` in
+//! [`counter::PerfEvents`]); [`accumulate`] turns successive reads into wrap-safe, multiplexing-scaled
+//! deltas and bytes into Gb/s.
 
+pub mod accumulate;
 pub mod catalog;
+pub mod counter;
 mod error;
 pub mod event_spec;
 pub mod family;
@@ -18,10 +22,13 @@ pub mod family;
 #[cfg(all(unix, any(test, feature = "fixture")))]
 pub mod fixture;
 pub mod pmu;
+pub mod software;
 pub mod sysfs;
 pub mod topology;
 
+pub use accumulate::{Accumulator, Delta};
 pub use catalog::{Catalog, PmuEvent};
+pub use counter::{CounterError, CounterId, CounterSource, PerfEvents, Reading};
 pub use error::PmuError;
 pub use event_spec::{resolve, EventSpec, ResolvedEvent};
 pub use family::{Family, FamilyMatch};
@@ -63,7 +70,10 @@ impl System {
         let mut problems = Vec::new();
         for name in root.pmu_names()? {
             match Pmu::read(&root, &name) {
-                Ok(p) => pmus.push(p),
+                Ok(mut p) => {
+                    software::add_builtin_events(&mut p);
+                    pmus.push(p)
+                }
                 Err(e) => problems.push(e),
             }
         }

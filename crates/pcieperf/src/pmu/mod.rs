@@ -1,6 +1,7 @@
-//! `pcieperf pmu ...`: PCIe PMUs on Linux (discovery so far; counting is not implemented yet).
+//! `pcieperf pmu ...`: PCIe PMUs on Linux: discovery (`list`) and counting (`stat`).
 
 mod list;
+mod stat;
 
 use crate::error::CliError;
 use clap::Subcommand;
@@ -10,11 +11,14 @@ use pcie_pmu::PmuError;
 pub enum PmuCmd {
     /// PCIe PMUs with their root ports, devices, events and metrics
     List(list::ListArgs),
+    /// Count events like `perf stat -a`: multiplexing share, bytes and Gb/s for payload events
+    Stat(stat::StatArgs),
 }
 
 pub fn run(cmd: &PmuCmd) -> Result<String, CliError> {
     match cmd {
         PmuCmd::List(a) => list::run(a),
+        PmuCmd::Stat(a) => stat::run(a),
     }
 }
 
