@@ -22,8 +22,10 @@
 
 mod axis;
 mod chart;
+mod html;
 mod path;
 mod style;
 mod svg;
 
 pub use chart::{Axis, Chart, Point, Scale, Series, SeriesKind};
+pub use html::{escape, Report, Section};

@@ -1,6 +1,7 @@
 //! `pcieperf bench ...`: the pcie-bench methodology on the simulator or a real device.
 
 mod progress;
+mod report;
 mod run;
 
 use crate::error::CliError;
@@ -10,10 +11,13 @@ use clap::Subcommand;
 pub enum BenchCmd {
     /// Run a suite or a single test and write a run directory
     Run(Box<run::RunArgs>),
+    /// Draw a run directory or a pcie-bench data directory: charts next to the model
+    Report(report::ReportArgs),
 }
 
 pub fn run(cmd: &BenchCmd) -> Result<String, CliError> {
     match cmd {
         BenchCmd::Run(a) => run::run(a),
+        BenchCmd::Report(a) => report::run(a),
     }
 }
