@@ -5,7 +5,8 @@
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
-use pcie_pmu::accumulate::gbps;
+use pcie_model::Generation;
+use pcie_pmu::accumulate::{gbps, max_interval_secs};
 use pcie_pmu::counter::event_name;
 use pcie_pmu::{
     Accumulator, CounterError, CounterId, CounterSource, Delta, PerfEvents, PmuError, ResolvedEvent, System,
@@ -259,6 +260,54 @@ fn payload(sys: &System, ev: &ResolvedEvent) -> Result<(Option<f64>, Option<Stri
     Ok((mult.map(|m| m * ev.scale.unwrap_or(1.0)), None))
 }
 
+/// Bits of the hardware register behind an event whose driver does not poll it: the
+/// pre-upstream DWC driver (`pcie_bdf_*`) reads only the low 32 bits of the payload counter.
+fn unpolled_width(ev: &ResolvedEvent) -> Option<u32> {
+    ev.pmu.starts_with("pcie_bdf_").then_some(32)
+}
+
+/// The link's raw rate from sysfs `current_link_speed` ("32.0 GT/s PCIe") and width.
+fn link_gbps(speed: &str, lanes: u32) -> Option<f64> {
+    let gt: f64 = speed.split_whitespace().next()?.parse().ok()?;
+    let gen = Generation::ALL.into_iter().find(|g| (g.gt_per_s() - gt).abs() < 0.01)?;
+    Some(gt * gen.encoding().efficiency() * lanes as f64)
+}
+
+/// Events whose narrow, unpolled counter can wrap more than once between two reads when the
+/// root port's link runs at its raw rate.
+fn wrap_warnings(
+    sys: &System,
+    events: &[(ResolvedEvent, Option<f64>, Option<String>)],
+    read_every: f64,
+) -> Vec<String> {
+    let views = sys.pcie_pmus().unwrap_or_default();
+    let mut out = Vec::new();
+    for (ev, bytes_per_count, _) in events {
+        let (Some(width), Some(bpc)) = (unpolled_width(ev), bytes_per_count) else {
+            continue;
+        };
+        let port = views
+            .iter()
+            .filter(|v| v.pmu.name == ev.pmu)
+            .flat_map(|v| v.root_ports.iter())
+            .find_map(|r| r.port.as_ref());
+        let Some(gbps) = port.and_then(|p| link_gbps(p.current_link_speed.as_deref()?, p.current_link_width?)) else {
+            continue;
+        };
+        if let Some(limit) = max_interval_secs(width, *bpc, gbps) {
+            if read_every > limit {
+                out.push(format!(
+                    "{}: a {width}-bit counter of {bpc} B units wraps every {limit:.2} s at the link's {gbps:.1} Gb/s, \
+                     and reads every {read_every} s can miss wraps; use -I {} or a kernel whose driver polls the counter",
+                    event_name(ev),
+                    (limit * 500.0).floor().max(1.0)
+                ));
+            }
+        }
+    }
+    out
+}
+
 fn validate(a: &StatArgs) -> Result<(), CliError> {
     if a.interval == Some(0) {
         return Err(usage("-I 0: the interval must be at least 1 ms"));
@@ -301,6 +350,11 @@ pub fn run(a: &StatArgs) -> Result<String, CliError> {
     for ev in events {
         let (bytes_per_count, metric) = payload(&sys, &ev)?;
         counted.push((ev, bytes_per_count, metric));
+    }
+    // Without -I the counters are read every second (see `count`).
+    let read_every = a.interval.map_or(1.0, |ms| ms as f64 / 1000.0);
+    for w in wrap_warnings(&sys, &counted, read_every) {
+        eprintln!("warning: {w}");
     }
     let mut src = PerfEvents::new();
     count(&mut src, counted, a)
@@ -570,5 +624,36 @@ mod tests {
         // Every instance of a PMU base name resolves.
         let all = sys.resolve_all("dwc_rootport/rx_pcie_tlp_data_payload/").unwrap();
         assert_eq!(all.len(), 1);
+    }
+
+    #[test]
+    fn narrow_unpolled_counters_warn_when_reads_are_too_far_apart() {
+        use pcie_pmu::fixture::{self, DwcVariant, Tree};
+        let t = Tree::new("stat-wrap");
+        fixture::common_pmus(&t);
+        fixture::dwc_pmu(&t, "pcie_bdf_300300", 26, "0", DwcVariant::V1);
+        fixture::dwc_pmu(&t, "dwc_rootport_3018", 27, "0", DwcVariant::Upstream);
+        t.root_port("0000:30:03.0", "0"); // 32 GT/s x16: 504 Gb/s
+        let sys = System::discover(t.path()).unwrap();
+        let events = |spec: &str| {
+            let ev = sys.resolve(spec).unwrap();
+            let (b, m) = payload(&sys, &ev).unwrap();
+            vec![(ev, b, m)]
+        };
+        let v1 = events("pcie_bdf_300300/Rx_PCIe_TLP_Data_Payload/");
+        // 2^32 x 16 B at 504 Gb/s: a wrap every 1.09 s.
+        assert!(wrap_warnings(&sys, &v1, 1.0).is_empty());
+        let w = wrap_warnings(&sys, &v1, 2.0);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].contains("wraps every 1.09 s") && w[0].contains("-I 545"),
+            "{}",
+            w[0]
+        );
+        // Upstream drivers read 64 bits.
+        let upstream = events("dwc_rootport_3018/rx_pcie_tlp_data_payload/");
+        assert!(wrap_warnings(&sys, &upstream, 10.0).is_empty());
+        assert_eq!(link_gbps("8.0 GT/s PCIe", 8).map(|g| (g * 100.0).round()), Some(6302.0));
+        assert_eq!(link_gbps("unknown", 8), None);
     }
 }
