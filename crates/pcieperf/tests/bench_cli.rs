@@ -1,14 +1,10 @@
 //! `pcieperf bench run` as a user runs it: run directories, determinism, refusals, Ctrl-C.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::pcieperf;
 
-fn pcieperf(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pcieperf"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pcieperf-bench-{name}-{}", std::process::id()));

@@ -1,30 +1,9 @@
 //! `pcieperf model ...` as a user runs it: outputs, exit codes and messages.
 
+mod common;
+use common::{pcieperf, refused, stderr, stdout};
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn pcieperf(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pcieperf"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
-
-/// Runs, expects exit 2, and returns stderr; nothing may be printed on stdout.
-fn refused(args: &[&str]) -> String {
-    let o = pcieperf(args);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-    assert!(o.stdout.is_empty(), "{args:?} printed {}", stdout(&o));
-    stderr(&o)
-}
 
 #[test]
 fn bad_link_parameters_are_refused_with_their_allowed_values() {

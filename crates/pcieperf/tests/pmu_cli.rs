@@ -1,36 +1,9 @@
 //! `pcieperf pmu list` on fixture sysfs trees: outputs, exit codes and messages.
 
+mod common;
+use common::{ok, pcieperf, refused, stderr, stdout};
+
 use pcie_pmu::fixture::{self, DwcVariant, Tree};
-use std::process::{Command, Output};
-
-fn pcieperf(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pcieperf"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = pcieperf(args);
-    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
-    stdout(&o)
-}
-
-/// Runs, expects exit 2, and returns stderr; nothing may be printed on stdout.
-fn refused(args: &[&str]) -> String {
-    let o = pcieperf(args);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-    assert!(o.stdout.is_empty(), "{args:?} printed {}", stdout(&o));
-    stderr(&o)
-}
 
 /// A Yitian-like host: two DWC root ports (one with a NIC), HiSilicon-free, plus cpu/msr/software.
 fn host() -> Tree {

@@ -1,31 +1,11 @@
 //! `pcieperf pmu stat`: usage errors on fixture sysfs trees (exit 2, nothing on stdout), and
 //! real counting of this host's software PMU (skipped where perf_event_open is not permitted).
 
+mod common;
+use common::{pcieperf, refused, stderr, stdout};
+
 use pcie_pmu::fixture::{self, DwcVariant, Tree};
-use std::process::{Command, Output};
-
-fn pcieperf(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pcieperf"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
-
-/// Runs, expects exit 2, and returns stderr; nothing may be printed on stdout.
-fn refused(args: &[&str]) -> String {
-    let o = pcieperf(args);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-    assert!(o.stdout.is_empty(), "{args:?} printed {}", stdout(&o));
-    stderr(&o)
-}
+use std::process::Command;
 
 fn host() -> Tree {
     let t = Tree::new("stat");

@@ -1,15 +1,10 @@
 //! `pcieperf bench report` as a user runs it: both pcie-bench reference directories and a fresh
 //! simulator run, as HTML, SVG files and text; and the refusals.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+use common::pcieperf;
 
-fn pcieperf(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pcieperf"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
+use std::path::{Path, PathBuf};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pcieperf-report-{name}-{}", std::process::id()));
