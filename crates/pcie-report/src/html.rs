@@ -2,6 +2,7 @@
 //! every chart inlined as SVG. No scripts, no style sheets or fonts from elsewhere, no network.
 
 use crate::chart::Chart;
+use crate::svg::escape;
 use std::fmt::Write;
 
 /// A report page: what was measured, then the charts in order.
@@ -76,22 +77,6 @@ impl Report {
         out.push_str("</body>\n</html>\n");
         out
     }
-}
-
-/// Escapes text for HTML element content and quoted attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -28,4 +28,5 @@ mod style;
 mod svg;
 
 pub use chart::{Axis, Chart, Point, Scale, Series, SeriesKind};
-pub use html::{escape, Report, Section};
+pub use html::{Report, Section};
+pub use svg::escape;

@@ -557,8 +557,9 @@ fn text_width(s: &str, font: f64) -> f64 {
     s.chars().count() as f64 * font * 0.6
 }
 
-/// Escapes text for XML content and attribute values; drops characters XML 1.0 forbids.
-pub(crate) fn escape(s: &str) -> String {
+/// Escapes text for XML and HTML content and quoted attribute values (the inline SVGs of a
+/// report page and the page itself share it); drops characters XML 1.0 forbids.
+pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -566,7 +567,8 @@ pub(crate) fn escape(s: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
+            // `&#39;` rather than `&apos;`, which HTML 4 does not define.
+            '\'' => out.push_str("&#39;"),
             '\t' | '\n' | '\r' => out.push(' '),
             c if c.is_control() || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
             c => out.push(c),
@@ -631,7 +633,7 @@ mod tests {
 
     #[test]
     fn text_is_escaped_everywhere() {
-        assert_eq!(escape(r#"a<b>&"c"'d'"#), "a&lt;b&gt;&amp;&quot;c&quot;&apos;d&apos;");
+        assert_eq!(escape(r#"a<b>&"c"'d'"#), "a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;");
         assert_eq!(escape("x\u{1}y\nz"), "xy z");
         let mut c = chart(vec![Series::line("rd <64B> & \"wr\"", sawtooth(57.0))]);
         c.title = "A & B <C>".into();
