@@ -18,20 +18,6 @@ fn reference_dirs() -> [PathBuf; 2] {
     ]
 }
 
-/// Test, PAT, Cache, HO, DO, WinSZ, SZ as pcie-bench prints them.
-fn key(p: &TestParams) -> String {
-    format!(
-        "{},{},{},{},{},{},{}",
-        p.kind.csv_name(),
-        p.pattern.csv_name(),
-        p.cache.csv_name(),
-        p.host_offset,
-        p.device_offset,
-        p.window,
-        p.size
-    )
-}
-
 fn expanded(suite: &Suite, base: &str) -> Vec<TestParams> {
     suite
         .groups()
@@ -48,20 +34,6 @@ fn paper_suite_matches_every_reference_csv_row_by_row() {
     }
 }
 
-/// A reference row's identifying columns, spelled as pcie-bench writes them.
-fn row_key(k: &RowKey) -> String {
-    format!(
-        "{},{},{},{},{},{},{}",
-        k.test.csv_name(),
-        k.pattern.csv_name(),
-        k.cache.csv_name(),
-        k.host_offset,
-        k.device_offset,
-        k.window,
-        k.size
-    )
-}
-
 fn matches_reference(dir: &std::path::Path) {
     let suite = Suite::builtin("paper").unwrap();
     let data = RunData::load(dir).unwrap();
@@ -69,24 +41,23 @@ fn matches_reference(dir: &std::path::Path) {
     for file in &data.files {
         let tests = expanded(&suite, &file.base);
         // (key, count) of every row the reference file has.
-        let rows: Vec<(String, u64)> = match &file.data {
+        let rows: Vec<(RowKey, u64)> = match &file.data {
             ResultData::Cdf(_) => continue,
-            ResultData::Latency(rows) => rows.iter().map(|r| (row_key(&r.key), r.samples)).collect(),
+            ResultData::Latency(rows) => rows.iter().map(|r| (r.key, r.samples)).collect(),
             ResultData::Bandwidth(rows) => rows
                 .iter()
                 .map(|r| {
-                    let k = row_key(&r.key);
                     // pcie-bench halves the transaction count of BW_DMA_RW (per direction).
                     let dmas = if r.key.test == TestKind::BwRdWr {
                         r.trans * 2
                     } else {
                         r.trans
                     };
-                    (k, dmas)
+                    (r.key, dmas)
                 })
                 .collect(),
         };
-        let ours: Vec<(String, u64)> = tests.iter().map(|p| (key(p), p.count)).collect();
+        let ours: Vec<(RowKey, u64)> = tests.iter().map(|p| (RowKey::from(p), p.count)).collect();
         assert_eq!(ours.len(), rows.len(), "{}: row count", file.base);
         for (i, (o, r)) in ours.iter().zip(&rows).enumerate() {
             assert_eq!(o, r, "{}: row {}", file.base, i + 2);

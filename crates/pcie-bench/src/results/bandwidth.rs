@@ -15,7 +15,7 @@ pub(super) fn header() -> String {
 pub(super) fn format_row(p: &TestParams, s: &BandwidthStats) -> String {
     format!(
         "{},{},{},{},{},{},{}",
-        key::format(p),
+        RowKey::from(p),
         s.time_cycles,
         s.time_ns,
         s.bytes,

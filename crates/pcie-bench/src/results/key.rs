@@ -6,20 +6,6 @@ use crate::params::{CacheState, Pattern, TestKind, TestParams};
 
 pub(super) const HEADER: &str = "Test,PAT,Cache,HO,DO,WinSZ,SZ";
 
-/// `Test,PAT,Cache,HO,DO,WinSZ,SZ` of one test, as pcie-bench names them.
-pub(super) fn format(p: &TestParams) -> String {
-    format!(
-        "{},{},{},{},{},{},{}",
-        p.kind.csv_name(),
-        p.pattern.csv_name(),
-        p.cache.csv_name(),
-        p.host_offset,
-        p.device_offset,
-        p.window,
-        p.size
-    )
-}
-
 /// The identifying fields of a result row (flattened into its JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct RowKey {
@@ -30,6 +16,37 @@ pub struct RowKey {
     pub device_offset: u32,
     pub window: u64,
     pub size: u32,
+}
+
+impl From<&TestParams> for RowKey {
+    fn from(p: &TestParams) -> RowKey {
+        RowKey {
+            test: p.kind,
+            pattern: p.pattern,
+            cache: p.cache,
+            host_offset: p.host_offset,
+            device_offset: p.device_offset,
+            window: p.window,
+            size: p.size,
+        }
+    }
+}
+
+/// `Test,PAT,Cache,HO,DO,WinSZ,SZ` as pcie-bench writes them.
+impl std::fmt::Display for RowKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{},{},{},{},{},{},{}",
+            self.test.csv_name(),
+            self.pattern.csv_name(),
+            self.cache.csv_name(),
+            self.host_offset,
+            self.device_offset,
+            self.window,
+            self.size
+        )
+    }
 }
 
 /// Reads keys from a table located once per file.

@@ -23,7 +23,7 @@ pub(super) fn format_row(p: &TestParams, s: &LatencyStats) -> String {
     };
     format!(
         "{},{},{},{},{}",
-        key::format(p),
+        RowKey::from(p),
         figures(&s.cycles),
         figures(&s.ns),
         s.outliers,
