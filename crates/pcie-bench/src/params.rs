@@ -385,23 +385,29 @@ impl fmt::Display for ParamError {
 
 impl std::error::Error for ParamError {}
 
+/// A typical test point for unit tests: 64 B, 8 KB window, random, host-warm.
+#[cfg(test)]
+pub(crate) fn sample(kind: TestKind, count: u64) -> TestParams {
+    TestParams {
+        kind,
+        size: 64,
+        window: 8192,
+        host_offset: 0,
+        device_offset: 0,
+        pattern: Pattern::Rand,
+        cache: CacheState::HWarm,
+        count,
+        numa: Numa::default(),
+        iommu: Iommu::Off,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn base() -> TestParams {
-        TestParams {
-            kind: TestKind::BwRd,
-            size: 64,
-            window: 8192,
-            host_offset: 0,
-            device_offset: 0,
-            pattern: Pattern::Rand,
-            cache: CacheState::HWarm,
-            count: 1000,
-            numa: Numa::default(),
-            iommu: Iommu::Off,
-        }
+        sample(TestKind::BwRd, 1000)
     }
 
     #[test]

@@ -113,7 +113,7 @@ pub fn run_tests(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::{CacheState, Iommu, Numa, Pattern, TestKind};
+    use crate::params::{sample, TestKind};
     use crate::sim_backend::SimBackend;
 
     fn tests() -> Vec<TestParams> {
@@ -121,16 +121,8 @@ mod tests {
             .into_iter()
             .flat_map(|size| {
                 [TestKind::LatRd, TestKind::BwRd].map(|kind| TestParams {
-                    kind,
                     size,
-                    window: 8192,
-                    host_offset: 0,
-                    device_offset: 0,
-                    pattern: Pattern::Rand,
-                    cache: CacheState::HWarm,
-                    count: 3000,
-                    numa: Numa::default(),
-                    iommu: Iommu::Off,
+                    ..sample(kind, 3000)
                 })
             })
             .collect()

@@ -144,21 +144,10 @@ impl Backend for SimBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::Numa;
+    use crate::params::sample;
 
     fn params(kind: TestKind) -> TestParams {
-        TestParams {
-            kind,
-            size: 64,
-            window: 8192,
-            host_offset: 0,
-            device_offset: 0,
-            pattern: Pattern::Rand,
-            cache: CacheState::HWarm,
-            count: 2000,
-            numa: Numa::default(),
-            iommu: Iommu::Off,
-        }
+        sample(kind, 2000)
     }
 
     #[test]
