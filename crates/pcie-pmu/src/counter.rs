@@ -8,6 +8,7 @@
 
 use crate::event_spec::ResolvedEvent;
 use std::fmt;
+use std::time::Duration;
 
 /// One read of a counter: the count and how long (ns) it was enabled and actually counting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -100,12 +101,22 @@ impl fmt::Display for CounterError {
 
 impl std::error::Error for CounterError {}
 
-/// A backend that opens counters and reads them.
+/// A backend that opens counters and reads them, and keeps the clock they count against.
+///
+/// Monitors wait and timestamp through the source, not the wall clock, so a simulated host can
+/// run its simulation while the monitor "sleeps" (paced to wall-clock time, or as fast as it can).
 pub trait CounterSource {
     /// Open one counter for a resolved event; counting starts now.
     fn open(&mut self, event: &ResolvedEvent) -> Result<CounterId, CounterError>;
     /// The counter's current cumulative value and times.
     fn read(&mut self, id: CounterId) -> Result<Reading, CounterError>;
+    /// Time on the source's clock since the source was created.
+    fn elapsed(&self) -> Duration;
+    /// Let `d` pass on the source's clock.
+    fn sleep(&mut self, d: Duration) -> Result<(), CounterError> {
+        std::thread::sleep(d);
+        Ok(())
+    }
 }
 
 /// How an event is named in messages: `pmu/event/` or `pmu/config=0x..,config1=0x../`.
@@ -142,6 +153,7 @@ pub use linux::PerfEvents;
 mod linux {
     use super::*;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::time::Instant;
 
     const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1;
     const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 2;
@@ -182,14 +194,24 @@ mod linux {
     const _: () = assert!(std::mem::size_of::<PerfEventAttr>() == ATTR_SIZE as usize);
 
     /// Counters opened with `perf_event_open`; closed on drop.
-    #[derive(Debug, Default)]
+    #[derive(Debug)]
     pub struct PerfEvents {
         fds: Vec<(OwnedFd, String)>,
+        start: Instant,
     }
 
     impl PerfEvents {
         pub fn new() -> PerfEvents {
-            PerfEvents::default()
+            PerfEvents {
+                fds: Vec::new(),
+                start: Instant::now(),
+            }
+        }
+    }
+
+    impl Default for PerfEvents {
+        fn default() -> Self {
+            PerfEvents::new()
         }
     }
 
@@ -281,6 +303,10 @@ mod linux {
                 running: buf[2],
             })
         }
+
+        fn elapsed(&self) -> Duration {
+            self.start.elapsed()
+        }
     }
 }
 
@@ -289,12 +315,22 @@ mod linux {
     use super::*;
 
     /// perf_event_open exists only on Linux.
-    #[derive(Debug, Default)]
-    pub struct PerfEvents;
+    #[derive(Debug)]
+    pub struct PerfEvents {
+        start: std::time::Instant,
+    }
 
     impl PerfEvents {
         pub fn new() -> PerfEvents {
-            PerfEvents
+            PerfEvents {
+                start: std::time::Instant::now(),
+            }
+        }
+    }
+
+    impl Default for PerfEvents {
+        fn default() -> Self {
+            PerfEvents::new()
         }
     }
 
@@ -309,6 +345,10 @@ mod linux {
             Err(CounterError::Unsupported(
                 "counting needs Linux perf_event_open".to_string(),
             ))
+        }
+
+        fn elapsed(&self) -> Duration {
+            self.start.elapsed()
         }
     }
 }

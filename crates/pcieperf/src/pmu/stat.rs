@@ -16,7 +16,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct StatArgs {
@@ -385,7 +385,7 @@ fn count<S: CounterSource>(
         let _ = signal_hook::flag::register(sig, Arc::clone(&cancel));
     }
 
-    let start = Instant::now();
+    let start = src.elapsed();
     for c in counted.iter_mut() {
         c.acc.update(src.read(c.id).map_err(counter_err)?);
     }
@@ -423,15 +423,15 @@ fn count<S: CounterSource>(
     let mut status = None;
 
     loop {
-        let now = Instant::now();
+        let now = src.elapsed();
         let wake = [deadline, next_tick, next_refresh, Some(now + poll)]
             .into_iter()
             .flatten()
             .min();
         if let Some(w) = wake.filter(|w| *w > now) {
-            std::thread::sleep(w - now);
+            src.sleep(w - now).map_err(counter_err)?;
         }
-        let now = Instant::now();
+        let now = src.elapsed();
         let mut done = cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d);
         if let Some(ch) = child.as_mut() {
             if let Some(s) = ch
@@ -453,8 +453,8 @@ fn count<S: CounterSource>(
         let tick = next_tick.is_some_and(|t| now >= t);
         // In interval mode the end of the run closes a last (partial) interval.
         if step.is_some() && (tick || (done && now > last_tick)) {
-            let secs = now.duration_since(last_tick).as_secs_f64();
-            let time = now.duration_since(start).as_secs_f64();
+            let secs = (now - last_tick).as_secs_f64();
+            let time = (now - start).as_secs_f64();
             let mut rows = Vec::new();
             for c in counted.iter_mut() {
                 let r = src.read(c.id).map_err(counter_err)?;
@@ -513,7 +513,7 @@ fn count<S: CounterSource>(
             eprintln!("warning: the command exited with {s}");
         }
     }
-    let elapsed = start.elapsed().as_secs_f64();
+    let elapsed = (src.elapsed() - start).as_secs_f64();
     if step.is_some() {
         return Ok(String::new());
     }
@@ -544,9 +544,11 @@ mod tests {
         assert_eq!(split_events("a/b/,,c/d/"), vec!["a/b/", "", "c/d/"]);
     }
 
-    /// A source whose counters advance by a fixed step per read and run half the time.
+    /// A source whose counters advance by a fixed step per read and run half the time, on a
+    /// clock that only moves when the monitor sleeps.
     struct Fake {
         reads: Vec<Reading>,
+        now: Duration,
     }
 
     impl CounterSource for Fake {
@@ -561,6 +563,13 @@ mod tests {
             r.enabled += 100_000_000;
             r.running += 50_000_000;
             Ok(now)
+        }
+        fn elapsed(&self) -> Duration {
+            self.now
+        }
+        fn sleep(&mut self, d: Duration) -> Result<(), CounterError> {
+            self.now += d;
+            Ok(())
         }
     }
 
@@ -583,7 +592,10 @@ mod tests {
             format: Format::Json,
             command: vec![],
         };
-        let mut src = Fake { reads: vec![] };
+        let mut src = Fake {
+            reads: vec![],
+            now: Duration::ZERO,
+        };
         let out = count(&mut src, vec![(ev, Some(16.0), Some("rx_bytes".into()))], &a).unwrap();
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         let r = &v[0];
