@@ -28,5 +28,5 @@ mod style;
 mod svg;
 
 pub use chart::{Axis, Chart, Point, Scale, Series, SeriesKind};
-pub use html::{Report, Section};
+pub use html::{Report, Section, TableSection};
 pub use svg::escape;

@@ -162,3 +162,110 @@ fn refuses_what_is_not_a_run_directory() {
     assert_eq!(o.status.code(), Some(1));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A point's value straight from a result CSV: `column` of the row whose first seven fields are `key`.
+fn csv_value(file: &Path, key: &str, column: &str) -> f64 {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == column).unwrap();
+    let row = lines.find(|l| l.starts_with(&format!("{key},"))).unwrap();
+    row.split(',').nth(col).unwrap().parse().unwrap()
+}
+
+#[test]
+fn compare_overlays_runs_and_tabulates_differences() {
+    let dir = scratch("compare");
+    let run = dir.join("run");
+    let o = pcieperf(&["bench", "run", "--samples", "2000", "--out", run.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let measured = reference(SUPERMICRO);
+    let (m, r) = (measured.to_str().unwrap(), run.to_str().unwrap());
+    let compare = |extra: &[&str]| {
+        let mut v = vec!["bench", "report", m, "--compare", r];
+        v.extend_from_slice(extra);
+        pcieperf(&v)
+    };
+
+    // JSON: every point difference is (other − first) / first, straight from the two CSVs.
+    let o = compare(&["--format", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &v["comparisons"][0];
+    let diffs = c["differences"].as_array().unwrap();
+    assert!(diffs.len() > 100, "{}", diffs.len());
+    let key = "BW_DMA_RD,Rand,HWarm,0,0,8192,64";
+    let first = csv_value(&measured.join("bw_dma_sz_sweep.csv"), key, "BW (GB/s)");
+    let other = csv_value(&run.join("bw_dma_sz_sweep.csv"), key, "BW (Gb/s)");
+    let d = diffs
+        .iter()
+        .find(|d| d["file"] == "bw_dma_sz_sweep" && d["test"] == "BwRd" && d["size"] == 64)
+        .unwrap_or_else(|| panic!("no 64 B BW_DMA_RD point: {}", diffs[0]));
+    assert!((d["diff_pct"].as_f64().unwrap() - (other - first) / first * 100.0).abs() < 1e-6);
+    // Sorted by absolute difference.
+    let abs: Vec<f64> = diffs.iter().map(|d| d["diff_pct"].as_f64().unwrap().abs()).collect();
+    assert!(abs.windows(2).all(|w| w[0] >= w[1]));
+    // The summary's MAPE is the mean of its points' absolute differences.
+    for s in c["summary"].as_array().unwrap() {
+        let mine: Vec<f64> = diffs
+            .iter()
+            .filter(|d| {
+                d["file"] == s["file"]
+                    && d["test"] == s["test"]
+                    && d["cache"] == s["cache"]
+                    && d["metric"] == s["metric"]
+            })
+            .map(|d| d["diff_pct"].as_f64().unwrap().abs())
+            .collect();
+        assert_eq!(mine.len() as u64, s["points"].as_u64().unwrap());
+        let mean = mine.iter().sum::<f64>() / mine.len() as f64;
+        assert!((mean - s["mape_pct"].as_f64().unwrap()).abs() < 1e-9, "{s}");
+    }
+    // The quick run's CDF sections pair with pcie-bench's by test.
+    assert_eq!(c["cdfs"].as_array().unwrap().len(), 8);
+
+    // CSV: one row per point, the same count.
+    let o = compare(&["--format", "csv"]);
+    let csv = String::from_utf8(o.stdout).unwrap();
+    assert!(csv.starts_with("file,key,metric,first,other,diff_pct\n"), "{csv}");
+    assert_eq!(csv.lines().count(), diffs.len() + 1);
+
+    // HTML: the runs overlaid (A and B measured series, one set of model curves), and the tables.
+    let html = dir.join("compare.html");
+    let o = compare(&["--html", html.to_str().unwrap()]);
+    assert!(o.status.success());
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert_self_contained(&text);
+    assert_eq!(series_in(&text, "bw_dma_sz_sweep"), 3 + 3 + 3 + 1);
+    assert!(section(&text, "bw_dma_sz_sweep").contains("data-name=\"B: BW_DMA_WR\""));
+    assert_eq!(series_in(&text, "lat_dma_details_cdf"), 16 + 8);
+    // Charts only the first run has stay as they were.
+    assert_eq!(
+        series_in(&text, "lat_cmd_sizes"),
+        series_in(&report(&measured, "alone").0, "lat_cmd_sizes")
+    );
+    for id in ["compare-B-summary", "compare-B-cdf", "compare-B-points"] {
+        assert!(text.contains(&format!("<section class=\"table\" id=\"{id}\">")), "{id}");
+    }
+    assert_eq!(
+        text.matches("<tr>").count(),
+        1 + c["summary"].as_array().unwrap().len() + 1 + 8 + 1 + diffs.len()
+    );
+
+    // Text: the summary and the largest differences.
+    let o = compare(&[]);
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(out.contains("Compared: B = run against A = nfp6000"), "{out}");
+    assert!(out.contains("Largest differences (15 of"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn compare_refusals() {
+    let measured = reference(SUPERMICRO);
+    let m = measured.to_str().unwrap();
+    let err = common::refused(&["bench", "report", m, "--format", "csv"]);
+    assert!(err.contains("--format csv") && err.contains("--compare"), "{err}");
+    let err = common::refused(&["bench", "report", m, "--compare", "/no/such/run"]);
+    assert!(err.contains("/no/such/run: not a directory"), "{err}");
+}

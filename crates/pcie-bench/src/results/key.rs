@@ -7,7 +7,7 @@ use crate::params::{CacheState, Pattern, TestKind, TestParams};
 pub(super) const HEADER: &str = "Test,PAT,Cache,HO,DO,WinSZ,SZ";
 
 /// The identifying fields of a result row (flattened into its JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct RowKey {
     pub test: TestKind,
     pub pattern: Pattern,

@@ -1,5 +1,6 @@
 //! `pcieperf bench ...`: the pcie-bench methodology on the simulator or a real device.
 
+mod compare;
 mod progress;
 mod report;
 mod run;

@@ -1,15 +1,17 @@
 //! `pcieperf bench report`: draw a run directory (ours or an original pcie-bench data
 //! directory) as charts next to the model — one self-contained HTML page, SVG files on request,
-//! or a short text summary.
+//! or a short text summary — and, with `--compare`, overlay other runs and tabulate how far
+//! each is from the first.
 
+use super::compare::{compare, Comparison};
 use crate::error::CliError;
-use crate::output::write_atomically;
+use crate::output::{write_atomically, Format, Table};
 use clap::Args;
 use pcie_bench::{BandwidthRow, CacheState, CdfSection, LatencyRow, ResultData, RunData, RunInfo, TestKind};
 use pcie_model::{
     read_bound, stream, CplSplit, Ethernet, FlitMode, Generation, LinkConfig, LinkParams, Mode, Op, Picos,
 };
-use pcie_report::{Axis, Chart, Point, Report, Section, Series};
+use pcie_report::{Axis, Chart, Point, Report, Section, Series, SeriesKind, TableSection};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -22,7 +24,16 @@ pub struct ReportArgs {
     /// Also write each chart as <name>.svg into this directory (created if missing)
     #[arg(long)]
     svg_dir: Option<PathBuf>,
+    /// Overlay this run on DIR's charts and list its per-point differences from DIR (repeatable)
+    #[arg(long, value_name = "DIR2")]
+    compare: Vec<PathBuf>,
+    /// Printed summary: table for people; csv (the point differences, needs --compare) or json
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
 }
+
+/// How many of the largest differences the text summary lists (the HTML and CSV list all).
+const TEXT_DIFFERENCES: usize = 15;
 
 /// The link pcie-bench's data was measured on when a directory does not say (no run.json).
 const ASSUMED_LINK: &str = "Gen3 x8, MPS 256, MRRS 512";
@@ -599,8 +610,7 @@ fn description(run: &RunData, link: &ModelLink) -> Vec<String> {
     }
 }
 
-pub fn run(a: &ReportArgs) -> Result<String, CliError> {
-    let dir = &a.dir;
+fn load(dir: &Path) -> Result<RunData, CliError> {
     if !dir.is_dir() {
         return Err(CliError::Usage(format!(
             "{}: not a directory (expected a run directory or a pcie-bench data directory)",
@@ -614,9 +624,154 @@ pub fn run(a: &ReportArgs) -> Result<String, CliError> {
             dir.display()
         )));
     }
+    Ok(data)
+}
+
+/// Runs are named A, B, C, ... in legends; the description says which directory each is.
+fn run_letter(i: usize) -> String {
+    char::from(b'A' + (i % 26) as u8).to_string()
+}
+
+/// Adds the compared runs' measured series to the first run's charts of the same name, each
+/// series prefixed with its run's letter; model and line-rate curves stay the first run's.
+fn overlay(drawn: &mut [Drawn], others: &[Vec<Drawn>]) {
+    let measured = |s: &Series| s.kind != SeriesKind::Reference;
+    for d in drawn.iter_mut() {
+        let matches: Vec<(usize, &Drawn)> = others
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| {
+                o.iter()
+                    .find(|x| x.name == d.name && x.heading == d.heading)
+                    .map(|x| (i, x))
+            })
+            .collect();
+        if matches.is_empty() {
+            continue;
+        }
+        let (mine, refs): (Vec<Series>, Vec<Series>) =
+            std::mem::take(&mut d.chart.series).into_iter().partition(measured);
+        let tag = |letter: &str, s: &Series| Series {
+            name: format!("{letter}: {}", s.name),
+            ..s.clone()
+        };
+        d.chart.series = mine.iter().map(|s| tag("A", s)).collect();
+        for (i, o) in matches {
+            let letter = run_letter(i + 1);
+            d.chart
+                .series
+                .extend(o.chart.series.iter().filter(|s| measured(s)).map(|s| tag(&letter, s)));
+        }
+        d.chart.series.extend(refs);
+    }
+}
+
+fn html_table(id: String, heading: String, notes: Vec<String>, t: &Table) -> TableSection {
+    let (columns, rows) = t.human_cells();
+    TableSection {
+        id,
+        heading,
+        columns,
+        rows,
+        notes,
+    }
+}
+
+fn comparison_tables(c: &Comparison, letter: &str) -> Vec<TableSection> {
+    let mut out = vec![html_table(
+        format!("compare-{letter}-summary"),
+        format!("{letter} vs A: mean absolute difference per file, test and cache state"),
+        vec![format!(
+            "{} compared with {}: differences are ({letter} − A) / A. {} points matched, {} without a counterpart.",
+            c.other,
+            c.first,
+            c.differences.len(),
+            c.unmatched
+        )],
+        &c.summary_table(),
+    )];
+    if !c.cdfs.is_empty() {
+        out.push(html_table(
+            format!("compare-{letter}-cdf"),
+            format!("{letter} vs A: latency CDFs (Kolmogorov–Smirnov distance)"),
+            vec![],
+            &c.cdf_table(),
+        ));
+    }
+    out.push(html_table(
+        format!("compare-{letter}-points"),
+        format!("{letter} vs A: every point, largest difference first"),
+        vec![],
+        &c.difference_table(None),
+    ));
+    out
+}
+
+fn comparison_text(c: &Comparison, letter: &str) -> String {
+    let mut text = format!(
+        "\nCompared: {letter} = {} against A = {}; differences are ({letter} − A) / A. {} points matched, {} without a counterpart.\n\n",
+        c.other,
+        c.first,
+        c.differences.len(),
+        c.unmatched
+    );
+    text.push_str(&c.summary_table().to_human());
+    if !c.cdfs.is_empty() {
+        text.push('\n');
+        text.push_str(&c.cdf_table().to_human());
+    }
+    if !c.differences.is_empty() {
+        text.push_str(&format!(
+            "\nLargest differences ({} of {}; --html or --format csv lists all):\n",
+            TEXT_DIFFERENCES.min(c.differences.len()),
+            c.differences.len()
+        ));
+        text.push_str(&c.difference_table(Some(TEXT_DIFFERENCES)).to_human());
+    }
+    text
+}
+
+/// A chart as `--format json` lists it.
+#[derive(serde::Serialize)]
+struct ChartSummary<'a> {
+    name: &'a str,
+    heading: &'a str,
+    series: Vec<&'a str>,
+    notes: &'a [String],
+}
+
+pub fn run(a: &ReportArgs) -> Result<String, CliError> {
+    if a.format == Format::Csv && a.compare.is_empty() {
+        return Err(CliError::Usage(
+            "--format csv lists the point differences between runs: it needs --compare DIR2".into(),
+        ));
+    }
+    let dir = &a.dir;
+    let data = load(dir)?;
+    let others = a.compare.iter().map(|d| load(d)).collect::<Result<Vec<_>, _>>()?;
     let link = model_link(data.info.as_ref());
-    let (drawn, skipped) = charts(&data, &link);
-    let description = description(&data, &link);
+    let (mut drawn, skipped) = charts(&data, &link);
+    let mut description = description(&data, &link);
+    let first_name = dir_name(dir);
+    let comparisons: Vec<Comparison> = others
+        .iter()
+        .map(|o| compare(&data, o, (&first_name, &dir_name(&o.dir))))
+        .collect();
+    if !others.is_empty() {
+        let other_charts: Vec<Vec<Drawn>> = others
+            .iter()
+            .map(|o| charts(o, &model_link(o.info.as_ref())).0)
+            .collect();
+        overlay(&mut drawn, &other_charts);
+        let mut runs = vec![format!("A = {first_name} (the reference for differences)")];
+        runs.extend(
+            comparisons
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{} = {}", run_letter(i + 1), c.other)),
+        );
+        description.insert(0, format!("Runs compared: {}.", runs.join("; ")));
+    }
 
     if let Some(svg_dir) = &a.svg_dir {
         std::fs::create_dir_all(svg_dir)
@@ -626,47 +781,96 @@ pub fn run(a: &ReportArgs) -> Result<String, CliError> {
         }
     }
     let mut text = String::new();
-    match &a.html {
-        Some(path) => {
-            let report = Report {
-                title: format!("pcieperf bench report: {}", dir_name(dir)),
-                description,
-                sections: drawn
-                    .iter()
-                    .map(|d| Section {
-                        id: d.name.clone(),
-                        heading: format!("{} ({})", d.heading, d.name),
-                        chart: d.chart.clone(),
-                        notes: d.notes.clone(),
-                    })
-                    .collect(),
-            };
-            write_atomically(path, &report.to_html())?;
+    if let Some(path) = &a.html {
+        let title = match a.compare.len() {
+            0 => format!("pcieperf bench report: {first_name}"),
+            n => format!("pcieperf bench report: {first_name} compared with {n} run(s)"),
+        };
+        let report = Report {
+            title,
+            description: description.clone(),
+            tables: comparisons
+                .iter()
+                .enumerate()
+                .flat_map(|(i, c)| comparison_tables(c, &run_letter(i + 1)))
+                .collect(),
+            sections: drawn
+                .iter()
+                .map(|d| Section {
+                    id: d.name.clone(),
+                    heading: format!("{} ({})", d.heading, d.name),
+                    chart: d.chart.clone(),
+                    notes: d.notes.clone(),
+                })
+                .collect(),
+        };
+        write_atomically(path, &report.to_html())?;
+        if a.format == Format::Table {
             text.push_str(&format!("Wrote {} ({} charts)\n", path.display(), drawn.len()));
         }
-        None => {
-            text.push_str(&format!("Report of {}\n", dir.display()));
-            for d in &description {
-                text.push_str(&format!("  {d}\n"));
+    }
+    match a.format {
+        Format::Csv => {
+            // One table of every run's differences from the first.
+            let mut all = String::new();
+            for (i, c) in comparisons.iter().enumerate() {
+                let csv = c.difference_table(None).to_csv();
+                let body = if i == 0 {
+                    csv.as_str()
+                } else {
+                    csv.split_once('\n').map_or("", |x| x.1)
+                };
+                all.push_str(body);
             }
-            text.push_str(&format!("\nCharts ({}):\n", drawn.len()));
-            let width = drawn.iter().map(|d| d.name.len()).max().unwrap_or(0);
-            for d in &drawn {
-                text.push_str(&format!(
-                    "  {:width$}  {} ({} series)\n",
-                    d.name,
-                    d.heading,
-                    d.chart.series.len()
-                ));
-                for n in d.notes.iter().filter(|n| n.starts_with("Explain")) {
-                    text.push_str(&format!("  {:width$}    {n}\n", ""));
-                }
-            }
-            if !skipped.is_empty() {
-                text.push_str(&format!("\nNot drawn: {}\n", skipped.join(", ")));
-            }
-            text.push_str("\nUse --html FILE for the report, --svg-dir DIR for the charts as SVG files.\n");
+            return Ok(all);
         }
+        Format::Json => {
+            let charts: Vec<ChartSummary> = drawn
+                .iter()
+                .map(|d| ChartSummary {
+                    name: &d.name,
+                    heading: &d.heading,
+                    series: d.chart.series.iter().map(|s| s.name.as_str()).collect(),
+                    notes: &d.notes,
+                })
+                .collect();
+            return Ok(crate::output::json(&serde_json::json!({
+                "dir": dir,
+                "description": description,
+                "charts": charts,
+                "not_drawn": skipped,
+                "comparisons": comparisons,
+            })));
+        }
+        Format::Table => {}
+    }
+    if a.html.is_none() {
+        text.push_str(&format!("Report of {}\n", dir.display()));
+        for d in &description {
+            text.push_str(&format!("  {d}\n"));
+        }
+        text.push_str(&format!("\nCharts ({}):\n", drawn.len()));
+        let width = drawn.iter().map(|d| d.name.len()).max().unwrap_or(0);
+        for d in &drawn {
+            text.push_str(&format!(
+                "  {:width$}  {} ({} series)\n",
+                d.name,
+                d.heading,
+                d.chart.series.len()
+            ));
+            for n in d.notes.iter().filter(|n| n.starts_with("Explain")) {
+                text.push_str(&format!("  {:width$}    {n}\n", ""));
+            }
+        }
+        if !skipped.is_empty() {
+            text.push_str(&format!("\nNot drawn: {}\n", skipped.join(", ")));
+        }
+    }
+    for (i, c) in comparisons.iter().enumerate() {
+        text.push_str(&comparison_text(c, &run_letter(i + 1)));
+    }
+    if a.html.is_none() {
+        text.push_str("\nUse --html FILE for the report, --svg-dir DIR for the charts as SVG files.\n");
     }
     if let Some(svg_dir) = &a.svg_dir {
         text.push_str(&format!("Wrote {} SVG files to {}\n", drawn.len(), svg_dir.display()));

@@ -111,13 +111,20 @@ impl Table {
         out
     }
 
-    /// Aligned columns: text left, numbers right.
-    pub fn to_human(&self) -> String {
-        let body: Vec<Vec<String>> = self
+    /// Column headings and cells as people read them (for HTML tables).
+    pub fn human_cells(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let heads = self.columns.iter().map(|(_, h)| h.clone()).collect();
+        let body = self
             .rows
             .iter()
             .map(|r| r.iter().map(|c| c.render(true)).collect())
             .collect();
+        (heads, body)
+    }
+
+    /// Aligned columns: text left, numbers right.
+    pub fn to_human(&self) -> String {
+        let (heads, body) = self.human_cells();
         let widths: Vec<usize> = (0..self.columns.len())
             .map(|i| {
                 body.iter()
@@ -145,7 +152,6 @@ impl Table {
                 .collect();
             let _ = writeln!(out, "{}", parts.join("  ").trim_end());
         };
-        let heads: Vec<String> = self.columns.iter().map(|(_, h)| h.clone()).collect();
         line(&mut out, &heads);
         for r in &body {
             line(&mut out, r);
