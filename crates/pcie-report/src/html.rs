@@ -48,7 +48,7 @@ section.chart{margin:2.5em 0;padding-top:1em;border-top:1px solid #ccc}\
 section.chart svg{display:block;max-width:100%;height:auto}\
 p.note{font-size:0.95em;color:#333}\
 nav ul{columns:2;font-size:0.95em}\
-section.table div{max-height:32em;overflow:auto;border:1px solid #ccc}\
+section.table{margin:2.5em 0}section.table div{max-height:32em;overflow:auto;border:1px solid #ccc}\
 table{border-collapse:collapse;font-size:0.9em;width:100%}\
 th,td{padding:0.2em 0.6em;border-bottom:1px solid #e4e4e4;text-align:left;white-space:nowrap}\
 th{position:sticky;top:0;background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums}";
