@@ -365,24 +365,23 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// Look `addr` up in the IO-TLB: `None` on a hit (or without IOMMU), else the walk's
-    /// occupancy of the fabric path.
-    fn tlb_miss(&mut self, addr: u64) -> Option<Ps> {
-        let tlb = self.iotlb.as_mut()?;
-        let page = tlb.page_of(addr);
-        (!tlb.lookup(page)).then_some(self.costs.walk_busy)
-    }
-
     /// Enter the fabric path at `arrival` for `busy` (plus a page walk's share on an IO-TLB
     /// miss): returns when the address is translated. The path is taken once, up front, for
-    /// everything the request will use, so it never waits on its own future.
+    /// everything the request will use, so it never waits on its own future. A hit on an entry
+    /// whose walk is still running waits for that walk.
     fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps) -> Ps {
-        match self.tlb_miss(addr) {
-            None => self.fabric.serve(arrival, busy),
-            Some(walk_busy) => {
-                let accepted = self.fabric.serve(arrival, busy + walk_busy);
+        let Some(tlb) = self.iotlb.as_mut() else {
+            return self.fabric.serve(arrival, busy);
+        };
+        let page = tlb.page_of(addr);
+        match tlb.lookup(page) {
+            Some(ready) => self.fabric.serve(arrival, busy).max(ready),
+            None => {
+                let accepted = self.fabric.serve(arrival, busy + self.costs.walk_busy);
                 let walk = self.costs.walk;
-                self.walkers.serve(accepted, walk) + walk
+                let done = self.walkers.serve(accepted, walk) + walk;
+                tlb.walked(page, done);
+                done
             }
         }
     }
