@@ -24,7 +24,7 @@ impl SimBackend {
             .filter(|r| r.is_empty() || r.starts_with(':'))
             .ok_or_else(|| ProfileError {
                 file: spec.to_string(),
-                message: "must be sim, sim:HOST or sim:HOST,DEVICE".into(),
+                message: "must be sim, sim:HOST, sim:HOST,DEVICE or exec:PROGRAM [ARGS]".into(),
             })?;
         let rest = rest.trim_start_matches(':');
         let (host, device) = match rest.split_once(',') {

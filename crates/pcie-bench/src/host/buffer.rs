@@ -123,6 +123,22 @@ impl DmaBuffer {
         Ok((buffer, warnings))
     }
 
+    /// The device program's side: maps the buffer another process offered at `path`
+    /// (`bytes` long, on `page_bytes` pages).
+    pub fn open(path: &Path, bytes: u64, page_bytes: u64) -> Result<DmaBuffer, std::io::Error> {
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(path)?;
+        let fd = OwnedFd::from(file);
+        let len = bytes as usize;
+        let ptr = map_shared(&fd, len)?;
+        Ok(DmaBuffer {
+            fd,
+            ptr,
+            len,
+            page_bytes,
+            numa_node: None,
+        })
+    }
+
     /// Binds the (not yet touched) mapping to `node` with mbind(MPOL_BIND).
     fn bind(&self, node: u32) -> Result<(), String> {
         const MPOL_BIND: libc::c_long = 2;
@@ -186,29 +202,39 @@ fn map(bytes: u64, page: u64) -> Result<(OwnedFd, *mut u8, usize), std::io::Erro
             HUGE_1G => libc::MFD_HUGETLB | libc::MFD_HUGE_1GB,
             _ => 0,
         };
-    // SAFETY: plain syscalls on a fresh descriptor we own; results are checked.
-    unsafe {
+    // SAFETY: a plain syscall; the descriptor is checked and then owned.
+    let fd = unsafe {
         let raw = libc::memfd_create(c"pcieperf-dma".as_ptr(), flags);
         if raw < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let fd = OwnedFd::from_raw_fd(raw);
-        if libc::ftruncate(raw, len as libc::off_t) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let ptr = libc::mmap(
+        OwnedFd::from_raw_fd(raw)
+    };
+    // SAFETY: resizing a file we own.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let ptr = map_shared(&fd, len)?;
+    Ok((fd, ptr, len))
+}
+
+/// Maps `len` bytes of `fd` shared, read-write.
+fn map_shared(fd: &OwnedFd, len: usize) -> Result<*mut u8, std::io::Error> {
+    // SAFETY: a fresh mapping of a descriptor we hold; the result is checked.
+    let ptr = unsafe {
+        libc::mmap(
             std::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED,
-            raw,
+            fd.as_raw_fd(),
             0,
-        );
-        if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok((fd, ptr.cast(), len))
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
     }
+    Ok(ptr.cast())
 }
 
 #[cfg(test)]
@@ -264,5 +290,9 @@ mod tests {
         b.as_mut_slice()[4096] = 0xa5;
         let other = std::fs::read(b.path()).unwrap();
         assert_eq!((other.len(), other[4096]), (b.len(), 0xa5));
+        let mut peer = DmaBuffer::open(Path::new(&b.path()), b.len() as u64, b.page_bytes()).unwrap();
+        assert_eq!(peer.as_mut_slice()[4096], 0xa5);
+        peer.as_mut_slice()[8191] = 7;
+        assert_eq!(b.as_mut_slice()[8191], 7, "both sides see one memory");
     }
 }
