@@ -100,13 +100,11 @@ impl Child {
     }
 
     /// Closes stdin and waits a little for the program to exit on its own, then kills it.
-    pub fn close(&mut self) -> Option<ExitStatus> {
+    pub fn close(&mut self) {
         self.stdin = None;
-        let status = self.wait_briefly();
-        if status.is_none() {
+        if self.wait_briefly().is_none() {
             self.kill();
         }
-        status
     }
 
     fn wait_briefly(&mut self) -> Option<ExitStatus> {
@@ -159,7 +157,7 @@ impl Drop for Child {
 }
 
 /// "exited with status 3", "was killed by signal 6 (SIGABRT)".
-pub(super) fn describe_status(s: ExitStatus) -> String {
+fn describe_status(s: ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (s.code(), s.signal()) {
         (Some(code), _) => format!("exited with status {code}"),
@@ -183,6 +181,6 @@ fn signal_name(sig: i32) -> &'static str {
 }
 
 /// `2 s`, `0.5 s`.
-pub(super) fn seconds(d: Duration) -> String {
+fn seconds(d: Duration) -> String {
     format!("{} s", d.as_secs_f64())
 }

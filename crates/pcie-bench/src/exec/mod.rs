@@ -13,7 +13,7 @@ pub mod protocol;
 use crate::backend::{Backend, BackendError, BackendInfo, Outcome};
 use crate::host::{CacheSteps, DmaBuffer};
 use crate::params::{TestParams, BUFFER_BYTES};
-use child::{seconds, Child};
+use child::Child;
 use protocol::{encode, parse_hello, parse_result, BufferOffer, DeviceHello, ProtocolError, Request, WireParams};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -278,7 +278,7 @@ impl Backend for ExecBackend {
         let mut session = self.take();
         let result = session.run(id, t, seed, self.hello.cycle_ps, timeout);
         self.give_back(session);
-        result.map_err(|m| err(format!("{m} (timeout {})", seconds(timeout))))
+        result.map_err(err)
     }
 }
 
