@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -26,8 +27,11 @@ impl Child {
     /// Starts `argv` with piped stdin/stdout. Its stderr lines are copied to ours, prefixed
     /// with `label`, and the last few kept for error messages.
     pub fn spawn(argv: &[String], label: &str) -> std::io::Result<Child> {
+        // Its own process group: Ctrl-C at the terminal reaches pcieperf only, which lets the
+        // running test finish and then says bye.
         let mut process = Command::new(&argv[0])
             .args(&argv[1..])
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

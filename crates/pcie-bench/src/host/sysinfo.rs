@@ -3,6 +3,7 @@
 //! and the device's link state and MPS/MRRS from sysfs and its config space. pcie-bench kept
 //! the same facts in its `sys-*.txt` files; results differ with them.
 
+use pcie_model::{Generation, LinkConfig, LinkParams};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -162,6 +163,23 @@ impl PciDevice {
     }
 }
 
+impl PciDevice {
+    /// The link as the model describes it, when the device's speed, width, MPS and MRRS are
+    /// all known (nothing else is guessed: the rest are the model's defaults).
+    pub fn link_config(&self) -> Option<LinkConfig> {
+        let speed: f64 = self.current_link_speed.as_deref()?.split_whitespace().next()?.parse().ok()?;
+        let gen = Generation::ALL.into_iter().find(|g| (g.gt_per_s() - speed).abs() < 0.1)?;
+        LinkConfig::new(&LinkParams {
+            gen,
+            lanes: self.current_link_width?,
+            mps: self.mps?,
+            mrrs: self.mrrs?,
+            ..LinkParams::default()
+        })
+        .ok()
+    }
+}
+
 /// MPS and MRRS in force, and the largest MPS supported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct PcieControl {
@@ -312,9 +330,12 @@ mod tests {
         assert_eq!(d.current_link_speed.as_deref(), Some("8.0 GT/s PCIe"));
         assert_eq!((d.current_link_width, d.max_link_width, d.numa_node), (Some(8), Some(16), None));
         assert_eq!((d.mps, d.mrrs, d.mps_supported, d.note.as_deref()), (Some(256), Some(4096), Some(256), None));
+        let link = d.link_config().unwrap();
+        assert_eq!((link.gen, link.lanes, link.mps, link.mrrs), (Generation::Gen3, 8, 256, 4096));
         std::fs::write(root.join(dev).join("config"), &cfg[..64]).unwrap();
         let user = PciDevice::read(&root, "0000:03:00.0").unwrap();
         assert_eq!(user.mps, None);
+        assert_eq!(user.link_config(), None, "no link without MPS/MRRS");
         assert!(user.note.unwrap().contains("needs root"));
         let missing = PciDevice::read(&root, "0000:04:00.0").unwrap_err();
         assert!(missing.starts_with("no PCI device 0000:04:00.0 in "), "{missing}");

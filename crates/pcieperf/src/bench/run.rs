@@ -260,7 +260,10 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         suite: suite.name.clone(),
         seed: a.seed,
         backend: backend.info(),
-        link: backend.link().unwrap_or_default(),
+        link: backend
+            .link()
+            .or_else(|| device.as_ref()?.link_config().and_then(|l| serde_json::to_value(l).ok()))
+            .unwrap_or_default(),
         numa: params.first().map(|t| t.numa).unwrap_or_default(),
         iommu: params.first().map(|t| t.iommu).unwrap_or_default(),
         host: HostInfo { device, ..HostInfo::gather() },
