@@ -137,6 +137,15 @@ fn a_malformed_line_is_quoted_with_the_test() {
 }
 
 #[test]
+fn an_error_reply_stops_the_run_with_the_program_s_message() {
+    let err = failing("--fail-after 1", "fail", 1, &[]);
+    assert!(
+        err.contains("LAT_RD size 64 window 8192 host offset 0 device offset 0 seq hwarm: the program reported: DMA engine timed out on purpose (--fail-after 1)"),
+        "{err}"
+    );
+}
+
+#[test]
 fn start_failures_are_usage_errors_and_write_nothing() {
     let out = scratch("start");
     let o = run_refdev("--protocol 2", &out, &[]);

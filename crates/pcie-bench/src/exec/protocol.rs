@@ -107,8 +107,10 @@ pub enum Reply {
         id: u64,
         samples: Vec<u32>,
         /// Cycles of the whole measurement loop; the sum of the samples when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         total_cycles: Option<u64>,
         /// Overrides the hello's `cycle_ps` for this reply.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         cycle_ps: Option<f64>,
     },
     /// Payload bytes and transactions per direction, and the time they took.
@@ -117,10 +119,15 @@ pub enum Reply {
         bytes: u64,
         transactions: u64,
         time_cycles: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         cycle_ps: Option<f64>,
     },
     /// The test (or, without `id`, the program) failed.
-    Error { id: Option<u64>, message: String },
+    Error {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        message: String,
+    },
 }
 
 /// What the program says about itself and its device.
@@ -134,10 +141,10 @@ pub struct DeviceHello {
     /// Length of one timestamp cycle in picoseconds (1000 when reporting nanoseconds).
     pub cycle_ps: f64,
     /// Link configuration, when the program knows it (same keys as pcieperf's link config).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<serde_json::Value>,
     /// PCI address of the device (`0000:03:00.0`), to read its link state from sysfs.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bdf: Option<String>,
     /// The program wants pcieperf to thrash the host caches and warm the window (host side).
     #[serde(default)]

@@ -11,6 +11,7 @@
 //!   --crash-after N      abort (SIGABRT) when test N+1 arrives
 //!   --hang-after N       stop answering when test N+1 arrives
 //!   --malformed-after N  answer test N+1 with a line that is not JSON
+//!   --fail-after N       answer test N+1 with an error reply (and stay in step)
 //!   --protocol V         claim protocol version V in the hello
 
 use pcie_bench::exec::protocol::{quote, BufferOffer, DeviceHello, Reply, Request, PROTOCOL_VERSION};
@@ -31,6 +32,7 @@ struct Switches {
     crash_after: Option<u64>,
     hang_after: Option<u64>,
     malformed_after: Option<u64>,
+    fail_after: Option<u64>,
     protocol: Option<u32>,
 }
 
@@ -47,10 +49,11 @@ fn parse_args() -> Result<Switches, String> {
             "--crash-after" => s.crash_after = Some(number()?),
             "--hang-after" => s.hang_after = Some(number()?),
             "--malformed-after" => s.malformed_after = Some(number()?),
+            "--fail-after" => s.fail_after = Some(number()?),
             "--protocol" => s.protocol = Some(number()? as u32),
             _ => {
                 return Err(format!(
-                    "{a}: unknown option (allowed: --host-cache, --crash-after N, --hang-after N, --malformed-after N, --protocol V)"
+                    "{a}: unknown option (allowed: --host-cache, --crash-after N, --hang-after N, --malformed-after N, --fail-after N, --protocol V)"
                 ))
             }
         }
@@ -108,6 +111,14 @@ fn main() {
                 }
                 if switches.malformed_after == Some(done) {
                     println!("DMA engine 0: {{\"latency\": [1, 2,");
+                    done += 1;
+                    continue;
+                }
+                if switches.fail_after == Some(done) {
+                    send(&Reply::Error {
+                        id: Some(id),
+                        message: format!("DMA engine timed out on purpose (--fail-after {done})"),
+                    });
                     done += 1;
                     continue;
                 }
