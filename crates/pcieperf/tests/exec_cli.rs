@@ -41,7 +41,10 @@ fn quick_suite_end_to_end_on_the_reference_device() {
     let run = RunData::load(&out).expect("our run directory loads through the shared reader");
     let info = run.info.as_ref().expect("run.json");
     assert_eq!(info.backend.description["device"]["emulated"], true);
-    assert!(info.backend.description["device"]["description"].as_str().unwrap().starts_with("EMULATED"));
+    assert!(info.backend.description["device"]["description"]
+        .as_str()
+        .unwrap()
+        .starts_with("EMULATED"));
     assert_eq!(info.backend.max_transfer, 4096);
     assert!(info.end_time.is_some());
     let sim = RunData::load(&{
@@ -51,16 +54,39 @@ fn quick_suite_end_to_end_on_the_reference_device() {
         dir
     })
     .unwrap();
-    for base in ["bw_dma_sz_sweep", "lat_dma_sizes", "lat_dma_sweep_rd_rnd_64", "lat_dma_off_rd", "lat_dma_details"] {
+    for base in [
+        "bw_dma_sz_sweep",
+        "lat_dma_sizes",
+        "lat_dma_sweep_rd_rnd_64",
+        "lat_dma_off_rd",
+        "lat_dma_details",
+    ] {
         let (ours, theirs) = (run.get(base).unwrap(), sim.get(base).unwrap());
         match (ours, theirs) {
             (ResultData::Latency(a), ResultData::Latency(b)) => {
-                assert_eq!(a.iter().map(|r| r.key).collect::<Vec<_>>(), b.iter().map(|r| r.key).collect::<Vec<_>>());
-                assert!(a.iter().all(|r| r.samples == 500 && r.min_ns > 0.0 && r.min_ns <= r.med_ns), "{base}");
+                assert_eq!(
+                    a.iter().map(|r| r.key).collect::<Vec<_>>(),
+                    b.iter().map(|r| r.key).collect::<Vec<_>>()
+                );
+                assert!(
+                    a.iter()
+                        .all(|r| r.samples == 500 && r.min_ns > 0.0 && r.min_ns <= r.med_ns),
+                    "{base}"
+                );
             }
             (ResultData::Bandwidth(a), ResultData::Bandwidth(b)) => {
                 assert_eq!(a.len(), b.len(), "{base}");
-                assert!(a.iter().all(|r| r.bw_gbps > 0.0 && r.bytes == 500 * r.key.size as u64 / if r.key.test == pcie_bench::TestKind::BwRdWr { 2 } else { 1 }), "{base}");
+                assert!(
+                    a.iter().all(|r| r.bw_gbps > 0.0
+                        && r.bytes
+                            == 500 * r.key.size as u64
+                                / if r.key.test == pcie_bench::TestKind::BwRdWr {
+                                    2
+                                } else {
+                                    1
+                                }),
+                    "{base}"
+                );
             }
             _ => panic!("{base}: result kinds differ"),
         }
@@ -77,7 +103,8 @@ fn host_cache_steps_reach_the_device_through_the_shared_buffer() {
     let o = run_refdev("--host-cache", &out, &["--only", "lat_dma_sizes", "--samples", "200"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(latency_rows(&out, "lat_dma_sizes"), 14);
-    let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
     assert_eq!(info["backend"]["description"]["host_cache_steps"], true);
     std::fs::remove_dir_all(&out).unwrap();
 }
@@ -93,7 +120,10 @@ fn failing(switches: &str, name: &str, kept: usize, more: &[&str]) -> String {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(o.stdout.is_empty());
     assert!(
-        err.contains(&format!("the {kept} tests that finished before it are in {}", out.display())),
+        err.contains(&format!(
+            "the {kept} tests that finished before it are in {}",
+            out.display()
+        )),
         "{err}"
     );
     if kept > 0 {
@@ -113,7 +143,10 @@ fn a_crashing_program_is_reported_with_its_signal_and_the_test() {
         err.contains("error: lat_dma_sizes: LAT_RD size 128 window 8192 host offset 0 device offset 0 seq hwarm: the program closed its output and was killed by signal 6 (SIGABRT)"),
         "{err}"
     );
-    assert!(err.contains("its last stderr lines: pcieperf-refdev: crashing on purpose"), "{err}");
+    assert!(
+        err.contains("its last stderr lines: pcieperf-refdev: crashing on purpose"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -157,12 +190,24 @@ fn start_failures_are_usage_errors_and_write_nothing() {
     );
     assert!(!out.exists(), "nothing written for a program that cannot be used");
     let cases: [(&[&str], &str); 6] = [
-        (&["--backend", "exec:"], "--backend exec:: no program given (exec:PROGRAM [ARGS])"),
-        (&["--backend", "exec:/nonexistent/devprog --x"], "cannot start /nonexistent/devprog: No such file or directory"),
+        (
+            &["--backend", "exec:"],
+            "--backend exec:: no program given (exec:PROGRAM [ARGS])",
+        ),
+        (
+            &["--backend", "exec:/nonexistent/devprog --x"],
+            "cannot start /nonexistent/devprog: No such file or directory",
+        ),
         (&["--backend", "exec:refdev 'x"], "unbalanced single quote"),
-        (&["--backend", "simulator"], "must be sim, sim:HOST, sim:HOST,DEVICE or exec:PROGRAM [ARGS]"),
+        (
+            &["--backend", "simulator"],
+            "must be sim, sim:HOST, sim:HOST,DEVICE or exec:PROGRAM [ARGS]",
+        ),
         (&["--timeout", "5"], "--device and --timeout: only for exec: backends"),
-        (&["--backend", "exec:true", "--handshake-timeout", "0"], "--handshake-timeout 0: must be a positive number of seconds"),
+        (
+            &["--backend", "exec:true", "--handshake-timeout", "0"],
+            "--handshake-timeout 0: must be a positive number of seconds",
+        ),
     ];
     for (args, want) in cases {
         let mut all = vec!["bench", "run", "--out", out.to_str().unwrap()];
@@ -177,11 +222,25 @@ fn start_failures_are_usage_errors_and_write_nothing() {
 fn device_option_is_checked_before_the_program_starts() {
     let out = scratch("device");
     let backend = format!("exec:{REFDEV}");
-    let base = ["bench", "run", "--backend", backend.as_str(), "--out", out.to_str().unwrap(), "--device"];
+    let base = [
+        "bench",
+        "run",
+        "--backend",
+        backend.as_str(),
+        "--out",
+        out.to_str().unwrap(),
+        "--device",
+    ];
     let err = refused(&[&base[..], &["eth0"]].concat());
-    assert!(err.contains("--device eth0: must be a PCI address like 0000:03:00.0"), "{err}");
+    assert!(
+        err.contains("--device eth0: must be a PCI address like 0000:03:00.0"),
+        "{err}"
+    );
     let err = refused(&[&base[..], &["ff:1f.7"]].concat());
-    assert!(err.contains("--device ff:1f.7: no PCI device 0000:ff:1f.7 in /sys/bus/pci/devices"), "{err}");
+    assert!(
+        err.contains("--device ff:1f.7: no PCI device 0000:ff:1f.7 in /sys/bus/pci/devices"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -198,9 +257,17 @@ fn a_missing_numa_node_degrades_to_a_warning() {
     );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert_eq!(err.matches("warning: NUMA: NUMA node 1 does not exist").count(), 1, "{err}");
-    let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
-    assert_eq!(info["backend"]["description"]["buffer"]["numa_node"], serde_json::Value::Null);
+    assert_eq!(
+        err.matches("warning: NUMA: NUMA node 1 does not exist").count(),
+        1,
+        "{err}"
+    );
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(
+        info["backend"]["description"]["buffer"]["numa_node"],
+        serde_json::Value::Null
+    );
     assert!(!info["host"]["numa_nodes"].as_array().unwrap().is_empty());
     std::fs::remove_dir_all(&out).unwrap();
 }
@@ -208,10 +275,22 @@ fn a_missing_numa_node_degrades_to_a_warning() {
 #[test]
 fn parallel_programs_give_the_same_tests() {
     let out = scratch("parallel");
-    let o = run_refdev("", &out, &["--only", "lat_dma_sizes,bw_dma_sz_sweep", "--samples", "300", "--threads", "2"]);
+    let o = run_refdev(
+        "",
+        &out,
+        &[
+            "--only",
+            "lat_dma_sizes,bw_dma_sz_sweep",
+            "--samples",
+            "300",
+            "--threads",
+            "2",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(latency_rows(&out, "lat_dma_sizes"), 14);
-    let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
     assert_eq!(info["backend"]["description"]["children"], 2);
     std::fs::remove_dir_all(&out).unwrap();
 }
@@ -226,8 +305,16 @@ fn the_python_example_speaks_the_same_protocol() {
     let out = scratch("python");
     let backend = format!("exec:python3 {script}");
     let o = pcieperf(&[
-        "bench", "run", "--backend", &backend, "--only", "lat_dma_sizes,bw_dma_sz_sweep", "--samples", "200",
-        "--out", out.to_str().unwrap(),
+        "bench",
+        "run",
+        "--backend",
+        &backend,
+        "--only",
+        "lat_dma_sizes,bw_dma_sz_sweep",
+        "--samples",
+        "200",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let run = RunData::load(&out).unwrap();

@@ -113,8 +113,8 @@ impl ExecBackend {
                 page_bytes: buffer.page_bytes(),
                 numa_node: buffer.numa_node(),
             };
-            let (child, hello) = handshake(&argv, &offer, options.handshake_timeout)
-                .map_err(|e| StartError(format!("{spec}: {e}")))?;
+            let (child, hello) =
+                handshake(&argv, &offer, options.handshake_timeout).map_err(|e| StartError(format!("{spec}: {e}")))?;
             sessions.push(Session {
                 child,
                 buffer,
@@ -218,7 +218,10 @@ impl Session {
             host_cache_done,
         };
         self.child.send(&encode(&request));
-        let result = self.child.recv(timeout).and_then(|line| match parse_result(&line, id, t, cycle_ps) {
+        let result = self
+            .child
+            .recv(timeout)
+            .and_then(|line| match parse_result(&line, id, t, cycle_ps) {
                 Ok(o) => Ok(o),
                 Err(ProtocolError::Reported(m)) => Err(m),
                 Err(ProtocolError::Broken(m)) => {
@@ -338,8 +341,14 @@ mod tests {
     #[test]
     fn command_lines_split_like_a_shell() {
         let w = |s: &str| split_command(s).unwrap();
-        assert_eq!(w("python3 refdev.py --crash-after 2"), ["python3", "refdev.py", "--crash-after", "2"]);
-        assert_eq!(w("  a   'b c'  \"d \\\"e\\\"\" f\\ g ''"), ["a", "b c", "d \"e\"", "f g", ""]);
+        assert_eq!(
+            w("python3 refdev.py --crash-after 2"),
+            ["python3", "refdev.py", "--crash-after", "2"]
+        );
+        assert_eq!(
+            w("  a   'b c'  \"d \\\"e\\\"\" f\\ g ''"),
+            ["a", "b c", "d \"e\"", "f g", ""]
+        );
         assert_eq!(w(""), Vec::<String>::new());
         assert_eq!(split_command("a 'b").unwrap_err(), "unbalanced single quote");
         assert_eq!(split_command("a \"b").unwrap_err(), "unbalanced double quote");
@@ -357,9 +366,15 @@ mod tests {
         assert_eq!(e("exec:"), "exec:: no program given (exec:PROGRAM [ARGS])");
         assert_eq!(e("exec:a 'b"), "exec:a 'b: unbalanced single quote");
         let missing = e("exec:/nonexistent/device-program");
-        assert!(missing.starts_with("exec:/nonexistent/device-program: cannot start /nonexistent/device-program: "), "{missing}");
+        assert!(
+            missing.starts_with("exec:/nonexistent/device-program: cannot start /nonexistent/device-program: "),
+            "{missing}"
+        );
         let quiet = e("exec:true");
-        assert!(quiet.contains("handshake: the program closed its output and exited with status 0"), "{quiet}");
+        assert!(
+            quiet.contains("handshake: the program closed its output and exited with status 0"),
+            "{quiet}"
+        );
         let chatty = e("exec:echo hello");
         assert!(chatty.contains("handshake: bad hello \"hello\": not JSON"), "{chatty}");
     }

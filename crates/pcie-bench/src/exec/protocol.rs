@@ -216,11 +216,15 @@ pub fn parse_result(line: &str, id: u64, t: &TestParams, cycle_ps: f64) -> Resul
     let reply: Reply = serde_json::from_str(line).map_err(|e| bad(format!("malformed reply ({e})")))?;
     let reply_id = match &reply {
         Reply::Hello(_) => return Err(bad("a second hello in place of a result".into())),
-        Reply::Error { id: None, message } => return Err(ProtocolError::Broken(format!("the program failed: {message}"))),
+        Reply::Error { id: None, message } => {
+            return Err(ProtocolError::Broken(format!("the program failed: {message}")))
+        }
         Reply::Error { id: Some(i), .. } | Reply::Latency { id: i, .. } | Reply::Bandwidth { id: i, .. } => *i,
     };
     if reply_id != id {
-        return Err(bad(format!("reply for test id {reply_id} while test id {id} was running")));
+        return Err(bad(format!(
+            "reply for test id {reply_id} while test id {id} was running"
+        )));
     }
     let cycle = |own: Option<f64>| match own.unwrap_or(cycle_ps) {
         c if c.is_finite() && c > 0.0 => Ok(c),
@@ -287,7 +291,10 @@ mod tests {
     #[test]
     fn hello_versions_and_required_fields() {
         let h = parse_hello(HELLO).unwrap();
-        assert_eq!((h.max_transfer, h.cycle_ps, h.host_cache_steps, h.bdf), (4096, 1000.0, false, None));
+        assert_eq!(
+            (h.max_transfer, h.cycle_ps, h.host_cache_steps, h.bdf),
+            (4096, 1000.0, false, None)
+        );
         let v2 = HELLO.replace("\"protocol\":1", "\"protocol\":2");
         assert_eq!(
             parse_hello(&v2).unwrap_err().to_string(),
@@ -295,7 +302,9 @@ mod tests {
         );
         let e = parse_hello("Segmentation fault").unwrap_err().to_string();
         assert!(e.starts_with("bad hello \"Segmentation fault\": not JSON"), "{e}");
-        let e = parse_hello(&HELLO.replace("\"max_transfer\":4096,", "")).unwrap_err().to_string();
+        let e = parse_hello(&HELLO.replace("\"max_transfer\":4096,", ""))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("missing field `max_transfer`"), "{e}");
         let e = parse_hello(&HELLO.replace("1000}", "0}")).unwrap_err().to_string();
         assert!(e.contains("cycle_ps"), "{e}");
@@ -316,15 +325,30 @@ mod tests {
             })
         );
         let cases = [
-            (r#"{"type":"latency","id":3,"samples":[1,2,3]}"#, "reply for test id 3 while test id 4"),
-            (r#"{"type":"latency","id":4,"samples":[1,2]}"#, "2 latency samples for a test of 3"),
+            (
+                r#"{"type":"latency","id":3,"samples":[1,2,3]}"#,
+                "reply for test id 3 while test id 4",
+            ),
+            (
+                r#"{"type":"latency","id":4,"samples":[1,2]}"#,
+                "2 latency samples for a test of 3",
+            ),
             (
                 r#"{"type":"bandwidth","id":4,"bytes":1,"transactions":1,"time_cycles":1}"#,
                 "a LAT_RD test needs a \"latency\" reply",
             ),
-            (r#"{"type":"error","id":4,"message":"DMA engine stuck"}"#, "the program reported: DMA engine stuck"),
-            (r#"{"type":"error","message":"out of memory"}"#, "the program failed: out of memory"),
-            (r#"{"type":"latency","id":4,"samples":[1,2,3],"cycle_ps":-1}"#, "cycle_ps -1 must be"),
+            (
+                r#"{"type":"error","id":4,"message":"DMA engine stuck"}"#,
+                "the program reported: DMA engine stuck",
+            ),
+            (
+                r#"{"type":"error","message":"out of memory"}"#,
+                "the program failed: out of memory",
+            ),
+            (
+                r#"{"type":"latency","id":4,"samples":[1,2,3],"cycle_ps":-1}"#,
+                "cycle_ps -1 must be",
+            ),
             ("{\"type\":\"latency\",\"id\":4,", "malformed reply"),
             ("DMA done", "malformed reply"),
         ];
@@ -344,7 +368,10 @@ mod tests {
             })
         );
         let zero = r#"{"type":"bandwidth","id":1,"bytes":640,"transactions":10,"time_cycles":0}"#;
-        assert!(parse_result(zero, 1, &bw, 1000.0).unwrap_err().to_string().contains("time_cycles"));
+        assert!(parse_result(zero, 1, &bw, 1000.0)
+            .unwrap_err()
+            .to_string()
+            .contains("time_cycles"));
     }
 
     #[test]
@@ -370,11 +397,15 @@ mod tests {
         };
         let line = encode(&r);
         assert!(
-            line.contains(r#""kind":"LAT_WRRD""#) && line.contains(r#""cache":"hwarm""#) && line.contains(r#""iommu":"2m""#),
+            line.contains(r#""kind":"LAT_WRRD""#)
+                && line.contains(r#""cache":"hwarm""#)
+                && line.contains(r#""iommu":"2m""#),
             "{line}"
         );
         let back: Request = serde_json::from_str(&line).unwrap();
-        let Request::Test { params, .. } = &back else { panic!("{back:?}") };
+        let Request::Test { params, .. } = &back else {
+            panic!("{back:?}")
+        };
         assert_eq!(TestParams::try_from(params).unwrap(), t);
         assert_eq!(encode(&Request::Bye), r#"{"type":"bye"}"#);
     }

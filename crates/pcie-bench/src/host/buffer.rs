@@ -28,7 +28,11 @@ unsafe impl Send for DmaBuffer {}
 /// the buffer fills at least one such page, from the kernel's free page counts under `root`.
 pub fn choose_page(root: &Path, bytes: u64) -> Result<u64, String> {
     let base = root.join("sys/kernel/mm/hugepages");
-    let sizes: &[u64] = if bytes >= HUGE_1G { &[HUGE_1G, HUGE_2M] } else { &[HUGE_2M, HUGE_1G] };
+    let sizes: &[u64] = if bytes >= HUGE_1G {
+        &[HUGE_1G, HUGE_2M]
+    } else {
+        &[HUGE_2M, HUGE_1G]
+    };
     let mut missing = Vec::new();
     for &page in sizes {
         let dir = base.join(format!("hugepages-{}kB", page / KIB));
@@ -50,7 +54,10 @@ pub fn choose_page(root: &Path, bytes: u64) -> Result<u64, String> {
         }
     }
     if dir_names(&base).is_empty() {
-        return Err(format!("the kernel offers no huge pages ({} is missing)", base.display()));
+        return Err(format!(
+            "the kernel offers no huge pages ({} is missing)",
+            base.display()
+        ));
     }
     Err(missing.join("; "))
 }
@@ -68,7 +75,10 @@ pub fn choose_node(root: &Path, node: u32) -> Result<u32, String> {
     }
     if !nodes.contains(&format!("node{node}")) {
         let one = if nodes.len() == 1 { "one node" } else { "nodes" };
-        return Err(format!("NUMA node {node} does not exist (the machine has {one}: {})", nodes.join(", ")));
+        return Err(format!(
+            "NUMA node {node} does not exist (the machine has {one}: {})",
+            nodes.join(", ")
+        ));
     }
     Ok(node)
 }
@@ -103,7 +113,9 @@ impl DmaBuffer {
         }
         let (fd, ptr, len) = match mapped {
             Some(m) => m,
-            None => map(bytes, SMALL_PAGE).map_err(|e| format!("cannot allocate the {} DMA buffer: {e}", human(bytes)))?,
+            None => {
+                map(bytes, SMALL_PAGE).map_err(|e| format!("cannot allocate the {} DMA buffer: {e}", human(bytes)))?
+            }
         };
         let mut buffer = DmaBuffer {
             fd,
@@ -150,12 +162,23 @@ impl DmaBuffer {
         mask[(node / bits) as usize] |= 1 << (node % bits);
         // SAFETY: the range is our own mapping; the mask holds 1024 bits as maxnode says.
         let r = unsafe {
-            libc::syscall(libc::SYS_mbind, self.ptr, self.len, MPOL_BIND, mask.as_ptr(), 1024 as libc::c_ulong, 0)
+            libc::syscall(
+                libc::SYS_mbind,
+                self.ptr,
+                self.len,
+                MPOL_BIND,
+                mask.as_ptr(),
+                1024 as libc::c_ulong,
+                0,
+            )
         };
         if r == 0 {
             Ok(())
         } else {
-            Err(format!("mbind to node {node} failed: {}", std::io::Error::last_os_error()))
+            Err(format!(
+                "mbind to node {node} failed: {}",
+                std::io::Error::last_os_error()
+            ))
         }
     }
 
@@ -246,19 +269,33 @@ mod tests {
     fn huge_page_choice_names_what_is_missing() {
         let h2 = "sys/kernel/mm/hugepages/hugepages-2048kB";
         let h1 = "sys/kernel/mm/hugepages/hugepages-1048576kB";
-        let root = fake_root("pages", &[
-            (&format!("{h2}/nr_hugepages"), "64\n"),
-            (&format!("{h2}/free_hugepages"), "40\n"),
-            (&format!("{h1}/nr_hugepages"), "0\n"),
-            (&format!("{h1}/free_hugepages"), "0\n"),
-        ]);
+        let root = fake_root(
+            "pages",
+            &[
+                (&format!("{h2}/nr_hugepages"), "64\n"),
+                (&format!("{h2}/free_hugepages"), "40\n"),
+                (&format!("{h1}/nr_hugepages"), "0\n"),
+                (&format!("{h1}/free_hugepages"), "0\n"),
+            ],
+        );
         assert_eq!(choose_page(&root, 64 << 20), Ok(HUGE_2M));
         let e = choose_page(&root, 128 << 20).unwrap_err();
-        assert!(e.contains("40 free 2 MiB pages, 64 needed") && e.contains("hugepages-1048576kB/nr_hugepages is 0"), "{e}");
+        assert!(
+            e.contains("40 free 2 MiB pages, 64 needed") && e.contains("hugepages-1048576kB/nr_hugepages is 0"),
+            "{e}"
+        );
         std::fs::write(root.join(h1).join("nr_hugepages"), "2").unwrap();
         std::fs::write(root.join(h1).join("free_hugepages"), "2").unwrap();
-        assert_eq!(choose_page(&root, 128 << 20), Ok(HUGE_1G), "falls back to the other size");
-        assert_eq!(choose_page(&root, 2 << 30), Ok(HUGE_1G), "big buffers prefer 1 GiB pages");
+        assert_eq!(
+            choose_page(&root, 128 << 20),
+            Ok(HUGE_1G),
+            "falls back to the other size"
+        );
+        assert_eq!(
+            choose_page(&root, 2 << 30),
+            Ok(HUGE_1G),
+            "big buffers prefer 1 GiB pages"
+        );
         let e = choose_page(&root.join("none"), 64 << 20).unwrap_err();
         assert!(e.starts_with("the kernel offers no huge pages"), "{e}");
         std::fs::remove_dir_all(&root).unwrap();
@@ -266,13 +303,21 @@ mod tests {
 
     #[test]
     fn numa_node_choice() {
-        let root = fake_root("nodes", &[("sys/devices/system/node/node0/cpulist", "0-1"), ("sys/devices/system/node/online", "0")]);
+        let root = fake_root(
+            "nodes",
+            &[
+                ("sys/devices/system/node/node0/cpulist", "0-1"),
+                ("sys/devices/system/node/online", "0"),
+            ],
+        );
         assert_eq!(choose_node(&root, 0), Ok(0));
         assert_eq!(
             choose_node(&root, 1).unwrap_err(),
             "NUMA node 1 does not exist (the machine has one node: node0)"
         );
-        assert!(choose_node(&root.join("none"), 0).unwrap_err().starts_with("no NUMA information"));
+        assert!(choose_node(&root.join("none"), 0)
+            .unwrap_err()
+            .starts_with("no NUMA information"));
         std::fs::remove_dir_all(&root).unwrap();
     }
 
@@ -282,7 +327,12 @@ mod tests {
     fn allocation_degrades_with_warnings_and_shares_memory() {
         let (mut b, warnings) = DmaBuffer::allocate(Path::new("/"), 4 << 20, Some(7)).unwrap();
         assert!(b.len() >= 4 << 20);
-        assert!(warnings.iter().any(|w| w.starts_with("NUMA: NUMA node 7 does not exist")), "{warnings:?}");
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("NUMA: NUMA node 7 does not exist")),
+            "{warnings:?}"
+        );
         assert_eq!(b.numa_node(), None);
         if b.page_bytes() == SMALL_PAGE {
             assert!(warnings.iter().any(|w| w.starts_with("huge pages: ")), "{warnings:?}");

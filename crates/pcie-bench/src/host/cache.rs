@@ -83,7 +83,13 @@ mod tests {
         assert!(buf[..written].iter().all(|&b| b == (WARM_PASSES - 1) as u8));
         assert!(buf[written..].iter().all(|&b| b == 0xff));
         let mut cold = vec![0xffu8; PAGE as usize];
-        CacheSteps::new().prepare(&mut cold, &TestParams { cache: CacheState::Cold, ..t });
+        CacheSteps::new().prepare(
+            &mut cold,
+            &TestParams {
+                cache: CacheState::Cold,
+                ..t
+            },
+        );
         assert!(cold.iter().all(|&b| b == 0xff), "cold leaves the buffer alone");
     }
 

@@ -137,7 +137,10 @@ impl PciDevice {
     pub fn read(root: &Path, bdf: &str) -> Result<PciDevice, String> {
         let dir = root.join("sys/bus/pci/devices").join(bdf);
         if !dir.is_dir() {
-            return Err(format!("no PCI device {bdf} in {}", dir.parent().unwrap_or(&dir).display()));
+            return Err(format!(
+                "no PCI device {bdf} in {}",
+                dir.parent().unwrap_or(&dir).display()
+            ));
         }
         let text = |name: &str| read_trimmed(&dir.join(name));
         let number = |name: &str| text(name).and_then(|t| t.parse::<i64>().ok());
@@ -167,8 +170,16 @@ impl PciDevice {
     /// The link as the model describes it, when the device's speed, width, MPS and MRRS are
     /// all known (nothing else is guessed: the rest are the model's defaults).
     pub fn link_config(&self) -> Option<LinkConfig> {
-        let speed: f64 = self.current_link_speed.as_deref()?.split_whitespace().next()?.parse().ok()?;
-        let gen = Generation::ALL.into_iter().find(|g| (g.gt_per_s() - speed).abs() < 0.1)?;
+        let speed: f64 = self
+            .current_link_speed
+            .as_deref()?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
+        let gen = Generation::ALL
+            .into_iter()
+            .find(|g| (g.gt_per_s() - speed).abs() < 0.1)?;
         LinkConfig::new(&LinkParams {
             gen,
             lanes: self.current_link_width?,
@@ -209,7 +220,9 @@ fn pcie_control(config: &[u8]) -> Result<PcieControl, String> {
             ));
         };
         if id == 0x10 {
-            let caps = config.get(at + 4..at + 8).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            let caps = config
+                .get(at + 4..at + 8)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
             let (Some(caps), Some(ctl)) = (caps, u16_at(at + 8)) else {
                 return Err("config space ends inside the PCIe capability (reading it needs root)".into());
             };
@@ -227,7 +240,11 @@ fn pcie_control(config: &[u8]) -> Result<PcieControl, String> {
 /// Names of the entries of a directory, sorted; empty when it cannot be read.
 pub(crate) fn dir_names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     names.sort();
     names
@@ -253,7 +270,11 @@ mod tests {
         );
         assert_eq!((k.enabled, k.passthrough), (Some(true), Some(true)));
         assert_eq!(k.params.get("intel_iommu").map(String::as_str), Some("on,sm_on"));
-        assert_eq!(k.params.len(), 2, "init's arguments after -- are not the kernel's: {k:?}");
+        assert_eq!(
+            k.params.len(),
+            2,
+            "init's arguments after -- are not the kernel's: {k:?}"
+        );
         assert_eq!(k.units, vec!["dmar0".to_string()]);
         let k = KernelIommu::parse("amd_iommu=off iommu.passthrough=0 iommu.strict=1", vec![]);
         assert_eq!((k.enabled, k.passthrough), (Some(false), Some(false)));
@@ -264,18 +285,32 @@ mod tests {
 
     #[test]
     fn numa_layout_from_sysfs() {
-        let root = fake_root("numa", &[
-            ("sys/devices/system/node/node1/cpulist", "8-15\n"),
-            ("sys/devices/system/node/node1/meminfo", "Node 1 MemTotal:       65856064 kB\nNode 1 MemFree: 1 kB\n"),
-            ("sys/devices/system/node/node0/cpulist", "0-7\n"),
-            ("sys/devices/system/node/online", "0-1\n"),
-        ]);
+        let root = fake_root(
+            "numa",
+            &[
+                ("sys/devices/system/node/node1/cpulist", "8-15\n"),
+                (
+                    "sys/devices/system/node/node1/meminfo",
+                    "Node 1 MemTotal:       65856064 kB\nNode 1 MemFree: 1 kB\n",
+                ),
+                ("sys/devices/system/node/node0/cpulist", "0-7\n"),
+                ("sys/devices/system/node/online", "0-1\n"),
+            ],
+        );
         let nodes = numa_nodes(&root);
         assert_eq!(
             nodes,
             vec![
-                NumaNode { id: 0, cpus: "0-7".into(), memory_kib: None },
-                NumaNode { id: 1, cpus: "8-15".into(), memory_kib: Some(65_856_064) },
+                NumaNode {
+                    id: 0,
+                    cpus: "0-7".into(),
+                    memory_kib: None
+                },
+                NumaNode {
+                    id: 1,
+                    cpus: "8-15".into(),
+                    memory_kib: Some(65_856_064)
+                },
             ]
         );
         assert!(numa_nodes(&root.join("nothing")).is_empty());
@@ -301,37 +336,62 @@ mod tests {
     fn mps_and_mrrs_from_config_space() {
         // MPS 256 (1 << 5), MRRS 512 (2 << 12), supports 512 (2).
         let c = pcie_control(&config(2, (1 << 5) | (2 << 12), 256)).unwrap();
-        assert_eq!(c, PcieControl { mps: 256, mrrs: 512, mps_supported: 512 });
+        assert_eq!(
+            c,
+            PcieControl {
+                mps: 256,
+                mrrs: 512,
+                mps_supported: 512
+            }
+        );
         let user = pcie_control(&config(2, 0, 64)).unwrap_err();
-        assert!(user.contains("beyond the 64 readable bytes") && user.contains("root"), "{user}");
+        assert!(
+            user.contains("beyond the 64 readable bytes") && user.contains("root"),
+            "{user}"
+        );
         let mut no_caps = config(2, 0, 256);
         no_caps[0x06] = 0;
         assert_eq!(pcie_control(&no_caps).unwrap_err(), "the device lists no capabilities");
         let mut looped = config(2, 0, 256);
         looped[0x70] = 0x05;
         looped[0x71] = 0x40;
-        assert_eq!(pcie_control(&looped).unwrap_err(), "the device has no PCI Express capability");
+        assert_eq!(
+            pcie_control(&looped).unwrap_err(),
+            "the device has no PCI Express capability"
+        );
     }
 
     #[test]
     fn device_link_state_from_sysfs() {
         let dev = "sys/bus/pci/devices/0000:03:00.0";
         let cfg = config(1, (1 << 5) | (5 << 12), 256);
-        let root = fake_root("pcidev", &[
-            (&format!("{dev}/current_link_speed"), "8.0 GT/s PCIe\n"),
-            (&format!("{dev}/current_link_width"), "8\n"),
-            (&format!("{dev}/max_link_speed"), "16.0 GT/s PCIe\n"),
-            (&format!("{dev}/max_link_width"), "16\n"),
-            (&format!("{dev}/numa_node"), "-1\n"),
-            (&format!("{dev}/vendor"), "0x19ee\n"),
-        ]);
+        let root = fake_root(
+            "pcidev",
+            &[
+                (&format!("{dev}/current_link_speed"), "8.0 GT/s PCIe\n"),
+                (&format!("{dev}/current_link_width"), "8\n"),
+                (&format!("{dev}/max_link_speed"), "16.0 GT/s PCIe\n"),
+                (&format!("{dev}/max_link_width"), "16\n"),
+                (&format!("{dev}/numa_node"), "-1\n"),
+                (&format!("{dev}/vendor"), "0x19ee\n"),
+            ],
+        );
         std::fs::write(root.join(dev).join("config"), &cfg).unwrap();
         let d = PciDevice::read(&root, "0000:03:00.0").unwrap();
         assert_eq!(d.current_link_speed.as_deref(), Some("8.0 GT/s PCIe"));
-        assert_eq!((d.current_link_width, d.max_link_width, d.numa_node), (Some(8), Some(16), None));
-        assert_eq!((d.mps, d.mrrs, d.mps_supported, d.note.as_deref()), (Some(256), Some(4096), Some(256), None));
+        assert_eq!(
+            (d.current_link_width, d.max_link_width, d.numa_node),
+            (Some(8), Some(16), None)
+        );
+        assert_eq!(
+            (d.mps, d.mrrs, d.mps_supported, d.note.as_deref()),
+            (Some(256), Some(4096), Some(256), None)
+        );
         let link = d.link_config().unwrap();
-        assert_eq!((link.gen, link.lanes, link.mps, link.mrrs), (Generation::Gen3, 8, 256, 4096));
+        assert_eq!(
+            (link.gen, link.lanes, link.mps, link.mrrs),
+            (Generation::Gen3, 8, 256, 4096)
+        );
         std::fs::write(root.join(dev).join("config"), &cfg[..64]).unwrap();
         let user = PciDevice::read(&root, "0000:03:00.0").unwrap();
         assert_eq!(user.mps, None);

@@ -154,17 +154,23 @@ mod tests {
 
     #[test]
     fn host_info_reads_cmdline_iommu_and_numa() {
-        let root = crate::host::fake_root("hostinfo", &[
-            ("proc/cmdline", "root=/dev/nvme0n1p2 intel_iommu=on iommu=pt\n"),
-            ("sys/class/iommu/dmar0/uevent", ""),
-            ("sys/devices/system/node/node0/cpulist", "0-3\n"),
-            ("sys/devices/system/node/node1/cpulist", "4-7\n"),
-        ]);
+        let root = crate::host::fake_root(
+            "hostinfo",
+            &[
+                ("proc/cmdline", "root=/dev/nvme0n1p2 intel_iommu=on iommu=pt\n"),
+                ("sys/class/iommu/dmar0/uevent", ""),
+                ("sys/devices/system/node/node0/cpulist", "0-3\n"),
+                ("sys/devices/system/node/node1/cpulist", "4-7\n"),
+            ],
+        );
         let h = HostInfo::from_root(&root);
         assert_eq!(h.kernel_cmdline, "root=/dev/nvme0n1p2 intel_iommu=on iommu=pt");
         assert_eq!((h.iommu.enabled, h.iommu.passthrough), (Some(true), Some(true)));
         assert_eq!(h.iommu.units, vec!["dmar0".to_string()]);
-        assert_eq!(h.numa_nodes.iter().map(|n| n.cpus.as_str()).collect::<Vec<_>>(), ["0-3", "4-7"]);
+        assert_eq!(
+            h.numa_nodes.iter().map(|n| n.cpus.as_str()).collect::<Vec<_>>(),
+            ["0-3", "4-7"]
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 

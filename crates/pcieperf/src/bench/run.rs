@@ -158,8 +158,7 @@ fn open_backend(a: &RunArgs, numa: Numa, threads: usize) -> Result<Opened, CliEr
         if a.device.is_some() || a.timeout.is_some() {
             return Err(usage("--device and --timeout: only for exec: backends"));
         }
-        let backend =
-            SimBackend::from_spec(&a.backend).map_err(|e| usage(format!("--backend {}: {e}", a.backend)))?;
+        let backend = SimBackend::from_spec(&a.backend).map_err(|e| usage(format!("--backend {}: {e}", a.backend)))?;
         return Ok(Opened {
             backend: Box::new(backend),
             warnings: Vec::new(),
@@ -193,7 +192,9 @@ fn open_backend(a: &RunArgs, numa: Numa, threads: usize) -> Result<Opened, CliEr
         {
             Ok(d) => Some(d),
             Err(e) => {
-                warnings.push(format!("the device program reports device {bdf}: {e}; run.json has no link state"));
+                warnings.push(format!(
+                    "the device program reports device {bdf}: {e}; run.json has no link state"
+                ));
                 None
             }
         },
@@ -228,9 +229,13 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
     let iommu: Iommu = a.iommu.parse().map_err(|e| usage(format!("--{e}")))?;
     // One device: tests run one at a time unless asked otherwise (then one program per thread).
     let exec = a.backend.starts_with("exec:");
-    let threads = a
-        .threads
-        .unwrap_or_else(|| if exec { 1 } else { std::thread::available_parallelism().map_or(1, |n| n.get()) });
+    let threads = a.threads.unwrap_or_else(|| {
+        if exec {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        }
+    });
     let Opened {
         backend,
         warnings,
@@ -262,11 +267,19 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         backend: backend.info(),
         link: backend
             .link()
-            .or_else(|| device.as_ref()?.link_config().and_then(|l| serde_json::to_value(l).ok()))
+            .or_else(|| {
+                device
+                    .as_ref()?
+                    .link_config()
+                    .and_then(|l| serde_json::to_value(l).ok())
+            })
             .unwrap_or_default(),
         numa: params.first().map(|t| t.numa).unwrap_or_default(),
         iommu: params.first().map(|t| t.iommu).unwrap_or_default(),
-        host: HostInfo { device, ..HostInfo::gather() },
+        host: HostInfo {
+            device,
+            ..HostInfo::gather()
+        },
         start_time: rfc3339(SystemTime::now()),
         end_time: None,
     };

@@ -180,7 +180,10 @@ impl Device {
                 let b = DmaBuffer::open(Path::new(&o.path), o.bytes, o.page_bytes)
                     .map_err(|e| format!("cannot map the host buffer {}: {e}", o.path))?;
                 if (b.len() as u64) < BUFFER_BYTES {
-                    return Err(format!("the host buffer has {} bytes, tests need {BUFFER_BYTES}", b.len()));
+                    return Err(format!(
+                        "the host buffer has {} bytes, tests need {BUFFER_BYTES}",
+                        b.len()
+                    ));
                 }
                 self.host = Some(b);
             }
@@ -262,7 +265,11 @@ impl Device {
             }
             let ns = (start.elapsed().as_nanos() as u64).max(1);
             // BW_RDWR alternates reads and writes and counts one direction, as pcie-bench.
-            let per_direction = if t.kind == TestKind::BwRdWr { t.count / 2 } else { t.count };
+            let per_direction = if t.kind == TestKind::BwRdWr {
+                t.count / 2
+            } else {
+                t.count
+            };
             Reply::Bandwidth {
                 id,
                 bytes: per_direction * t.size as u64,
