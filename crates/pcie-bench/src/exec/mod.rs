@@ -218,24 +218,19 @@ impl Session {
             host_cache_done,
         };
         self.child.send(&encode(&request));
-        let result = self
-            .child
-            .recv(timeout)
-            .and_then(|line| match parse_result(&line, id, t, cycle_ps) {
-                Ok(o) => Ok(o),
-                Err(ProtocolError::Reported(m)) => Err(m),
+        let broken = match self.child.recv(timeout) {
+            Err(m) => m,
+            Ok(line) => match parse_result(&line, id, t, cycle_ps) {
+                Ok(o) => return Ok(o),
+                Err(ProtocolError::Reported(m)) => return Err(m),
                 Err(ProtocolError::Broken(m)) => {
                     self.child.kill();
-                    self.broken = Some(m.clone());
-                    Err(m)
+                    m
                 }
-            });
-        if let Err(m) = &result {
-            if !m.starts_with("the program reported") {
-                self.broken.get_or_insert_with(|| m.clone());
-            }
-        }
-        result
+            },
+        };
+        self.broken = Some(broken.clone());
+        Err(broken)
     }
 }
 

@@ -288,9 +288,10 @@ impl Device {
             TestKind::BwRdWr => i % 2 == 1,
             _ => false,
         };
-        let (host, local) = match &mut self.host {
-            Some(b) => (b.as_mut_slice(), &mut self.local),
-            None => (&mut self.own_host[..], &mut self.local),
+        let local = &mut self.local;
+        let host = match &mut self.host {
+            Some(b) => b.as_mut_slice(),
+            None => &mut self.own_host[..],
         };
         match kind {
             TestKind::LatWrRd | TestKind::LatCmdWrRd => {
