@@ -251,15 +251,20 @@ fn a_missing_numa_node_degrades_to_a_warning() {
     }
     let out = scratch("numa");
     let o = run_refdev(
-        "",
+        "--host-cache",
         &out,
-        &["--test", "LAT_RD", "--samples", "100", "--numa", "dev=0,mem=1,cpu=0"],
+        &["--test", "LAT_RD", "--samples", "100", "--numa", "dev=0,mem=1,cpu=1"],
     );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert_eq!(
-        err.matches("warning: NUMA: NUMA node 1 does not exist").count(),
-        1,
+        err.matches("warning: NUMA: NUMA node 1 does not exist (the machine has")
+            .count(),
+        2,
+        "one warning for the buffer, one for the cache steps' CPUs: {err}"
+    );
+    assert!(
+        err.contains("the DMA buffer is not bound to a node") && err.contains("the host cache steps run on any CPU"),
         "{err}"
     );
     let info: serde_json::Value =
@@ -269,6 +274,35 @@ fn a_missing_numa_node_degrades_to_a_warning() {
         serde_json::Value::Null
     );
     assert!(!info["host"]["numa_nodes"].as_array().unwrap().is_empty());
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn the_device_under_test_is_described_from_sysfs() {
+    let present = "0000:00:00.0";
+    if !Path::new("/sys/bus/pci/devices").join(present).exists() {
+        eprintln!("skipped: this machine has no PCI device {present} to describe");
+        return;
+    }
+    let out = scratch("sysfs-device");
+    let o = run_refdev(
+        "",
+        &out,
+        &["--test", "BW_RD", "--samples", "100", "--device", "00:00.0"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["host"]["device"]["bdf"], present);
+    std::fs::remove_dir_all(&out).unwrap();
+    // An address the program reports but the host does not have: a warning, not a failure.
+    let o = run_refdev("--bdf 0000:ee:1f.7", &out, &["--test", "BW_RD", "--samples", "100"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning: the device program reports device 0000:ee:1f.7: no PCI device 0000:ee:1f.7 in /sys/bus/pci/devices; run.json has no link state"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&out).unwrap();
 }
 

@@ -11,7 +11,7 @@ mod child;
 pub mod protocol;
 
 use crate::backend::{Backend, BackendError, BackendInfo, Outcome};
-use crate::host::{CacheSteps, DmaBuffer};
+use crate::host::{node_cpus, CacheSteps, DmaBuffer};
 use crate::params::{TestParams, BUFFER_BYTES};
 use child::Child;
 use protocol::{encode, parse_hello, parse_result, BufferOffer, DeviceHello, ProtocolError, Request, WireParams};
@@ -31,6 +31,8 @@ pub struct ExecOptions {
     pub children: usize,
     /// NUMA node for the DMA buffer.
     pub buffer_node: Option<u32>,
+    /// NUMA node whose CPUs run the host cache steps.
+    pub cache_node: Option<u32>,
     /// Where sysfs lives (huge page and NUMA information): `/` except in tests.
     pub root: PathBuf,
 }
@@ -42,6 +44,7 @@ impl Default for ExecOptions {
             test_timeout: None,
             children: 1,
             buffer_node: None,
+            cache_node: None,
             root: PathBuf::from("/"),
         }
     }
@@ -98,6 +101,7 @@ impl ExecBackend {
         if argv.is_empty() {
             return Err(StartError(format!("{spec}: no program given (exec:PROGRAM [ARGS])")));
         }
+        let cache_cpus = options.cache_node.map(|n| node_cpus(&options.root, n)).transpose();
         let mut sessions = Vec::new();
         let mut warnings = Vec::new();
         let mut first: Option<(DeviceHello, BufferOffer)> = None;
@@ -115,15 +119,19 @@ impl ExecBackend {
             };
             let (child, hello) =
                 handshake(&argv, &offer, options.handshake_timeout).map_err(|e| StartError(format!("{spec}: {e}")))?;
+            let cpus = cache_cpus.clone().unwrap_or_default().unwrap_or_default();
             sessions.push(Session {
                 child,
                 buffer,
-                cache: hello.host_cache_steps.then(CacheSteps::new),
+                cache: hello.host_cache_steps.then(|| CacheSteps::new(cpus)),
                 broken: None,
             });
             first.get_or_insert((hello, offer));
         }
         let (hello, buffer) = first.expect("at least one program");
+        if let (true, Err(why)) = (hello.host_cache_steps, &cache_cpus) {
+            warnings.push(format!("NUMA: {why}; the host cache steps run on any CPU"));
+        }
         Ok(ExecBackend {
             spec: spec.to_string(),
             argv,

@@ -1,7 +1,9 @@
 //! The host-side cache steps pcie-bench runs before every test: thrash the CPU caches by
 //! random writes over a 64 MB array, and for `hwarm` write the test's window (rounded up to
-//! 4 KB pages) four times, so the window sits in the cache the way the test expects.
+//! 4 KB pages) four times, so the window sits in the cache the way the test expects. Both run
+//! on the CPUs of the socket `--numa cpu=` names.
 
+use super::affinity::pinned;
 use crate::params::{CacheState, TestParams};
 
 /// pcie-bench's thrash array: 64 MB of 8-byte words.
@@ -11,23 +13,31 @@ const THRASH_WRITES: usize = 4 * THRASH_WORDS;
 const WARM_PASSES: usize = 4;
 const PAGE: u64 = 4096;
 
-/// The thrash array, kept between tests.
+/// The thrash array, kept between tests, and the CPUs the steps run on.
 pub struct CacheSteps {
     thrash: Vec<u64>,
     state: u64,
-}
-
-impl Default for CacheSteps {
-    fn default() -> CacheSteps {
-        CacheSteps::new()
-    }
+    cpus: Vec<usize>,
 }
 
 impl CacheSteps {
-    pub fn new() -> CacheSteps {
+    /// Steps that run on `cpus` (the warming socket's; empty: wherever the thread runs).
+    pub fn new(cpus: Vec<usize>) -> CacheSteps {
+        // Zeroed pages are only mapped when the first thrash touches them, on the warming CPUs:
+        // the array lives in their node's memory.
         CacheSteps {
             thrash: vec![0; THRASH_WORDS],
             state: 0x9e37_79b9_7f4a_7c15,
+            cpus,
+        }
+    }
+
+    fn on_cpus(&mut self, f: impl FnOnce(&mut CacheSteps)) {
+        if self.cpus.is_empty() {
+            f(self)
+        } else {
+            let cpus = self.cpus.clone();
+            pinned(&cpus, || f(self))
         }
     }
 
@@ -59,10 +69,12 @@ impl CacheSteps {
     /// then the window warmed for `hwarm`. The device-side steps (`dwarm`, `dthrash`) are the
     /// device's.
     pub fn prepare(&mut self, buffer: &mut [u8], t: &TestParams) {
-        self.thrash();
-        if t.cache == CacheState::HWarm {
-            CacheSteps::warm(buffer, t.window);
-        }
+        self.on_cpus(|s| {
+            s.thrash();
+            if t.cache == CacheState::HWarm {
+                CacheSteps::warm(buffer, t.window);
+            }
+        });
     }
 }
 
@@ -78,12 +90,12 @@ mod tests {
             window: PAGE + 64,
             ..sample(TestKind::LatRd, 1)
         };
-        CacheSteps::new().prepare(&mut buf, &t);
+        CacheSteps::new(vec![0]).prepare(&mut buf, &t);
         let written = 2 * PAGE as usize;
         assert!(buf[..written].iter().all(|&b| b == (WARM_PASSES - 1) as u8));
         assert!(buf[written..].iter().all(|&b| b == 0xff));
         let mut cold = vec![0xffu8; PAGE as usize];
-        CacheSteps::new().prepare(
+        CacheSteps::new(Vec::new()).prepare(
             &mut cold,
             &TestParams {
                 cache: CacheState::Cold,
@@ -95,7 +107,7 @@ mod tests {
 
     #[test]
     fn thrash_touches_the_array_widely() {
-        let mut c = CacheSteps::new();
+        let mut c = CacheSteps::new(Vec::new());
         c.thrash();
         let touched = c.thrash.iter().filter(|&&w| w != 0).count();
         // 32M random writes into 8M words leave few (e^-4 ≈ 2 %) untouched.

@@ -2,10 +2,12 @@
 //! binding), the host's cache steps, and system information for `run.json`. Readers take a
 //! root directory so tests use fake sysfs/procfs trees.
 
+mod affinity;
 mod buffer;
 mod cache;
 mod sysinfo;
 
+pub use affinity::{node_cpus, parse_cpulist, pinned};
 pub use buffer::{choose_node, choose_page, DmaBuffer};
 pub use cache::CacheSteps;
 pub use sysinfo::{normalize_bdf, numa_nodes, KernelIommu, NumaNode, PciDevice};

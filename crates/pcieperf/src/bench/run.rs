@@ -179,6 +179,7 @@ fn open_backend(a: &RunArgs, numa: Numa, threads: usize) -> Result<Opened, CliEr
         test_timeout: a.timeout.map(|t| seconds("timeout", t)).transpose()?,
         children: threads,
         buffer_node: Some(numa.mem as u32),
+        cache_node: Some(numa.cpu as u32),
         ..ExecOptions::default()
     };
     let backend = ExecBackend::start(&a.backend, options).map_err(|e| usage(format!("--backend {e}")))?;

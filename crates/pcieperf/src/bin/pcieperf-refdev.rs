@@ -13,6 +13,7 @@
 //!   --malformed-after N  answer test N+1 with a line that is not JSON
 //!   --fail-after N       answer test N+1 with an error reply (and stay in step)
 //!   --protocol V         claim protocol version V in the hello
+//!   --bdf BDF            report BDF as the device's PCI address
 
 use pcie_bench::exec::protocol::{quote, BufferOffer, DeviceHello, Reply, Request, PROTOCOL_VERSION};
 use pcie_bench::host::DmaBuffer;
@@ -34,6 +35,7 @@ struct Switches {
     malformed_after: Option<u64>,
     fail_after: Option<u64>,
     protocol: Option<u32>,
+    bdf: Option<String>,
 }
 
 fn parse_args() -> Result<Switches, String> {
@@ -51,9 +53,10 @@ fn parse_args() -> Result<Switches, String> {
             "--malformed-after" => s.malformed_after = Some(number()?),
             "--fail-after" => s.fail_after = Some(number()?),
             "--protocol" => s.protocol = Some(number()? as u32),
+            "--bdf" => s.bdf = Some(args.next().ok_or("--bdf needs a PCI address")?),
             _ => {
                 return Err(format!(
-                    "{a}: unknown option (allowed: --host-cache, --crash-after N, --hang-after N, --malformed-after N, --fail-after N, --protocol V)"
+                    "{a}: unknown option (allowed: --host-cache, --crash-after N, --hang-after N, --malformed-after N, --fail-after N, --protocol V, --bdf BDF)"
                 ))
             }
         }
@@ -152,7 +155,7 @@ fn hello(s: &Switches) -> DeviceHello {
         max_transfer: 4096,
         cycle_ps: 1000.0,
         link: None,
-        bdf: None,
+        bdf: s.bdf.clone(),
         host_cache_steps: s.host_cache,
     }
 }
