@@ -25,6 +25,20 @@ fn run_refdev(switches: &str, out: &Path, more: &[&str]) -> Output {
     pcieperf(&args)
 }
 
+/// Runs the reference device like `run_refdev` into a fresh scratch directory `name`, expects
+/// success, and returns the directory and stderr.
+fn succeeded(switches: &str, name: &str, more: &[&str]) -> (PathBuf, String) {
+    let out = scratch(name);
+    let o = run_refdev(switches, &out, more);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{switches} {more:?}: {err}");
+    (out, err)
+}
+
+fn run_json(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap()
+}
+
 /// Rows of a latency base as the shared reader loads them.
 fn latency_rows(out: &Path, base: &str) -> usize {
     match RunData::load(out).expect("run directory loads").get(base) {
@@ -35,9 +49,7 @@ fn latency_rows(out: &Path, base: &str) -> usize {
 
 #[test]
 fn quick_suite_end_to_end_on_the_reference_device() {
-    let out = scratch("quick");
-    let o = run_refdev("", &out, &["--suite", "quick", "--samples", "500"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (out, _) = succeeded("", "quick", &["--suite", "quick", "--samples", "500"]);
     let run = RunData::load(&out).expect("our run directory loads through the shared reader");
     let info = run.info.as_ref().expect("run.json");
     assert_eq!(info.backend.description["device"]["emulated"], true);
@@ -99,12 +111,13 @@ fn quick_suite_end_to_end_on_the_reference_device() {
 fn host_cache_steps_reach_the_device_through_the_shared_buffer() {
     // With --host-cache the reference device refuses any hwarm test whose window pcieperf did
     // not warm in the buffer they share.
-    let out = scratch("hostcache");
-    let o = run_refdev("--host-cache", &out, &["--only", "lat_dma_sizes", "--samples", "200"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (out, _) = succeeded(
+        "--host-cache",
+        "hostcache",
+        &["--only", "lat_dma_sizes", "--samples", "200"],
+    );
     assert_eq!(latency_rows(&out, "lat_dma_sizes"), 14);
-    let info: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let info = run_json(&out);
     assert_eq!(info["backend"]["description"]["host_cache_steps"], true);
     std::fs::remove_dir_all(&out).unwrap();
 }
@@ -249,14 +262,8 @@ fn a_missing_numa_node_degrades_to_a_warning() {
         eprintln!("skipped: this machine has a NUMA node 1, the test needs a machine without one");
         return;
     }
-    let out = scratch("numa");
-    let o = run_refdev(
-        "--host-cache",
-        &out,
-        &["--test", "LAT_RD", "--samples", "100", "--numa", "dev=0,mem=1,cpu=1"],
-    );
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
+    let args = ["--test", "LAT_RD", "--samples", "100", "--numa", "dev=0,mem=1,cpu=1"];
+    let (out, err) = succeeded("--host-cache", "numa", &args);
     assert_eq!(
         err.matches("warning: NUMA: NUMA node 1 does not exist (the machine has")
             .count(),
@@ -267,8 +274,7 @@ fn a_missing_numa_node_degrades_to_a_warning() {
         err.contains("the DMA buffer is not bound to a node") && err.contains("the host cache steps run on any CPU"),
         "{err}"
     );
-    let info: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let info = run_json(&out);
     assert_eq!(
         info["backend"]["description"]["buffer"]["numa_node"],
         serde_json::Value::Null
@@ -284,21 +290,20 @@ fn the_device_under_test_is_described_from_sysfs() {
         eprintln!("skipped: this machine has no PCI device {present} to describe");
         return;
     }
-    let out = scratch("sysfs-device");
-    let o = run_refdev(
+    let (out, _) = succeeded(
         "",
-        &out,
+        "sysfs-device",
         &["--test", "BW_RD", "--samples", "100", "--device", "00:00.0"],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let info: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let info = run_json(&out);
     assert_eq!(info["host"]["device"]["bdf"], present);
     std::fs::remove_dir_all(&out).unwrap();
     // An address the program reports but the host does not have: a warning, not a failure.
-    let o = run_refdev("--bdf 0000:ee:1f.7", &out, &["--test", "BW_RD", "--samples", "100"]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
+    let (out, err) = succeeded(
+        "--bdf 0000:ee:1f.7",
+        "sysfs-device",
+        &["--test", "BW_RD", "--samples", "100"],
+    );
     assert!(
         err.contains("warning: the device program reports device 0000:ee:1f.7: no PCI device 0000:ee:1f.7 in /sys/bus/pci/devices; run.json has no link state"),
         "{err}"
@@ -308,23 +313,17 @@ fn the_device_under_test_is_described_from_sysfs() {
 
 #[test]
 fn parallel_programs_give_the_same_tests() {
-    let out = scratch("parallel");
-    let o = run_refdev(
-        "",
-        &out,
-        &[
-            "--only",
-            "lat_dma_sizes,bw_dma_sz_sweep",
-            "--samples",
-            "300",
-            "--threads",
-            "2",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let args = [
+        "--only",
+        "lat_dma_sizes,bw_dma_sz_sweep",
+        "--samples",
+        "300",
+        "--threads",
+        "2",
+    ];
+    let (out, _) = succeeded("", "parallel", &args);
     assert_eq!(latency_rows(&out, "lat_dma_sizes"), 14);
-    let info: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let info = run_json(&out);
     assert_eq!(info["backend"]["description"]["children"], 2);
     std::fs::remove_dir_all(&out).unwrap();
 }
