@@ -65,5 +65,9 @@ impl std::error::Error for BackendError {}
 /// several threads at once (independent tests run in parallel).
 pub trait Backend: Sync {
     fn info(&self) -> BackendInfo;
+    /// The link configuration, when the backend knows it (for `run.json` and the report's model).
+    fn link(&self) -> Option<serde_json::Value> {
+        None
+    }
     fn run(&self, test: &TestParams, seed: u64) -> Result<Outcome, BackendError>;
 }

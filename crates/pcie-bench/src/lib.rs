@@ -1,7 +1,10 @@
 //! The pcie-bench methodology: test kinds and parameters, suites, statistics, result files, and
-//! the `Backend` interface with the simulator backend.
+//! the `Backend` interface with the simulator and external-program backends, and the host-side
+//! services real devices need.
 
 pub mod backend;
+pub mod exec;
+pub mod host;
 pub mod params;
 pub mod results;
 pub mod runner;
@@ -10,6 +13,7 @@ pub mod stats;
 pub mod suite;
 
 pub use backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
+pub use exec::{ExecBackend, ExecOptions};
 pub use params::{CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams, BUFFER_BYTES};
 pub use results::{
     read_raw, rfc3339, BandwidthRow, CdfSection, HostInfo, LatencyRow, RawSample, ResultData, ResultFile, ResultsError,

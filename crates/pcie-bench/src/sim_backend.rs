@@ -24,11 +24,7 @@ impl SimBackend {
             .filter(|r| r.is_empty() || r.starts_with(':'))
             .ok_or_else(|| ProfileError {
                 file: spec.to_string(),
-                message: if spec.starts_with("exec:") {
-                    "external-program backends are not available yet; use sim[:HOST[,DEVICE]]".into()
-                } else {
-                    "must be sim, sim:HOST or sim:HOST,DEVICE".into()
-                },
+                message: "must be sim, sim:HOST, sim:HOST,DEVICE or exec:PROGRAM [ARGS]".into(),
             })?;
         let rest = rest.trim_start_matches(':');
         let (host, device) = match rest.split_once(',') {
@@ -113,6 +109,10 @@ impl Backend for SimBackend {
             }),
             max_transfer: d.dma.max_transfer,
         }
+    }
+
+    fn link(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(&self.sim.link).ok()
     }
 
     fn run(&self, t: &TestParams, seed: u64) -> Result<Outcome, BackendError> {

@@ -33,6 +33,7 @@ fn info() -> RunInfo {
             kernel: "6.1.0".into(),
             cpu_model: "cpu".into(),
             cpus: 4,
+            ..HostInfo::default()
         },
         start_time: pcie_bench::rfc3339(UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
         end_time: None,

@@ -2,6 +2,7 @@
 //! kept the same facts in its `sys-*.txt` files).
 
 use crate::backend::BackendInfo;
+use crate::host::{numa_nodes, KernelIommu, NumaNode, PciDevice};
 use crate::params::{Iommu, Numa};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -32,8 +33,10 @@ pub struct RunInfo {
     pub end_time: Option<String>,
 }
 
-/// The machine the run was started on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The machine the run was started on. Fields added later default when an older `run.json`
+/// lacks them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HostInfo {
     pub hostname: String,
     /// Kernel release, e.g. `6.8.0-45-generic`.
@@ -41,6 +44,14 @@ pub struct HostInfo {
     pub cpu_model: String,
     /// Logical CPUs listed in /proc/cpuinfo (0 when unknown).
     pub cpus: usize,
+    /// /proc/cmdline as read.
+    pub kernel_cmdline: String,
+    /// IOMMU settings from the command line, and the IOMMU units the kernel registered.
+    pub iommu: KernelIommu,
+    /// NUMA nodes with their CPUs and memory (empty without NUMA information).
+    pub numa_nodes: Vec<NumaNode>,
+    /// The device under test, for backends driving a real one.
+    pub device: Option<PciDevice>,
 }
 
 const UNKNOWN: &str = "unknown";
@@ -51,8 +62,9 @@ impl HostInfo {
         HostInfo::from_root(Path::new("/"))
     }
 
-    /// Reads `proc/cpuinfo`, `proc/version` and `etc/hostname` under `root` (a directory tree in
-    /// tests).
+    /// Reads `proc/cpuinfo`, `proc/version`, `proc/cmdline`, `etc/hostname` and the NUMA and
+    /// IOMMU entries of `sys` under `root` (a directory tree in tests). The device is the
+    /// caller's to add.
     pub fn from_root(root: &Path) -> HostInfo {
         let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap_or_default();
         let cpuinfo = read("proc/cpuinfo");
@@ -82,6 +94,10 @@ impl HostInfo {
                 .lines()
                 .filter(|l| l.split(':').next().map(str::trim) == Some("processor"))
                 .count(),
+            kernel_cmdline: read("proc/cmdline").trim().to_string(),
+            iommu: KernelIommu::read(root),
+            numa_nodes: numa_nodes(root),
+            device: None,
         }
     }
 }
@@ -137,6 +153,35 @@ mod tests {
     }
 
     #[test]
+    fn host_info_reads_cmdline_iommu_and_numa() {
+        let root = crate::host::fake_root(
+            "hostinfo",
+            &[
+                ("proc/cmdline", "root=/dev/nvme0n1p2 intel_iommu=on iommu=pt\n"),
+                ("sys/class/iommu/dmar0/uevent", ""),
+                ("sys/devices/system/node/node0/cpulist", "0-3\n"),
+                ("sys/devices/system/node/node1/cpulist", "4-7\n"),
+            ],
+        );
+        let h = HostInfo::from_root(&root);
+        assert_eq!(h.kernel_cmdline, "root=/dev/nvme0n1p2 intel_iommu=on iommu=pt");
+        assert_eq!((h.iommu.enabled, h.iommu.passthrough), (Some(true), Some(true)));
+        assert_eq!(h.iommu.units, vec!["dmar0".to_string()]);
+        assert_eq!(
+            h.numa_nodes.iter().map(|n| n.cpus.as_str()).collect::<Vec<_>>(),
+            ["0-3", "4-7"]
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn older_run_json_host_info_still_loads() {
+        let old = r#"{"hostname":"bench1","kernel":"3.19.0-43-generic","cpu_model":"Xeon","cpus":8}"#;
+        let h: HostInfo = serde_json::from_str(old).unwrap();
+        assert_eq!((h.cpus, h.kernel_cmdline.as_str(), h.device), (8, "", None));
+    }
+
+    #[test]
     fn host_info_from_tree_and_fallbacks() {
         let root = std::env::temp_dir().join(format!("pcie-bench-host-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
@@ -161,10 +206,12 @@ mod tests {
                 kernel: "3.19.0-43-generic".into(),
                 cpu_model: "Intel(R) Xeon(R) CPU E5-2637 v3 @ 3.50GHz".into(),
                 cpus: 2,
+                ..HostInfo::default()
             }
         );
         std::fs::remove_dir_all(&root).unwrap();
         let none = HostInfo::from_root(&root);
+        assert!(none.kernel_cmdline.is_empty() && none.numa_nodes.is_empty() && none.device.is_none());
         assert_eq!(
             (none.hostname.as_str(), none.kernel.as_str(), none.cpus),
             ("unknown", "unknown", 0)

@@ -5,14 +5,15 @@ use super::progress::Progress;
 use crate::error::CliError;
 use crate::output::{Cell, Format, Table};
 use clap::Args;
+use pcie_bench::host::{normalize_bdf, PciDevice};
 use pcie_bench::{
-    parse_bytes, rfc3339, run_tests, Backend, CacheState, Group, HostInfo, Iommu, Measurement, Numa, Pattern, RunEvent,
-    RunInfo, RunWriter, SimBackend, Suite, TestKind, TestParams,
+    parse_bytes, rfc3339, run_tests, Backend, CacheState, ExecBackend, ExecOptions, Group, HostInfo, Iommu,
+    Measurement, Numa, Pattern, RunEvent, RunInfo, RunWriter, SimBackend, Suite, TestKind, TestParams,
 };
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -22,9 +23,20 @@ pub struct RunArgs {
     /// Run only these output groups of the suite (comma-separated base names)
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// What runs the DMAs: sim, sim:HOST or sim:HOST,DEVICE (built-in profiles or files)
+    /// What runs the DMAs: sim, sim:HOST or sim:HOST,DEVICE (built-in profiles or files), or
+    /// exec:PROGRAM [ARGS] (an external program driving a device, docs/backends.md)
     #[arg(long, default_value = "sim")]
     backend: String,
+    /// exec backends: seconds each test may take [default: 10 + 10 µs per transaction]
+    #[arg(long)]
+    timeout: Option<f64>,
+    /// exec backends: seconds the program may take to answer the hello
+    #[arg(long, default_value_t = 10.0)]
+    handshake_timeout: f64,
+    /// exec backends: PCI address of the device under test, for its link state in run.json
+    /// [default: the address the program reports]
+    #[arg(long)]
+    device: Option<String>,
     /// Run directory to create [default: bench-<suite>-<UTC time>]
     #[arg(long)]
     out: Option<PathBuf>,
@@ -46,7 +58,8 @@ pub struct RunArgs {
     /// Also write each latency test's raw samples (<base>_raw.csv), in ns, in issue order
     #[arg(long)]
     raw: bool,
-    /// Threads running tests in parallel [default: all cores]
+    /// Threads running tests in parallel [default: all cores; 1 for exec backends, which then
+    /// start one program per thread]
     #[arg(long)]
     threads: Option<usize>,
     /// One test instead of a suite: LAT_RD, LAT_WRRD, BW_RD, BW_WR, BW_RDWR, LAT_CMD_RD, LAT_CMD_WRRD
@@ -104,9 +117,7 @@ fn single_test(a: &RunArgs, kind: &str, numa: Numa, iommu: Iommu) -> Result<Test
     })
 }
 
-fn suite(a: &RunArgs, backend: &dyn Backend) -> Result<Suite, CliError> {
-    let numa: Numa = a.numa.parse().map_err(|e| usage(format!("--{e}")))?;
-    let iommu: Iommu = a.iommu.parse().map_err(|e| usage(format!("--{e}")))?;
+fn suite(a: &RunArgs, backend: &dyn Backend, numa: Numa, iommu: Iommu) -> Result<Suite, CliError> {
     let mut s = match &a.test {
         Some(kind) => {
             let t = single_test(a, kind, numa, iommu)?;
@@ -123,6 +134,78 @@ fn suite(a: &RunArgs, backend: &dyn Backend) -> Result<Suite, CliError> {
         s = s.with_count(n).map_err(|e| usage(e.message))?;
     }
     Ok(s.with_numa(numa).with_iommu(iommu).with_outputs(a.cdf, a.raw))
+}
+
+/// A backend ready to run, what the host could not provide it, and the device under test.
+struct Opened {
+    backend: Box<dyn Backend>,
+    warnings: Vec<String>,
+    device: Option<PciDevice>,
+}
+
+/// Seconds from the command line as a duration, refusing what is not a positive number.
+fn seconds(option: &str, s: f64) -> Result<Duration, CliError> {
+    Duration::try_from_secs_f64(s)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| usage(format!("--{option} {s}: must be a positive number of seconds")))
+}
+
+/// `--backend`: the simulator, or an external program started and greeted. A bad spec, a
+/// program that cannot be started or fails its handshake, or a bad `--device` are usage errors.
+fn open_backend(a: &RunArgs, numa: Numa, threads: usize) -> Result<Opened, CliError> {
+    if !a.backend.starts_with("exec:") {
+        if a.device.is_some() || a.timeout.is_some() {
+            return Err(usage("--device and --timeout: only for exec: backends"));
+        }
+        let backend = SimBackend::from_spec(&a.backend).map_err(|e| usage(format!("--backend {}: {e}", a.backend)))?;
+        return Ok(Opened {
+            backend: Box::new(backend),
+            warnings: Vec::new(),
+            device: None,
+        });
+    }
+    let root = Path::new("/");
+    let named = match &a.device {
+        Some(d) => {
+            let bdf = normalize_bdf(d)
+                .ok_or_else(|| usage(format!("--device {d}: must be a PCI address like 0000:03:00.0")))?;
+            Some(PciDevice::read(root, &bdf).map_err(|e| usage(format!("--device {d}: {e}")))?)
+        }
+        None => None,
+    };
+    let options = ExecOptions {
+        handshake_timeout: seconds("handshake-timeout", a.handshake_timeout)?,
+        test_timeout: a.timeout.map(|t| seconds("timeout", t)).transpose()?,
+        children: threads,
+        buffer_node: Some(numa.mem as u32),
+        cache_node: Some(numa.cpu as u32),
+        ..ExecOptions::default()
+    };
+    let backend = ExecBackend::start(&a.backend, options).map_err(|e| usage(format!("--backend {e}")))?;
+    let mut warnings = backend.warnings().to_vec();
+    let reported = backend.hello().bdf.as_deref();
+    let device = match (named, reported) {
+        (Some(d), _) => Some(d),
+        (None, Some(bdf)) => match normalize_bdf(bdf)
+            .ok_or_else(|| "not a PCI address".to_string())
+            .and_then(|b| PciDevice::read(root, &b))
+        {
+            Ok(d) => Some(d),
+            Err(e) => {
+                warnings.push(format!(
+                    "the device program reports device {bdf}: {e}; run.json has no link state"
+                ));
+                None
+            }
+        },
+        (None, None) => None,
+    };
+    Ok(Opened {
+        backend: Box::new(backend),
+        warnings,
+        device,
+    })
 }
 
 /// Relative cost of a test, for the ETA.
@@ -143,8 +226,27 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
     if a.threads == Some(0) {
         return Err(usage("--threads 0: must be at least 1"));
     }
-    let backend = SimBackend::from_spec(&a.backend).map_err(|e| usage(format!("--backend {}: {e}", a.backend)))?;
-    let suite = suite(a, &backend)?;
+    let numa: Numa = a.numa.parse().map_err(|e| usage(format!("--{e}")))?;
+    let iommu: Iommu = a.iommu.parse().map_err(|e| usage(format!("--{e}")))?;
+    // One device: tests run one at a time unless asked otherwise (then one program per thread).
+    let exec = a.backend.starts_with("exec:");
+    let threads = a.threads.unwrap_or_else(|| {
+        if exec {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        }
+    });
+    let Opened {
+        backend,
+        warnings,
+        device,
+    } = open_backend(a, numa, threads)?;
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    let backend = backend.as_ref();
+    let suite = suite(a, backend, numa, iommu)?;
     let tests: Vec<(usize, TestParams)> = suite
         .groups()
         .iter()
@@ -164,10 +266,21 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         suite: suite.name.clone(),
         seed: a.seed,
         backend: backend.info(),
-        link: serde_json::to_value(&backend.simulator().link).unwrap_or_default(),
+        link: backend
+            .link()
+            .or_else(|| {
+                device
+                    .as_ref()?
+                    .link_config()
+                    .and_then(|l| serde_json::to_value(l).ok())
+            })
+            .unwrap_or_default(),
         numa: params.first().map(|t| t.numa).unwrap_or_default(),
         iommu: params.first().map(|t| t.iommu).unwrap_or_default(),
-        host: HostInfo::gather(),
+        host: HostInfo {
+            device,
+            ..HostInfo::gather()
+        },
         start_time: rfc3339(SystemTime::now()),
         end_time: None,
     };
@@ -179,29 +292,26 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&cancel));
         let _ = signal_hook::flag::register(sig, Arc::clone(&cancel));
     }
-    let threads = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let mut progress = Progress::new(params.len(), params.iter().map(work).sum());
     let mut summaries: Vec<BaseSummary> = Vec::new();
     let mut lines = String::new();
-    let mut failure: Option<CliError> = None;
+    let mut failure: Option<String> = None;
     let mut finished = 0;
-    run_tests(&backend, &params, a.seed, threads, &cancel, |event| {
+    run_tests(backend, &params, a.seed, threads, &cancel, |event| {
         let RunEvent::Finished(f) = event else { return true };
         let (g, t) = &tests[f.index];
         let group: &Group = &suite.groups()[*g];
         let outcome = match f.outcome {
             Ok(o) => o,
             Err(e) => {
-                failure = Some(CliError::Runtime(format!("{}: {e}", group.base)));
+                failure = Some(format!("{}: {e}", group.base));
                 return false;
             }
         };
         let m = match writer.record(group, t, &outcome) {
             Ok(m) => m,
             Err(e) => {
-                failure = Some(CliError::Runtime(e.to_string()));
+                failure = Some(e.to_string());
                 return false;
             }
         };
@@ -238,7 +348,10 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         .finish(SystemTime::now())
         .map_err(|e| CliError::Runtime(e.to_string()))?;
     if let Some(e) = failure {
-        return Err(e);
+        return Err(CliError::Runtime(format!(
+            "{e}\nthe {finished} tests that finished before it are in {}",
+            out.display()
+        )));
     }
     if cancel.load(Ordering::Relaxed) {
         return Err(CliError::Runtime(format!(

@@ -1,0 +1,413 @@
+//! What the host and the device under test are, read from a root directory (`/` on the
+//! machine, a fake tree in tests): kernel command line and its IOMMU settings, NUMA layout,
+//! and the device's link state and MPS/MRRS from sysfs and its config space. pcie-bench kept
+//! the same facts in its `sys-*.txt` files; results differ with them.
+
+use pcie_model::{Generation, LinkConfig, LinkParams};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The kernel command line and what it says about the IOMMU.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KernelIommu {
+    /// IOMMU-related parameters as given: `intel_iommu`, `amd_iommu`, `iommu`,
+    /// `iommu.passthrough`, `iommu.strict`, ...
+    pub params: BTreeMap<String, String>,
+    /// On (`intel_iommu=on`, `amd_iommu=on`), off (`...=off`, `iommu=off`), or not said.
+    pub enabled: Option<bool>,
+    /// DMA bypasses translation: `iommu=pt` or `iommu.passthrough=1` (`=0`/`iommu=nopt`: no).
+    pub passthrough: Option<bool>,
+    /// IOMMU units the kernel registered (`/sys/class/iommu`): translation is live when any.
+    pub units: Vec<String>,
+}
+
+impl KernelIommu {
+    /// Parses a kernel command line; `units` are the names under `sys/class/iommu`.
+    pub fn parse(cmdline: &str, units: Vec<String>) -> KernelIommu {
+        let mut k = KernelIommu {
+            units,
+            ..KernelIommu::default()
+        };
+        // Arguments after "--" go to init, not the kernel.
+        for arg in cmdline.split_whitespace().take_while(|a| *a != "--") {
+            let (key, value) = arg.split_once('=').unwrap_or((arg, ""));
+            if !(key.contains("iommu") || key == "swiotlb") {
+                continue;
+            }
+            k.params.insert(key.to_string(), value.to_string());
+            let flags: Vec<&str> = value.split(',').collect();
+            match key {
+                "intel_iommu" | "amd_iommu" if flags.contains(&"on") => k.enabled = Some(true),
+                "intel_iommu" | "amd_iommu" if flags.contains(&"off") => k.enabled = Some(false),
+                "iommu" if flags.contains(&"off") => k.enabled = Some(false),
+                "iommu" if flags.contains(&"pt") => k.passthrough = Some(true),
+                "iommu" if flags.contains(&"nopt") => k.passthrough = Some(false),
+                "iommu.passthrough" => k.passthrough = Some(matches!(value, "1" | "on" | "y")),
+                _ => {}
+            }
+        }
+        k
+    }
+
+    pub fn read(root: &Path) -> KernelIommu {
+        let cmdline = std::fs::read_to_string(root.join("proc/cmdline")).unwrap_or_default();
+        KernelIommu::parse(&cmdline, dir_names(&root.join("sys/class/iommu")))
+    }
+}
+
+/// One NUMA node: its CPUs and memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NumaNode {
+    pub id: u32,
+    /// CPU list as the kernel writes it, e.g. `0-7,16-23`.
+    pub cpus: String,
+    /// MemTotal of the node in KiB, when readable.
+    pub memory_kib: Option<u64>,
+}
+
+/// The machine's NUMA nodes from `sys/devices/system/node/node*`, by id; empty when the
+/// kernel has no NUMA information.
+pub fn numa_nodes(root: &Path) -> Vec<NumaNode> {
+    let base = root.join("sys/devices/system/node");
+    let mut nodes: Vec<NumaNode> = dir_names(&base)
+        .iter()
+        .filter_map(|name| {
+            let id: u32 = name.strip_prefix("node")?.parse().ok()?;
+            let dir = base.join(name);
+            let memory_kib = std::fs::read_to_string(dir.join("meminfo")).ok().and_then(|m| {
+                m.lines().find_map(|l| {
+                    let rest = l.split_once("MemTotal:")?.1;
+                    rest.split_whitespace().next()?.parse().ok()
+                })
+            });
+            Some(NumaNode {
+                id,
+                cpus: read_trimmed(&dir.join("cpulist")).unwrap_or_default(),
+                memory_kib,
+            })
+        })
+        .collect();
+    nodes.sort_by_key(|n| n.id);
+    nodes
+}
+
+/// The device under test as the host sees it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PciDevice {
+    /// `0000:03:00.0`.
+    pub bdf: String,
+    pub vendor: Option<String>,
+    pub device: Option<String>,
+    /// As sysfs writes them, e.g. `8.0 GT/s PCIe`.
+    pub current_link_speed: Option<String>,
+    pub current_link_width: Option<u32>,
+    pub max_link_speed: Option<String>,
+    pub max_link_width: Option<u32>,
+    /// NUMA node of the device (`-1` in sysfs: none).
+    pub numa_node: Option<u32>,
+    /// Max payload size and max read request size in bytes, from the Device Control register.
+    pub mps: Option<u32>,
+    pub mrrs: Option<u32>,
+    /// Largest MPS the device supports (Device Capabilities).
+    pub mps_supported: Option<u32>,
+    /// Why MPS/MRRS are missing, when they are.
+    pub note: Option<String>,
+}
+
+/// A PCI address `DDDD:BB:DD.F` (domain optional on input, added on output).
+pub fn normalize_bdf(s: &str) -> Option<String> {
+    let full = if s.matches(':').count() == 1 {
+        format!("0000:{s}")
+    } else {
+        s.to_string()
+    };
+    let (domain, rest) = full.split_once(':')?;
+    let (bus, rest) = rest.split_once(':')?;
+    let (dev, func) = rest.split_once('.')?;
+    let hex = |t: &str, n: usize| t.len() == n && t.chars().all(|c| c.is_ascii_hexdigit());
+    (hex(domain, 4) && hex(bus, 2) && hex(dev, 2) && func.len() == 1 && matches!(func.as_bytes()[0], b'0'..=b'7'))
+        .then(|| full.to_ascii_lowercase())
+}
+
+impl PciDevice {
+    /// Reads `sys/bus/pci/devices/BDF` under `root`. Fails when the device is not there.
+    pub fn read(root: &Path, bdf: &str) -> Result<PciDevice, String> {
+        let dir = root.join("sys/bus/pci/devices").join(bdf);
+        if !dir.is_dir() {
+            return Err(format!(
+                "no PCI device {bdf} in {}",
+                dir.parent().unwrap_or(&dir).display()
+            ));
+        }
+        let text = |name: &str| read_trimmed(&dir.join(name));
+        let number = |name: &str| text(name).and_then(|t| t.parse::<i64>().ok());
+        let mut d = PciDevice {
+            bdf: bdf.to_string(),
+            vendor: text("vendor"),
+            device: text("device"),
+            current_link_speed: text("current_link_speed"),
+            current_link_width: number("current_link_width").and_then(|w| u32::try_from(w).ok()),
+            max_link_speed: text("max_link_speed"),
+            max_link_width: number("max_link_width").and_then(|w| u32::try_from(w).ok()),
+            numa_node: number("numa_node").and_then(|n| u32::try_from(n).ok()),
+            ..PciDevice::default()
+        };
+        match std::fs::read(dir.join("config")) {
+            Ok(config) => match pcie_control(&config) {
+                Ok(c) => (d.mps, d.mrrs, d.mps_supported) = (Some(c.mps), Some(c.mrrs), Some(c.mps_supported)),
+                Err(why) => d.note = Some(why),
+            },
+            Err(e) => d.note = Some(format!("config space not readable: {e}")),
+        }
+        Ok(d)
+    }
+}
+
+impl PciDevice {
+    /// The link as the model describes it, when the device's speed, width, MPS and MRRS are
+    /// all known (nothing else is guessed: the rest are the model's defaults).
+    pub fn link_config(&self) -> Option<LinkConfig> {
+        let speed: f64 = self
+            .current_link_speed
+            .as_deref()?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
+        let gen = Generation::ALL
+            .into_iter()
+            .find(|g| (g.gt_per_s() - speed).abs() < 0.1)?;
+        LinkConfig::new(&LinkParams {
+            gen,
+            lanes: self.current_link_width?,
+            mps: self.mps?,
+            mrrs: self.mrrs?,
+            ..LinkParams::default()
+        })
+        .ok()
+    }
+}
+
+/// MPS and MRRS in force, and the largest MPS supported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PcieControl {
+    mps: u32,
+    mrrs: u32,
+    mps_supported: u32,
+}
+
+/// Finds the PCI Express capability (ID 0x10) in a config space dump and decodes its Device
+/// Capabilities and Device Control registers.
+fn pcie_control(config: &[u8]) -> Result<PcieControl, String> {
+    let u16_at = |o: usize| config.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let status = u16_at(0x06).ok_or("config space shorter than its header")?;
+    if status & 0x10 == 0 {
+        return Err("the device lists no capabilities".into());
+    }
+    let mut at = config.get(0x34).map(|&p| p as usize & 0xfc).unwrap_or(0);
+    // 48 capabilities fit in the 192 bytes after the header: more means a loop.
+    for _ in 0..48 {
+        if at < 0x40 {
+            break;
+        }
+        let (Some(&id), Some(&next)) = (config.get(at), config.get(at + 1)) else {
+            return Err(format!(
+                "the PCIe capability lies beyond the {} readable bytes of config space (reading it needs root)",
+                config.len()
+            ));
+        };
+        if id == 0x10 {
+            let caps = config
+                .get(at + 4..at + 8)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            let (Some(caps), Some(ctl)) = (caps, u16_at(at + 8)) else {
+                return Err("config space ends inside the PCIe capability (reading it needs root)".into());
+            };
+            return Ok(PcieControl {
+                mps: 128 << ((ctl >> 5) & 7),
+                mrrs: 128 << ((ctl >> 12) & 7),
+                mps_supported: 128 << (caps & 7),
+            });
+        }
+        at = next as usize & 0xfc;
+    }
+    Err("the device has no PCI Express capability".into())
+}
+
+/// Names of the entries of a directory, sorted; empty when it cannot be read.
+pub(crate) fn dir_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::fake_root;
+
+    #[test]
+    fn iommu_settings_from_the_command_line() {
+        let k = KernelIommu::parse(
+            "BOOT_IMAGE=/vmlinuz root=/dev/sda1 intel_iommu=on,sm_on iommu=pt quiet -- iommu=off",
+            vec!["dmar0".into()],
+        );
+        assert_eq!((k.enabled, k.passthrough), (Some(true), Some(true)));
+        assert_eq!(k.params.get("intel_iommu").map(String::as_str), Some("on,sm_on"));
+        assert_eq!(
+            k.params.len(),
+            2,
+            "init's arguments after -- are not the kernel's: {k:?}"
+        );
+        assert_eq!(k.units, vec!["dmar0".to_string()]);
+        let k = KernelIommu::parse("amd_iommu=off iommu.passthrough=0 iommu.strict=1", vec![]);
+        assert_eq!((k.enabled, k.passthrough), (Some(false), Some(false)));
+        assert_eq!(k.params.get("iommu.strict").map(String::as_str), Some("1"));
+        let none = KernelIommu::parse("console=ttyS0 quiet", vec![]);
+        assert_eq!(none, KernelIommu::default());
+    }
+
+    #[test]
+    fn numa_layout_from_sysfs() {
+        let root = fake_root(
+            "numa",
+            &[
+                ("sys/devices/system/node/node1/cpulist", "8-15\n"),
+                (
+                    "sys/devices/system/node/node1/meminfo",
+                    "Node 1 MemTotal:       65856064 kB\nNode 1 MemFree: 1 kB\n",
+                ),
+                ("sys/devices/system/node/node0/cpulist", "0-7\n"),
+                ("sys/devices/system/node/online", "0-1\n"),
+            ],
+        );
+        let nodes = numa_nodes(&root);
+        assert_eq!(
+            nodes,
+            vec![
+                NumaNode {
+                    id: 0,
+                    cpus: "0-7".into(),
+                    memory_kib: None
+                },
+                NumaNode {
+                    id: 1,
+                    cpus: "8-15".into(),
+                    memory_kib: Some(65_856_064)
+                },
+            ]
+        );
+        assert!(numa_nodes(&root.join("nothing")).is_empty());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A type-0 config header with a capability list: power management at 0x40, then the PCIe
+    /// capability at 0x70 with the given Device Capabilities and Device Control.
+    fn config(devcap: u32, devctl: u16, len: usize) -> Vec<u8> {
+        let mut c = vec![0u8; 256];
+        c[0x06] = 0x10;
+        c[0x34] = 0x40;
+        c[0x40] = 0x01;
+        c[0x41] = 0x70;
+        c[0x70] = 0x10;
+        c[0x74..0x78].copy_from_slice(&devcap.to_le_bytes());
+        c[0x78..0x7a].copy_from_slice(&devctl.to_le_bytes());
+        c.truncate(len);
+        c
+    }
+
+    #[test]
+    fn mps_and_mrrs_from_config_space() {
+        // MPS 256 (1 << 5), MRRS 512 (2 << 12), supports 512 (2).
+        let c = pcie_control(&config(2, (1 << 5) | (2 << 12), 256)).unwrap();
+        assert_eq!(
+            c,
+            PcieControl {
+                mps: 256,
+                mrrs: 512,
+                mps_supported: 512
+            }
+        );
+        let user = pcie_control(&config(2, 0, 64)).unwrap_err();
+        assert!(
+            user.contains("beyond the 64 readable bytes") && user.contains("root"),
+            "{user}"
+        );
+        let mut no_caps = config(2, 0, 256);
+        no_caps[0x06] = 0;
+        assert_eq!(pcie_control(&no_caps).unwrap_err(), "the device lists no capabilities");
+        let mut looped = config(2, 0, 256);
+        looped[0x70] = 0x05;
+        looped[0x71] = 0x40;
+        assert_eq!(
+            pcie_control(&looped).unwrap_err(),
+            "the device has no PCI Express capability"
+        );
+    }
+
+    #[test]
+    fn device_link_state_from_sysfs() {
+        let dev = "sys/bus/pci/devices/0000:03:00.0";
+        let cfg = config(1, (1 << 5) | (5 << 12), 256);
+        let root = fake_root(
+            "pcidev",
+            &[
+                (&format!("{dev}/current_link_speed"), "8.0 GT/s PCIe\n"),
+                (&format!("{dev}/current_link_width"), "8\n"),
+                (&format!("{dev}/max_link_speed"), "16.0 GT/s PCIe\n"),
+                (&format!("{dev}/max_link_width"), "16\n"),
+                (&format!("{dev}/numa_node"), "-1\n"),
+                (&format!("{dev}/vendor"), "0x19ee\n"),
+            ],
+        );
+        std::fs::write(root.join(dev).join("config"), &cfg).unwrap();
+        let d = PciDevice::read(&root, "0000:03:00.0").unwrap();
+        assert_eq!(d.current_link_speed.as_deref(), Some("8.0 GT/s PCIe"));
+        assert_eq!(
+            (d.current_link_width, d.max_link_width, d.numa_node),
+            (Some(8), Some(16), None)
+        );
+        assert_eq!(
+            (d.mps, d.mrrs, d.mps_supported, d.note.as_deref()),
+            (Some(256), Some(4096), Some(256), None)
+        );
+        let link = d.link_config().unwrap();
+        assert_eq!(
+            (link.gen, link.lanes, link.mps, link.mrrs),
+            (Generation::Gen3, 8, 256, 4096)
+        );
+        std::fs::write(root.join(dev).join("config"), &cfg[..64]).unwrap();
+        let user = PciDevice::read(&root, "0000:03:00.0").unwrap();
+        assert_eq!(user.mps, None);
+        assert_eq!(user.link_config(), None, "no link without MPS/MRRS");
+        assert!(user.note.unwrap().contains("needs root"));
+        let missing = PciDevice::read(&root, "0000:04:00.0").unwrap_err();
+        assert!(missing.starts_with("no PCI device 0000:04:00.0 in "), "{missing}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn bdf_forms() {
+        assert_eq!(normalize_bdf("03:00.0").as_deref(), Some("0000:03:00.0"));
+        assert_eq!(normalize_bdf("0001:AF:1f.7").as_deref(), Some("0001:af:1f.7"));
+        for bad in ["3:00.0", "0000:03:00", "0000:03:00.8", "eth0", "0000:03:00.0:1"] {
+            assert_eq!(normalize_bdf(bad), None, "{bad}");
+        }
+    }
+}
