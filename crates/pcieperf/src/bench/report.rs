@@ -589,7 +589,11 @@ fn description(run: &RunData, link: &ModelLink) -> Vec<String> {
             d.push(format!(
                 "Link: {}{}. NUMA {}, IOMMU {:?}. Started on {} ({}, {} CPUs, kernel {}).",
                 link.cfg,
-                if link.assumed { " (assumed; run.json's link not understood)" } else { "" },
+                match (link.assumed, i.link.is_null()) {
+                    (false, _) => "",
+                    (true, true) => " (assumed: run.json records no link)",
+                    (true, false) => " (assumed: run.json's link not understood)",
+                },
                 i.numa,
                 i.iommu,
                 i.host.hostname,
