@@ -1,6 +1,7 @@
 //! `pcieperf pmu ...`: PCIe PMUs on Linux: discovery (`list`) and counting (`stat`).
 
 mod list;
+mod monitor;
 mod stat;
 
 use crate::error::CliError;
