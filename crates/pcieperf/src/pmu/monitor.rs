@@ -391,7 +391,11 @@ pub fn csv_table(rows: &[Row]) -> Table {
 
 /// CSV lines of `rows`, with the header only when asked (interval output appends).
 pub fn csv_lines(rows: &[Row], header: bool) -> String {
-    let csv = csv_table(rows).to_csv();
+    strip_header(csv_table(rows).to_csv(), header)
+}
+
+/// CSV text without its header line unless `header`.
+pub fn strip_header(csv: String, header: bool) -> String {
     if header {
         csv
     } else {
