@@ -4,6 +4,7 @@
 mod list;
 mod monitor;
 mod record;
+mod serve;
 mod stat;
 mod top;
 
@@ -21,6 +22,8 @@ pub enum PmuCmd {
     Record(record::RecordArgs),
     /// Live view per root port: Rx/Tx Gb/s, share of the link's model bandwidth, sparkline
     Top(top::TopArgs),
+    /// Prometheus /metrics and a small live page on 127.0.0.1:9464
+    Serve(serve::ServeArgs),
 }
 
 pub fn run(cmd: &PmuCmd) -> Result<String, CliError> {
@@ -29,6 +32,7 @@ pub fn run(cmd: &PmuCmd) -> Result<String, CliError> {
         PmuCmd::Stat(a) => stat::run(a),
         PmuCmd::Record(a) => record::run(a),
         PmuCmd::Top(a) => top::run(a),
+        PmuCmd::Serve(a) => serve::run(a),
     }
 }
 
