@@ -201,6 +201,14 @@ fn time_axis() -> Axis {
     Axis::linear("Time since start (s)")
 }
 
+/// Rates start at zero, so a flat line at 1 G reads as flat.
+fn rate_axis(payload: bool) -> Axis {
+    Axis {
+        min: Some(0.0),
+        ..Axis::linear(if payload { "Payload (Gb/s)" } else { "Events per second" })
+    }
+}
+
 /// All root ports in one chart (or, with no payload event, every event's count rate).
 fn overview(history: &[History]) -> Chart {
     let payload = history.iter().any(is_payload);
@@ -216,7 +224,7 @@ fn overview(history: &[History]) -> Chart {
             "Event rates".into()
         },
         x: time_axis(),
-        y: Axis::linear(if payload { "Payload (Gb/s)" } else { "Events per second" }),
+        y: rate_axis(payload),
         series,
     }
 }
@@ -255,7 +263,7 @@ fn report(history: &[History], mon: &Monitor, secs: f64) -> Report {
             chart: Chart {
                 title: h.target.name.clone(),
                 x: time_axis(),
-                y: Axis::linear(if is_payload(h) { "Payload (Gb/s)" } else { "Events per second" }),
+                y: rate_axis(is_payload(h)),
                 series,
             },
             notes,
@@ -268,5 +276,51 @@ fn report(history: &[History], mon: &Monitor, secs: f64) -> Report {
             history.len()
         )],
         sections,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pmu::monitor::tests::{dwc_host, Fake};
+    use crate::pmu::monitor::{resolve_events, Plan};
+    use pcie_pmu::System;
+
+    #[test]
+    fn charts_show_rx_and_tx_per_root_port_against_the_link_model() {
+        let t = dwc_host("record-charts");
+        let sys = System::discover(t.path()).unwrap();
+        let events = resolve_events(&sys, &["dwc_rootport/rx_pcie_tlp_data_payload/,dwc_rootport/tx_pcie_tlp_data_payload/".into()]).unwrap();
+        let plan = Plan::new(&sys, events).unwrap();
+        let mut src = Fake::default();
+        let mut mon = Monitor::open(&mut src, plan).unwrap();
+        let mut rec = Recorder {
+            path: "r.csv".into(),
+            format: RecordFormat::Json,
+            out: Out::Buffer(String::new()),
+            header_written: false,
+            intervals: 0,
+            rows: 0,
+            history: Vec::new(),
+        };
+        let sched = Schedule {
+            interval: Some(Duration::from_millis(100)),
+            duration: Some(0.3),
+            command: &[],
+        };
+        let secs = monitor::run(&mut src, &mut mon, sched, &Default::default(), &mut rec).unwrap();
+        let Out::Buffer(text) = &rec.out else { panic!() };
+        assert_eq!(text.lines().count(), 6, "{text}");
+        assert!(text.contains("\"root_port\":\"0000:30:03.0\""), "{text}");
+
+        let svg = overview(&rec.history).to_svg();
+        assert!(svg.contains("data-name=\"0000:30:03.0 Rx\"") && svg.contains("data-name=\"0000:30:03.0 Tx\""));
+        assert!(svg.contains("Payload (Gb/s)"));
+        let html = report(&rec.history, &mon, secs).to_html();
+        let model = mon.ports[0].model.unwrap();
+        assert!(html.contains(&format!("model Rx {:.1} Gb/s", model.rx_gbps)), "{html}");
+        // 1e6 counts per read, running half the time, 1 B each, per 0.1 s: 0.16 Gb/s.
+        assert!(html.contains("Rx: mean 0.160 Gb/s, peak 0.160 Gb/s over 3 intervals"), "{html}");
+        assert!(html.contains("32.0 GT/s PCIe x16"), "{html}");
     }
 }

@@ -333,6 +333,7 @@ mod tests {
             }],
             targets: vec![],
         };
+        let mut with_port = s.clone();
         let text = exposition(&s);
         assert!(text.contains(
             "pcieperf_event_raw_total{pmu=\"dwc_rootport_3018\",root_port=\"0000:30:03.0\",event=\"a\\\"b\\\\c\",metric=\"rx_bytes\"} 10\n"
@@ -341,5 +342,24 @@ mod tests {
         assert!(text.contains("pcieperf_event_running_ratio{") && text.contains("} 0.5\n"), "{text}");
         assert!(text.contains("pcieperf_intervals_total 2\n"), "{text}");
         assert!(!text.contains("pcieperf_root_port_gbps"), "no targets, no family: {text}");
+
+        with_port.targets.push(TargetState {
+            last: Target {
+                name: "0000:30:03.0".into(),
+                pmus: "dwc_rootport_3018".into(),
+                link: None,
+                rx_gbps: Some(12.5),
+                tx_gbps: None,
+                rx_pct: Some(25.0),
+                tx_pct: None,
+                rate: None,
+                running_pct: 50.0,
+            },
+            history: vec![12.5],
+        });
+        let text = exposition(&with_port);
+        assert!(text.contains("pcieperf_root_port_gbps{root_port=\"0000:30:03.0\",direction=\"rx\"} 12.5\n"), "{text}");
+        assert!(text.contains("pcieperf_root_port_link_share_ratio{root_port=\"0000:30:03.0\",direction=\"rx\"} 0.25\n"), "{text}");
+        assert!(!text.contains("direction=\"tx\""), "no Tx event, no Tx sample: {text}");
     }
 }
