@@ -55,7 +55,10 @@ fn bounded_run_writes_csv_and_charts_whole() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     // Four full intervals and a partial one (a late wake-up on a loaded machine can merge the last two).
     let e = stderr(&o);
-    assert!(e.contains("recorded 5 intervals (10 rows") || e.contains("recorded 4 intervals (8 rows"), "{e}");
+    assert!(
+        e.contains("recorded 5 intervals (10 rows") || e.contains("recorded 4 intervals (8 rows"),
+        "{e}"
+    );
     let text = std::fs::read_to_string(&csv).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -63,9 +66,15 @@ fn bounded_run_writes_csv_and_charts_whole() {
         "time_s,interval_s,pmu,event,root_port,metric,raw,scaled,running_pct,enabled_ns,running_ns,bytes,gbps"
     );
     assert_eq!(lines.len(), if e.contains("recorded 5") { 11 } else { 9 }, "{text}");
-    let times: Vec<f64> = lines[1..].iter().map(|l| l.split(',').next().unwrap().parse().unwrap()).collect();
+    let times: Vec<f64> = lines[1..]
+        .iter()
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{text}");
-    assert!((times[times.len() - 1] - 0.45).abs() < 0.05, "the last interval ends the run: {text}");
+    assert!(
+        (times[times.len() - 1] - 0.45).abs() < 0.05,
+        "the last interval ends the run: {text}"
+    );
     assert!(lines[1].contains(",software,cpu-clock,,,") && lines[2].contains(",software,task-clock,,,"));
     // Nothing but the three files: no temporary left behind.
     assert_eq!(std::fs::read_dir(&d).unwrap().count(), 3);
@@ -108,7 +117,17 @@ fn json_lines_while_a_command_runs() {
     let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!((4..=12).contains(&rows.len()), "{text}");
     for r in &rows {
-        for k in ["time_s", "interval_s", "pmu", "event", "root_port", "raw", "scaled", "running_pct", "enabled_ns"] {
+        for k in [
+            "time_s",
+            "interval_s",
+            "pmu",
+            "event",
+            "root_port",
+            "raw",
+            "scaled",
+            "running_pct",
+            "enabled_ns",
+        ] {
             assert!(r.get(k).is_some(), "{k} in {r}");
         }
         assert_eq!(r["event"], "cpu-clock");
@@ -137,7 +156,10 @@ fn unbounded_run_is_flushed_per_interval_and_ends_on_ctrl_c() {
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     assert_eq!(child.wait().unwrap().code(), Some(0));
     let text = std::fs::read_to_string(&out).unwrap();
-    assert!(text.ends_with('\n') && text.lines().skip(1).all(|l| l.split(',').count() == 13), "{text}");
+    assert!(
+        text.ends_with('\n') && text.lines().skip(1).all(|l| l.split(',').count() == 13),
+        "{text}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -147,12 +169,21 @@ fn bad_input_exits_2_and_writes_nothing() {
     let out = d.join("r.csv");
     let o = s(&out);
     let cases: &[(&[&str], &str)] = &[
-        (&["-o", "/no/such/dir/r.csv", "-e", "software/cpu-clock/"], "directory /no/such/dir does not exist"),
+        (
+            &["-o", "/no/such/dir/r.csv", "-e", "software/cpu-clock/"],
+            "directory /no/such/dir does not exist",
+        ),
         (&["-o", o, "-e", "software/cpu-clock/", "--format", "table"], "table"),
-        (&["-o", o, "-e", "software/cpu-clock/", "--duration", "0"], "--duration 0"),
+        (
+            &["-o", o, "-e", "software/cpu-clock/", "--duration", "0"],
+            "--duration 0",
+        ),
         (&["-o", o, "-e", "software/cpu-clock/", "-I", "0"], "-I 0"),
         (&["-o", o, "-e", "nope/x/", "--duration", "1"], "unknown PMU \"nope\""),
-        (&["-o", o, "-e", "software/cpu-clock/", "--svg", "/no/such/dir/r.svg"], "--svg /no/such/dir/r.svg"),
+        (
+            &["-o", o, "-e", "software/cpu-clock/", "--svg", "/no/such/dir/r.svg"],
+            "--svg /no/such/dir/r.svg",
+        ),
         (&["-o", o, "--sysfs", "/no/such/root"], "--sysfs /no/such/root"),
     ];
     for (args, expected) in cases {

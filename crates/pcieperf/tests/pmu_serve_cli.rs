@@ -100,7 +100,10 @@ fn metrics_parse_grow_and_ctrl_c_ends_cleanly() {
     };
     let (body, s1) = first;
     // Every line is a comment or a sample the parser took (it skips what it does not understand).
-    let sample_lines = body.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).count();
+    let sample_lines = body
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .count();
     assert_eq!(sample_lines, s1.samples.len(), "{body}");
     for family in [
         "pcieperf_event_raw_total",
@@ -115,7 +118,10 @@ fn metrics_parse_grow_and_ctrl_c_ends_cleanly() {
     for x in &s1.samples {
         let counter = x.metric.ends_with("_total");
         assert!(
-            matches!((&x.value, counter), (Value::Counter(_), true) | (Value::Gauge(_), false)),
+            matches!(
+                (&x.value, counter),
+                (Value::Counter(_), true) | (Value::Gauge(_), false)
+            ),
             "{x:?}"
         );
         if x.metric.starts_with("pcieperf_event_") {
@@ -153,7 +159,10 @@ fn metrics_parse_grow_and_ctrl_c_ends_cleanly() {
     let (status, headers, page) = get(&addr, "/");
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(headers.contains("text/html"));
-    assert!(page.contains("api/targets") && !page.contains("http"), "self-contained page");
+    assert!(
+        page.contains("api/targets") && !page.contains("http"),
+        "self-contained page"
+    );
     let (_, _, json) = get(&addr, "/api/targets");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let targets = v["targets"].as_array().unwrap();
@@ -192,7 +201,10 @@ fn listen_address_is_checked_and_non_loopback_warns() {
         "0.3",
     ]);
     let e = stderr(&o);
-    assert!(e.contains("warning: --listen 0.0.0.0:") && e.contains("not a loopback"), "{e}");
+    assert!(
+        e.contains("warning: --listen 0.0.0.0:") && e.contains("not a loopback"),
+        "{e}"
+    );
     if !e.contains("not permitted") {
         assert_eq!(o.status.code(), Some(0), "{e}");
     }

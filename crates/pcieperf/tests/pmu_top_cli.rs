@@ -66,7 +66,10 @@ fn wait_frame(buf: &Arc<Mutex<Vec<u8>>>, what: &str, pred: impl Fn(&str) -> bool
         if let Some(frame) = all.rsplit("\x1b[H\x1b[2J").next().filter(|f| pred(f)) {
             return frame.to_string();
         }
-        assert!(start.elapsed() < Duration::from_secs(20), "no frame with {what}:\n{all}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no frame with {what}:\n{all}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -117,9 +120,18 @@ fn live_view_sorts_on_keys_and_quits_on_q_restoring_the_terminal() {
 
     let ready = |f: &str| f.contains("Rx Gb/s") && f.contains("software/task-clock/") && f.contains("History");
     let frame = wait_frame(&buf, "the header and both rows", ready);
-    assert!(screen(&buf).starts_with("\x1b[?1049h\x1b[?25l"), "alternate screen first");
-    assert!(frame.contains("Root port / event▼") && frame.contains("sort: Name▼"), "{frame}");
-    assert!(row_of(&frame, "software/cpu-clock/") < row_of(&frame, "software/task-clock/"), "{frame}");
+    assert!(
+        screen(&buf).starts_with("\x1b[?1049h\x1b[?25l"),
+        "alternate screen first"
+    );
+    assert!(
+        frame.contains("Root port / event▼") && frame.contains("sort: Name▼"),
+        "{frame}"
+    );
+    assert!(
+        row_of(&frame, "software/cpu-clock/") < row_of(&frame, "software/task-clock/"),
+        "{frame}"
+    );
     // Rates of about 1e9 ns/s and a sparkline of them.
     let row = frame.lines().find(|l| l.starts_with("software/cpu-clock/")).unwrap();
     assert!(row.contains('▁') || row.contains('█'), "{row}");
@@ -127,7 +139,10 @@ fn live_view_sorts_on_keys_and_quits_on_q_restoring_the_terminal() {
     // `i` reverses the name order.
     master.write_all(b"i").unwrap();
     let frame = wait_frame(&buf, "the reversed order", |f| ready(f) && f.contains("sort: Name▲"));
-    assert!(row_of(&frame, "software/task-clock/") < row_of(&frame, "software/cpu-clock/"), "{frame}");
+    assert!(
+        row_of(&frame, "software/task-clock/") < row_of(&frame, "software/cpu-clock/"),
+        "{frame}"
+    );
     // `c` sorts by rate.
     master.write_all(b"c").unwrap();
     let frame = wait_frame(&buf, "the rate sort", |f| ready(f) && f.contains("sort: Rate▲"));
@@ -144,7 +159,10 @@ fn live_view_sorts_on_keys_and_quits_on_q_restoring_the_terminal() {
     };
     assert_eq!(status.code(), Some(0));
     std::thread::sleep(Duration::from_millis(100));
-    assert!(screen(&buf).ends_with("\x1b[?25h\x1b[?1049l"), "cursor and screen restored");
+    assert!(
+        screen(&buf).ends_with("\x1b[?25h\x1b[?1049l"),
+        "cursor and screen restored"
+    );
     assert_eq!(lflag(&pty.slave), before, "terminal modes restored");
 }
 

@@ -10,8 +10,7 @@ use pcie_model::{stream, Generation, LinkConfig, LinkParams, Op};
 use pcie_pmu::accumulate::{gbps, max_interval_secs};
 use pcie_pmu::counter::event_name;
 use pcie_pmu::{
-    Accumulator, CounterError, CounterId, CounterSource, Delta, PciDevice, PerfEvents, PmuError, ResolvedEvent,
-    System,
+    Accumulator, CounterError, CounterId, CounterSource, Delta, PciDevice, PerfEvents, PmuError, ResolvedEvent, System,
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -86,9 +85,9 @@ pub fn check_interval(ms: Option<u64>) -> Result<(), CliError> {
 /// `--duration S`: a positive, finite number of seconds.
 pub fn check_duration(d: Option<f64>) -> Result<(), CliError> {
     match d {
-        Some(d) if !(d.is_finite() && d > 0.0) => Err(usage(format!(
-            "--duration {d}: must be a positive number of seconds"
-        ))),
+        Some(d) if !(d.is_finite() && d > 0.0) => {
+            Err(usage(format!("--duration {d}: must be a positive number of seconds")))
+        }
         Some(d) if d > 1e9 => Err(usage(format!("--duration {d}: too long"))),
         _ => Ok(()),
     }
@@ -268,7 +267,11 @@ impl Plan {
                         .then(|| devs.iter().map(|d| LinkModel::of_port(d)).collect::<Option<Vec<_>>>())
                         .flatten()
                         .and_then(|m| m.into_iter().reduce(LinkModel::add));
-                    let link = devs.iter().filter_map(|d| d.link_summary()).collect::<Vec<_>>().join(" + ");
+                    let link = devs
+                        .iter()
+                        .filter_map(|d| d.link_summary())
+                        .collect::<Vec<_>>()
+                        .join(" + ");
                     plan.ports.push(Port {
                         name,
                         link: (!link.is_empty()).then_some(link),
@@ -472,7 +475,9 @@ impl Monitor {
 
     /// (PMU, event) of every counter, as rows name them.
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.counters.iter().map(|c| (c.watch.ev.pmu.as_str(), c.event.as_str()))
+        self.counters
+            .iter()
+            .map(|c| (c.watch.ev.pmu.as_str(), c.event.as_str()))
     }
 
     fn row(&self, c: &Counter, d: &Delta, time_s: f64, interval_s: f64) -> Row {
@@ -534,10 +539,7 @@ impl Monitor {
     pub fn targets(&self, rows: &[Row]) -> Vec<Target> {
         let mut out: Vec<Target> = Vec::new();
         for r in rows {
-            let name = r
-                .root_port
-                .clone()
-                .unwrap_or_else(|| format!("{}/{}/", r.pmu, r.event));
+            let name = r.root_port.clone().unwrap_or_else(|| format!("{}/{}/", r.pmu, r.event));
             let i = out.iter().position(|t| t.name == name).unwrap_or_else(|| {
                 let port = r.port.map(|p| &self.ports[p]);
                 out.push(Target {
@@ -845,8 +847,12 @@ pub mod tests {
         let names: Vec<String> = evs.iter().map(event_name).collect();
         assert_eq!(names.len(), 4, "{names:?}");
         for pmu in ["pcie_bdf_300300", "dwc_rootport_3018"] {
-            assert!(names.iter().any(|n| n.starts_with(pmu) && n.to_lowercase().contains("rx_pcie_tlp_data_payload")));
-            assert!(names.iter().any(|n| n.starts_with(pmu) && n.to_lowercase().contains("tx_pcie_tlp_data_payload")));
+            assert!(names
+                .iter()
+                .any(|n| n.starts_with(pmu) && n.to_lowercase().contains("rx_pcie_tlp_data_payload")));
+            assert!(names
+                .iter()
+                .any(|n| n.starts_with(pmu) && n.to_lowercase().contains("tx_pcie_tlp_data_payload")));
         }
         let bare = Tree::new("monitor-no-pcie");
         fixture::common_pmus(&bare);

@@ -5,7 +5,9 @@
 //! rename); a run until Ctrl-C writes the file as it goes, flushed every interval, so what was
 //! recorded survives a kill.
 
-use super::monitor::{self, cancel_on_signals, check_duration, csv_lines, json_lines, Monitor, Row, Schedule, Sink, Target, WatchArgs};
+use super::monitor::{
+    self, cancel_on_signals, check_duration, csv_lines, json_lines, Monitor, Row, Schedule, Sink, Target, WatchArgs,
+};
 use crate::error::CliError;
 use crate::output::write_atomically;
 use clap::{Args, ValueEnum};
@@ -179,7 +181,11 @@ pub fn run(a: &RecordArgs) -> Result<String, CliError> {
 /// Payload targets draw Rx and Tx Gb/s; others their count rate.
 fn series(h: &History, prefix: &str) -> Vec<Series> {
     let line = |name: &str, f: &dyn Fn(&Target) -> Option<f64>| {
-        let pts: Vec<Point> = h.points.iter().filter_map(|(t, v)| f(v).map(|y| Point::new(*t, y))).collect();
+        let pts: Vec<Point> = h
+            .points
+            .iter()
+            .filter_map(|(t, v)| f(v).map(|y| Point::new(*t, y)))
+            .collect();
         (!pts.is_empty()).then(|| Series::line(format!("{prefix}{name}"), pts))
     };
     let payload: Vec<Series> = [line("Rx", &|v| v.rx_gbps), line("Tx", &|v| v.tx_gbps)]
@@ -238,15 +244,24 @@ fn report(history: &[History], mon: &Monitor, secs: f64) -> Report {
         let model = mon.ports.iter().find(|p| p.name == h.target.name).and_then(|p| p.model);
         let span = |y: f64| vec![Point::new(0.0, y), Point::new(secs, y)];
         if let (Some(m), true) = (model, is_payload(h)) {
-            series.push(Series::reference(format!("model Rx {:.1} Gb/s", m.rx_gbps), span(m.rx_gbps)));
-            series.push(Series::reference(format!("model Tx {:.1} Gb/s", m.tx_gbps), span(m.tx_gbps)));
+            series.push(Series::reference(
+                format!("model Rx {:.1} Gb/s", m.rx_gbps),
+                span(m.rx_gbps),
+            ));
+            series.push(Series::reference(
+                format!("model Tx {:.1} Gb/s", m.tx_gbps),
+                span(m.tx_gbps),
+            ));
         }
         let stats = |name: &str, unit: &str, f: &dyn Fn(&Target) -> Option<f64>| {
             let v: Vec<f64> = h.points.iter().filter_map(|(_, t)| f(t)).collect();
             (!v.is_empty()).then(|| {
                 let mean = v.iter().sum::<f64>() / v.len() as f64;
                 let peak = v.iter().copied().fold(f64::MIN, f64::max);
-                format!("{name}: mean {mean:.3} {unit}, peak {peak:.3} {unit} over {} intervals", v.len())
+                format!(
+                    "{name}: mean {mean:.3} {unit}, peak {peak:.3} {unit} over {} intervals",
+                    v.len()
+                )
             })
         };
         notes.extend(stats("Rx", "Gb/s", &|t| t.rx_gbps));
@@ -290,7 +305,11 @@ mod tests {
     fn charts_show_rx_and_tx_per_root_port_against_the_link_model() {
         let t = dwc_host("record-charts");
         let sys = System::discover(t.path()).unwrap();
-        let events = resolve_events(&sys, &["dwc_rootport/rx_pcie_tlp_data_payload/,dwc_rootport/tx_pcie_tlp_data_payload/".into()]).unwrap();
+        let events = resolve_events(
+            &sys,
+            &["dwc_rootport/rx_pcie_tlp_data_payload/,dwc_rootport/tx_pcie_tlp_data_payload/".into()],
+        )
+        .unwrap();
         let plan = Plan::new(&sys, events).unwrap();
         let mut src = Fake::default();
         let mut mon = Monitor::open(&mut src, plan).unwrap();
@@ -320,7 +339,10 @@ mod tests {
         let model = mon.ports[0].model.unwrap();
         assert!(html.contains(&format!("model Rx {:.1} Gb/s", model.rx_gbps)), "{html}");
         // 1e6 counts per read, running half the time, 1 B each, per 0.1 s: 0.16 Gb/s.
-        assert!(html.contains("Rx: mean 0.160 Gb/s, peak 0.160 Gb/s over 3 intervals"), "{html}");
+        assert!(
+            html.contains("Rx: mean 0.160 Gb/s, peak 0.160 Gb/s over 3 intervals"),
+            "{html}"
+        );
         assert!(html.contains("32.0 GT/s PCIe x16"), "{html}");
     }
 }

@@ -155,7 +155,10 @@ fn exposition(s: &Snapshot) -> String {
         )
     };
     let per_event = |f: &dyn Fn(&EventState) -> Option<String>| -> Vec<(String, String)> {
-        s.events.iter().filter_map(|e| f(e).map(|v| (ev_labels(e), v))).collect()
+        s.events
+            .iter()
+            .filter_map(|e| f(e).map(|v| (ev_labels(e), v)))
+            .collect()
     };
     family(
         "pcieperf_event_raw_total",
@@ -192,7 +195,10 @@ fn exposition(s: &Snapshot) -> String {
         for t in s.targets.iter().map(|t| &t.last) {
             for (dir, rx) in [("rx", true), ("tx", false)] {
                 if let Some(x) = f(t, rx) {
-                    v.push((format!("root_port=\"{}\",direction=\"{dir}\"", label(&t.name)), x.to_string()));
+                    v.push((
+                        format!("root_port=\"{}\",direction=\"{dir}\"", label(&t.name)),
+                        x.to_string(),
+                    ));
                 }
             }
         }
@@ -254,7 +260,11 @@ fn answer(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             "application/json",
             serde_json::to_string(&*snap).expect("snapshots serialise"),
         ),
-        ("GET", _) => ("404 Not Found", "text/plain", "not found: try /metrics or /\n".to_string()),
+        ("GET", _) => (
+            "404 Not Found",
+            "text/plain",
+            "not found: try /metrics or /\n".to_string(),
+        ),
         _ => ("405 Method Not Allowed", "text/plain", "only GET\n".to_string()),
     };
     let mut w = stream;
@@ -339,9 +349,15 @@ mod tests {
             "pcieperf_event_raw_total{pmu=\"dwc_rootport_3018\",root_port=\"0000:30:03.0\",event=\"a\\\"b\\\\c\",metric=\"rx_bytes\"} 10\n"
         ), "{text}");
         assert!(text.contains("# TYPE pcieperf_event_bytes_total counter\n"), "{text}");
-        assert!(text.contains("pcieperf_event_running_ratio{") && text.contains("} 0.5\n"), "{text}");
+        assert!(
+            text.contains("pcieperf_event_running_ratio{") && text.contains("} 0.5\n"),
+            "{text}"
+        );
         assert!(text.contains("pcieperf_intervals_total 2\n"), "{text}");
-        assert!(!text.contains("pcieperf_root_port_gbps"), "no targets, no family: {text}");
+        assert!(
+            !text.contains("pcieperf_root_port_gbps"),
+            "no targets, no family: {text}"
+        );
 
         with_port.targets.push(TargetState {
             last: Target {
@@ -358,8 +374,14 @@ mod tests {
             history: vec![12.5],
         });
         let text = exposition(&with_port);
-        assert!(text.contains("pcieperf_root_port_gbps{root_port=\"0000:30:03.0\",direction=\"rx\"} 12.5\n"), "{text}");
-        assert!(text.contains("pcieperf_root_port_link_share_ratio{root_port=\"0000:30:03.0\",direction=\"rx\"} 0.25\n"), "{text}");
+        assert!(
+            text.contains("pcieperf_root_port_gbps{root_port=\"0000:30:03.0\",direction=\"rx\"} 12.5\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("pcieperf_root_port_link_share_ratio{root_port=\"0000:30:03.0\",direction=\"rx\"} 0.25\n"),
+            "{text}"
+        );
         assert!(!text.contains("direction=\"tx\""), "no Tx event, no Tx sample: {text}");
     }
 }

@@ -160,7 +160,11 @@ impl View {
         for (i, l) in table.lines().enumerate().take(height.saturating_sub(3)) {
             let spark = match i.checked_sub(1).and_then(|j| targets.get(j)) {
                 Some(tg) if spark_w > 0 => {
-                    let line = self.lines.iter().find(|x| x.last.name == tg.name).expect("target has a line");
+                    let line = self
+                        .lines
+                        .iter()
+                        .find(|x| x.last.name == tg.name)
+                        .expect("target has a line");
                     let h = &line.history;
                     sparkline(h.iter().skip(h.len().saturating_sub(spark_w)).copied())
                 }
@@ -330,7 +334,10 @@ pub fn run(a: &TopArgs) -> Result<String, CliError> {
         interval_ms: a.watch.interval,
     };
     view.screen
-        .draw(&format!("pcieperf pmu top: first interval in {} ms ...\n", a.watch.interval))
+        .draw(&format!(
+            "pcieperf pmu top: first interval in {} ms ...\n",
+            a.watch.interval
+        ))
         .map_err(|e| CliError::Runtime(format!("cannot draw: {e}")))?;
     monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut view)?;
     Ok(String::new())
@@ -371,10 +378,22 @@ mod tests {
             sort(&mut v, key, rev);
             v.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
         };
-        assert_eq!(names(SortKey::Total, false), ["0000:30:03.0", "0000:10:00.0", "software/cpu-clock/"]);
-        assert_eq!(names(SortKey::Rx, false), ["0000:10:00.0", "0000:30:03.0", "software/cpu-clock/"]);
+        assert_eq!(
+            names(SortKey::Total, false),
+            ["0000:30:03.0", "0000:10:00.0", "software/cpu-clock/"]
+        );
+        assert_eq!(
+            names(SortKey::Rx, false),
+            ["0000:10:00.0", "0000:30:03.0", "software/cpu-clock/"]
+        );
         assert_eq!(names(SortKey::Rate, false)[0], "software/cpu-clock/");
-        assert_eq!(names(SortKey::Name, false), ["0000:10:00.0", "0000:30:03.0", "software/cpu-clock/"]);
-        assert_eq!(names(SortKey::Name, true), ["software/cpu-clock/", "0000:30:03.0", "0000:10:00.0"]);
+        assert_eq!(
+            names(SortKey::Name, false),
+            ["0000:10:00.0", "0000:30:03.0", "software/cpu-clock/"]
+        );
+        assert_eq!(
+            names(SortKey::Name, true),
+            ["software/cpu-clock/", "0000:30:03.0", "0000:10:00.0"]
+        );
     }
 }
