@@ -3,7 +3,7 @@
 //! the host's software PMU (skipped where perf_event_open is not permitted).
 
 mod common;
-use common::{pcieperf, refused, stderr};
+use common::{can_count_software, pcieperf, refused, stderr};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,22 +16,13 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
-fn can_count() -> bool {
-    let o = pcieperf(&["pmu", "stat", "-e", "software/cpu-clock/", "--duration", "0.01"]);
-    if o.status.code() != Some(0) {
-        eprintln!("skipped: {}", stderr(&o));
-        return false;
-    }
-    true
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
 #[test]
 fn bounded_run_writes_csv_and_charts_whole() {
-    if !can_count() {
+    if !can_count_software() {
         return;
     }
     let d = dir("csv");
@@ -92,7 +83,7 @@ fn bounded_run_writes_csv_and_charts_whole() {
 
 #[test]
 fn json_lines_while_a_command_runs() {
-    if !can_count() {
+    if !can_count_software() {
         return;
     }
     let d = dir("json");
@@ -137,7 +128,7 @@ fn json_lines_while_a_command_runs() {
 
 #[test]
 fn unbounded_run_is_flushed_per_interval_and_ends_on_ctrl_c() {
-    if !can_count() {
+    if !can_count_software() {
         return;
     }
     let d = dir("live");

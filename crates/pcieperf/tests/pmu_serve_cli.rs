@@ -4,7 +4,7 @@
 //! perf_event_open is not permitted).
 
 mod common;
-use common::{pcieperf, refused, stderr};
+use common::{can_count_software, pcieperf, refused, stderr};
 
 use prometheus_parse::{Scrape, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -58,9 +58,7 @@ impl Drop for Server {
 
 /// Starts the server on a free port; `None` where counting is refused here.
 fn start(args: &[&str]) -> Option<Server> {
-    let o = pcieperf(&["pmu", "stat", "-e", "software/cpu-clock/", "--duration", "0.01"]);
-    if o.status.code() != Some(0) {
-        eprintln!("skipped: {}", stderr(&o));
+    if !can_count_software() {
         return None;
     }
     let mut child = Command::new(env!("CARGO_BIN_EXE_pcieperf"))

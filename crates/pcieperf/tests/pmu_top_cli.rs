@@ -3,23 +3,13 @@
 //! host's software PMU (skipped where perf_event_open is not permitted).
 
 mod common;
-use common::{pcieperf, refused, stderr, stdout};
+use common::{can_count_software, pcieperf, refused, stderr, stdout};
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Where counting software events is refused here, say so and skip.
-fn can_count() -> bool {
-    let o = pcieperf(&["pmu", "stat", "-e", "software/cpu-clock/", "--duration", "0.01"]);
-    if o.status.code() != Some(0) {
-        eprintln!("skipped: {}", stderr(&o));
-        return false;
-    }
-    true
-}
 
 struct Pty {
     master: std::fs::File,
@@ -81,7 +71,7 @@ fn row_of(frame: &str, event: &str) -> usize {
 
 #[test]
 fn live_view_sorts_on_keys_and_quits_on_q_restoring_the_terminal() {
-    if !can_count() {
+    if !can_count_software() {
         return;
     }
     let pty = openpty(160, 30);
@@ -172,7 +162,7 @@ fn without_a_terminal_top_refuses_or_prints_rows() {
     assert!(e.contains("not a terminal") && e.contains("--format csv|json"), "{e}");
     let e = refused(&["pmu", "top", "-e", "software/cpu-clock/", "--sort", "speed"]);
     assert!(e.contains("speed") && e.contains("total"), "{e}");
-    if !can_count() {
+    if !can_count_software() {
         return;
     }
     let o = pcieperf(&[

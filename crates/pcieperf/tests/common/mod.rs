@@ -32,3 +32,13 @@ pub fn refused(args: &[&str]) -> String {
     assert!(o.stdout.is_empty(), "{args:?} printed {}", stdout(&o));
     stderr(&o)
 }
+
+/// True where this host lets us count its software PMU; otherwise says why (the test skips).
+pub fn can_count_software() -> bool {
+    let o = pcieperf(&["pmu", "stat", "-e", "software/cpu-clock/", "--duration", "0.01"]);
+    if o.status.code() != Some(0) {
+        eprintln!("skipped: {}", stderr(&o));
+        return false;
+    }
+    true
+}
