@@ -10,7 +10,8 @@ use pcie_model::{stream, Generation, LinkConfig, LinkParams, Op};
 use pcie_pmu::accumulate::{gbps, max_interval_secs};
 use pcie_pmu::counter::event_name;
 use pcie_pmu::{
-    Accumulator, CounterError, CounterId, CounterSource, Delta, PciDevice, PerfEvents, PmuError, ResolvedEvent, System,
+    Accumulator, CounterError, CounterId, CounterSource, Delta, PciDevice, PcieView, PerfEvents, PmuError,
+    ResolvedEvent, System,
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -157,16 +158,17 @@ pub fn payload_events(sys: &System, sysfs: &Path) -> Result<Vec<ResolvedEvent>, 
 
 /// Bytes per count of a payload event: the family catalog's value (which knows each kernel
 /// variant's unit), else the kernel's `.scale` with a byte `.unit`; and the catalog's metric.
-pub fn payload(sys: &System, ev: &ResolvedEvent) -> Result<(Option<f64>, Option<String>), PmuError> {
+/// `views` are the system's [`System::pcie_pmus`].
+pub fn payload(views: &[PcieView], ev: &ResolvedEvent) -> (Option<f64>, Option<String>) {
     if let Some(name) = &ev.event {
-        for v in sys.pcie_pmus()?.iter().filter(|v| v.pmu.name == ev.pmu) {
+        for v in views.iter().filter(|v| v.pmu.name == ev.pmu) {
             if let Some(e) = v.events.iter().find(|e| e.name.eq_ignore_ascii_case(name)) {
                 let bpc = if e.unit.as_deref() == Some("bytes") {
                     e.bytes_per_count
                 } else {
                     None
                 };
-                return Ok((bpc, e.metric.clone()));
+                return (bpc, e.metric.clone());
             }
         }
     }
@@ -176,7 +178,7 @@ pub fn payload(sys: &System, ev: &ResolvedEvent) -> Result<(Option<f64>, Option<
         Some("B" | "Bytes" | "bytes") => Some(1.0),
         _ => None,
     };
-    Ok((mult.map(|m| m * ev.scale.unwrap_or(1.0)), None))
+    (mult.map(|m| m * ev.scale.unwrap_or(1.0)), None)
 }
 
 /// What a link can carry, from sysfs `current_link_speed` ("32.0 GT/s PCIe") and width.
@@ -253,7 +255,7 @@ impl Plan {
         let views = sys.pcie_pmus()?;
         let mut plan = Plan::default();
         for ev in events {
-            let (bytes_per_count, metric) = payload(sys, &ev)?;
+            let (bytes_per_count, metric) = payload(&views, &ev);
             let rps = views
                 .iter()
                 .find(|v| v.pmu.name == ev.pmu)
@@ -780,7 +782,8 @@ pub mod tests {
         t.intel_cpu(143);
         fixture::intel_iio_pmus(&t, 0, 40, "3.0517578125e-5", &["0000:00"]);
         let sys = System::discover(t.path()).unwrap();
-        let p = |spec: &str| payload(&sys, &sys.resolve(spec).unwrap()).unwrap();
+        let views = sys.pcie_pmus().unwrap();
+        let p = |spec: &str| payload(&views, &sys.resolve(spec).unwrap());
         assert_eq!(
             p("pcie_bdf_300300/Rx_PCIe_TLP_Data_Payload/"),
             (Some(16.0), Some("rx_bytes".into()))
