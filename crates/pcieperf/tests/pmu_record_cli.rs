@@ -3,7 +3,7 @@
 //! the host's software PMU (skipped where perf_event_open is not permitted).
 
 mod common;
-use common::{can_count_software, pcieperf, refused, stderr};
+use common::{can_count_software, pcieperf, refused, software_backed_dwc, stderr};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -184,5 +184,56 @@ fn bad_input_exits_2_and_writes_nothing() {
         assert!(e.contains(expected), "{args:?}: {e}");
         assert!(!out.exists(), "{args:?} left {}", out.display());
     }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn default_events_are_the_payload_of_every_root_port() {
+    if !can_count_software() {
+        return;
+    }
+    let tree = software_backed_dwc("record-payload");
+    let d = dir("payload");
+    let (out, svg, html) = (d.join("r.jsonl"), d.join("r.svg"), d.join("r.html"));
+    let o = pcieperf(&[
+        "pmu",
+        "record",
+        "--sysfs",
+        s(tree.path()),
+        "-o",
+        s(&out),
+        "--format",
+        "json",
+        "-I",
+        "100",
+        "--duration",
+        "0.35",
+        "--svg",
+        s(&svg),
+        "--html",
+        s(&html),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(rows.len() >= 4, "{text}");
+    let metrics: Vec<&str> = rows.iter().map(|r| r["metric"].as_str().unwrap()).collect();
+    assert_eq!(&metrics[..2], ["rx_bytes", "tx_bytes"], "{text}");
+    for r in &rows {
+        assert_eq!(r["pmu"], "dwc_rootport_3018");
+        assert_eq!(r["root_port"], "0000:30:03.0");
+        // 1 byte per nanosecond counted: 8 Gb/s of "payload".
+        let g = r["gbps"].as_f64().unwrap();
+        assert!((4.0..12.0).contains(&g), "{r}");
+        assert_eq!(r["bytes"].as_f64().unwrap(), r["scaled"].as_f64().unwrap());
+    }
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.contains("data-name=\"0000:30:03.0 Rx\"") && svg.contains("data-name=\"0000:30:03.0 Tx\""));
+    assert!(svg.contains("Payload (Gb/s)"));
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html.contains("model Rx 446.9 Gb/s") && html.contains("32.0 GT/s PCIe x16"),
+        "{html}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -4,7 +4,7 @@
 //! perf_event_open is not permitted).
 
 mod common;
-use common::{can_count_software, pcieperf, refused, stderr};
+use common::{can_count_software, pcieperf, refused, software_backed_dwc, stderr};
 
 use prometheus_parse::{Scrape, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -206,4 +206,51 @@ fn listen_address_is_checked_and_non_loopback_warns() {
     if !e.contains("not permitted") {
         assert_eq!(o.status.code(), Some(0), "{e}");
     }
+}
+
+#[test]
+fn root_port_families_from_a_payload_pmu() {
+    let tree = software_backed_dwc("serve-payload");
+    let Some(server) = start(&["--sysfs", tree.path().to_str().unwrap(), "-I", "100"]) else {
+        return;
+    };
+    let addr = server.addr.clone();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (body, s) = loop {
+        let (body, s) = scrape(&addr);
+        if s.samples.iter().any(|x| x.metric == "pcieperf_root_port_gbps") {
+            break (body, s);
+        }
+        assert!(Instant::now() < deadline, "no root port samples: {body}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let port = |metric: &str, dir: &str| {
+        let x = s
+            .samples
+            .iter()
+            .find(|x| x.metric == metric && x.labels.get("direction") == Some(dir))
+            .unwrap_or_else(|| panic!("{metric} {dir}: {body}"));
+        assert_eq!(x.labels.get("root_port"), Some("0000:30:03.0"));
+        match x.value {
+            Value::Gauge(v) => v,
+            ref v => panic!("{v:?}"),
+        }
+    };
+    for dir in ["rx", "tx"] {
+        let g = port("pcieperf_root_port_gbps", dir);
+        assert!((4.0..12.0).contains(&g), "{dir}: {g}");
+        let share = port("pcieperf_root_port_link_share_ratio", dir);
+        assert!(
+            (g / share - 446.8).abs() < 0.2,
+            "{dir}: {g} Gb/s is {share} of the model"
+        );
+    }
+    let bytes = s
+        .samples
+        .iter()
+        .find(|x| x.metric == "pcieperf_event_bytes_total" && x.labels.get("metric") == Some("rx_bytes"))
+        .unwrap_or_else(|| panic!("{body}"));
+    assert_eq!(bytes.labels.get("event"), Some("rx_pcie_tlp_data_payload"));
+    assert_eq!(bytes.labels.get("pmu"), Some("dwc_rootport_3018"));
+    assert!(body.contains("# TYPE pcieperf_event_gbps gauge"));
 }

@@ -3,7 +3,7 @@
 //! host's software PMU (skipped where perf_event_open is not permitted).
 
 mod common;
-use common::{can_count_software, pcieperf, refused, stderr, stdout};
+use common::{can_count_software, pcieperf, refused, software_backed_dwc, stderr, stdout};
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -185,5 +185,42 @@ fn without_a_terminal_top_refuses_or_prints_rows() {
         let rate = r["rate"].as_f64().unwrap();
         // cpu-clock counts nanoseconds: about 1e9 per second.
         assert!((5e8..1.5e9).contains(&rate), "{r}");
+    }
+}
+
+#[test]
+fn rows_sum_rx_and_tx_per_root_port_with_the_link_share() {
+    if !can_count_software() {
+        return;
+    }
+    let tree = software_backed_dwc("top-payload");
+    let o = pcieperf(&[
+        "pmu",
+        "top",
+        "--sysfs",
+        tree.path().to_str().unwrap(),
+        "-I",
+        "100",
+        "--duration",
+        "0.25",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rows: Vec<serde_json::Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert_eq!(r["name"], "0000:30:03.0");
+        assert_eq!(r["pmus"], "dwc_rootport_3018");
+        assert_eq!(r["link"], "32.0 GT/s PCIe x16");
+        for dir in ["rx", "tx"] {
+            let g = r[format!("{dir}_gbps")].as_f64().unwrap();
+            let pct = r[format!("{dir}_pct")].as_f64().unwrap();
+            assert!((4.0..12.0).contains(&g), "{r}");
+            // The share is of pcie-model's 4 KB DMA payload rate at Gen5 x16 (about 446.8 Gb/s).
+            let model = g * 100.0 / pct;
+            assert!((model - 446.8).abs() < 0.2, "{r}");
+        }
+        assert!(r["rate"].is_null(), "{r}");
     }
 }
