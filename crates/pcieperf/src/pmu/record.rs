@@ -287,8 +287,10 @@ fn report(history: &[History], mon: &Monitor, secs: f64) -> Report {
     Report {
         title: "pcieperf pmu record".into(),
         description: vec![format!(
-            "{} targets over {secs:.3} s; rows as in the recorded time series.",
-            history.len()
+            "{} root port{} or event{} over {secs:.3} s, one chart each; the values are the recorded rows summed per root port.",
+            history.len(),
+            if history.len() == 1 { "" } else { "s" },
+            if history.len() == 1 { "" } else { "s" },
         )],
         sections,
     }
