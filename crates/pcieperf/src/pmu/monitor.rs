@@ -14,6 +14,7 @@ use pcie_pmu::{
     ResolvedEvent, System,
 };
 use serde::Serialize;
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -440,6 +441,45 @@ pub struct Target {
     pub rate: Option<f64>,
     /// The lowest running share of the target's events.
     pub running_pct: f64,
+}
+
+impl Target {
+    /// The one number a sparkline shows: Rx + Tx Gb/s, or the count rate when the target has
+    /// no payload event.
+    pub fn headline(&self) -> f64 {
+        match (self.rx_gbps, self.tx_gbps) {
+            (None, None) => self.rate.unwrap_or(0.0),
+            (r, x) => r.unwrap_or(0.0) + x.unwrap_or(0.0),
+        }
+    }
+}
+
+/// A target's last interval and the headlines of its recent ones, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trend {
+    #[serde(flatten)]
+    pub last: Target,
+    pub history: VecDeque<f64>,
+}
+
+/// Add an interval's targets to `trends`, keeping at most `keep` values each.
+pub fn add_interval(trends: &mut Vec<Trend>, targets: Vec<Target>, keep: usize) {
+    for t in targets {
+        let v = t.headline();
+        match trends.iter_mut().find(|x| x.last.name == t.name) {
+            Some(x) => {
+                x.history.push_back(v);
+                if x.history.len() > keep {
+                    x.history.pop_front();
+                }
+                x.last = t;
+            }
+            None => trends.push(Trend {
+                last: t,
+                history: VecDeque::from([v]),
+            }),
+        }
+    }
 }
 
 /// One counter being read.
@@ -900,6 +940,35 @@ pub mod tests {
         assert_eq!(sw.name, "software/cpu-clock/");
         assert_eq!(sw.rate, Some(2e7));
         assert_eq!((sw.rx_gbps, sw.rx_pct), (None, None));
+    }
+
+    #[test]
+    fn trends_keep_the_last_values_per_target() {
+        let t = |name: &str, rx: Option<f64>, rate: Option<f64>| Target {
+            name: name.into(),
+            pmus: "p".into(),
+            link: None,
+            rx_gbps: rx,
+            tx_gbps: rx.map(|r| r / 2.0),
+            rx_pct: None,
+            tx_pct: None,
+            rate,
+            running_pct: 100.0,
+        };
+        let mut trends = Vec::new();
+        for i in 0..5 {
+            let x = i as f64;
+            add_interval(
+                &mut trends,
+                vec![t("port", Some(x), None), t("sw/ev/", None, Some(10.0 * x))],
+                3,
+            );
+        }
+        assert_eq!(trends.len(), 2);
+        // Rx + Tx of the last three intervals; the count rate where there is no payload.
+        assert_eq!(trends[0].history, [3.0, 4.5, 6.0]);
+        assert_eq!(trends[1].history, [20.0, 30.0, 40.0]);
+        assert_eq!(trends[0].last.rx_gbps, Some(4.0));
     }
 
     /// Collects what the loop hands over.

@@ -3,7 +3,9 @@
 //! thread answers requests from the last published snapshot, so a slow scrape never delays a
 //! read (publishing swaps an `Arc` under a lock held for a pointer copy).
 
-use super::monitor::{self, cancel_on_signals, check_duration, Monitor, Row, Schedule, Sink, Target, WatchArgs};
+use super::monitor::{
+    self, add_interval, cancel_on_signals, check_duration, Monitor, Row, Schedule, Sink, Target, Trend, WatchArgs,
+};
 use crate::error::CliError;
 use clap::Args;
 use serde::Serialize;
@@ -39,15 +41,6 @@ struct EventState {
     running_pct: f64,
 }
 
-/// A target with its recent values for the page's sparklines.
-#[derive(Debug, Clone, Serialize)]
-struct TargetState {
-    #[serde(flatten)]
-    last: Target,
-    /// Rx + Tx Gb/s (or the count rate) of the last intervals, oldest first.
-    history: Vec<f64>,
-}
-
 /// What a scrape sees: the state after the last closed interval.
 #[derive(Debug, Clone, Default, Serialize)]
 struct Snapshot {
@@ -55,7 +48,8 @@ struct Snapshot {
     interval_s: f64,
     intervals: u64,
     events: Vec<EventState>,
-    targets: Vec<TargetState>,
+    /// Targets with the headline (Rx + Tx Gb/s or count rate) of their last intervals.
+    targets: Vec<Trend>,
 }
 
 const HISTORY: usize = 120;
@@ -99,25 +93,7 @@ impl Sink for Publisher {
             e.gbps = r.gbps;
             e.running_pct = r.running_pct;
         }
-        for t in mon.targets(rows) {
-            let v = match (t.rx_gbps, t.tx_gbps) {
-                (None, None) => t.rate.unwrap_or(0.0),
-                (r, x) => r.unwrap_or(0.0) + x.unwrap_or(0.0),
-            };
-            match s.targets.iter_mut().find(|x| x.last.name == t.name) {
-                Some(x) => {
-                    x.history.push(v);
-                    if x.history.len() > HISTORY {
-                        x.history.remove(0);
-                    }
-                    x.last = t;
-                }
-                None => s.targets.push(TargetState {
-                    last: t,
-                    history: vec![v],
-                }),
-            }
-        }
+        add_interval(&mut s.targets, mon.targets(rows), HISTORY);
         let snap = Arc::new(s.clone());
         *self.shared.lock().unwrap_or_else(|p| p.into_inner()) = snap;
         Ok(true)
@@ -359,7 +335,7 @@ mod tests {
             "no targets, no family: {text}"
         );
 
-        with_port.targets.push(TargetState {
+        with_port.targets.push(Trend {
             last: Target {
                 name: "0000:30:03.0".into(),
                 pmus: "dwc_rootport_3018".into(),
@@ -371,7 +347,7 @@ mod tests {
                 rate: None,
                 running_pct: 50.0,
             },
-            history: vec![12.5],
+            history: [12.5].into(),
         });
         let text = exposition(&with_port);
         assert!(

@@ -3,13 +3,15 @@
 //! quits and puts the terminal back. With `--format csv|json` it prints the same rows every
 //! interval instead (no terminal needed).
 
-use super::monitor::{self, cancel_on_signals, check_duration, Monitor, Row, Schedule, Sink, Target, WatchArgs};
+use super::monitor::{
+    self, add_interval, cancel_on_signals, check_duration, Monitor, Row, Schedule, Sink, Target, Trend, WatchArgs,
+};
 use crate::error::CliError;
 use crate::output::terminal::{self, Screen};
 use crate::output::{Cell, Format, Table};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
-use std::collections::VecDeque;
+use std::cmp::Ordering;
 use std::io::Write;
 use std::time::Duration;
 
@@ -67,19 +69,17 @@ impl SortKey {
     }
 }
 
-/// Order targets: names ascending, numbers descending; `reverse` flips either.
-fn sort(targets: &mut [&Target], key: SortKey, reverse: bool) {
-    targets.sort_by(|a, b| {
-        let o = match key {
-            SortKey::Name => a.name.cmp(&b.name),
-            _ => key.value(b).total_cmp(&key.value(a)).then_with(|| a.name.cmp(&b.name)),
-        };
-        if reverse {
-            o.reverse()
-        } else {
-            o
-        }
-    });
+/// Order of two targets: names ascending, numbers descending; `reverse` flips either.
+fn compare(a: &Target, b: &Target, key: SortKey, reverse: bool) -> Ordering {
+    let o = match key {
+        SortKey::Name => a.name.cmp(&b.name),
+        _ => key.value(b).total_cmp(&key.value(a)).then_with(|| a.name.cmp(&b.name)),
+    };
+    if reverse {
+        o.reverse()
+    } else {
+        o
+    }
 }
 
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -95,23 +95,9 @@ pub fn sparkline(values: impl Iterator<Item = f64> + Clone) -> String {
         .collect()
 }
 
-/// The last intervals of one target.
-struct Line {
-    last: Target,
-    history: VecDeque<f64>,
-}
-
-/// What the sparkline shows: Rx + Tx Gb/s, or the count rate.
-fn spark_value(t: &Target) -> f64 {
-    match (t.rx_gbps, t.tx_gbps) {
-        (None, None) => t.rate.unwrap_or(0.0),
-        (r, x) => r.unwrap_or(0.0) + x.unwrap_or(0.0),
-    }
-}
-
 struct View {
     screen: Screen,
-    lines: Vec<Line>,
+    trends: Vec<Trend>,
     key: SortKey,
     reverse: bool,
     time_s: f64,
@@ -122,8 +108,8 @@ const HISTORY: usize = 60;
 
 impl View {
     fn render(&self, width: usize, height: usize) -> String {
-        let mut targets: Vec<&Target> = self.lines.iter().map(|l| &l.last).collect();
-        sort(&mut targets, self.key, self.reverse);
+        let mut trends: Vec<&Trend> = self.trends.iter().collect();
+        trends.sort_by(|a, b| compare(&a.last, &b.last, self.key, self.reverse));
         let arrow = if self.reverse { '▲' } else { '▼' };
         let head = |k: SortKey, s: &str| {
             if k == self.key {
@@ -144,28 +130,23 @@ impl View {
             ("rate", &head(SortKey::Rate, "Rate/s")),
             ("run", "Run %"),
         ]);
-        for tg in &targets {
-            t.push(target_cells(tg, SortKey::Total.value(tg)));
+        for tr in &trends {
+            t.push(target_cells(&tr.last, SortKey::Total.value(&tr.last)));
         }
         let table = t.to_human();
         let table_w = table.lines().map(|l| l.chars().count()).max().unwrap_or(0);
         let spark_w = width.saturating_sub(table_w + 2).min(HISTORY);
         let mut out = format!(
             "pcieperf pmu top  {} targets  every {} ms  {:.1} s   sort: {:?}{arrow}   keys: n r t a c sort, i reverse, q quit\n\n",
-            targets.len(),
+            trends.len(),
             self.interval_ms,
             self.time_s,
             self.key
         );
         for (i, l) in table.lines().enumerate().take(height.saturating_sub(3)) {
-            let spark = match i.checked_sub(1).and_then(|j| targets.get(j)) {
-                Some(tg) if spark_w > 0 => {
-                    let line = self
-                        .lines
-                        .iter()
-                        .find(|x| x.last.name == tg.name)
-                        .expect("target has a line");
-                    let h = &line.history;
+            let spark = match i.checked_sub(1).and_then(|j| trends.get(j)) {
+                Some(tr) if spark_w > 0 => {
+                    let h = &tr.history;
                     sparkline(h.iter().skip(h.len().saturating_sub(spark_w)).copied())
                 }
                 _ if i == 0 && spark_w > 0 => "History".to_string(),
@@ -203,22 +184,7 @@ fn target_cells(t: &Target, total: f64) -> Vec<Cell> {
 impl Sink for View {
     fn interval(&mut self, mon: &Monitor, rows: &[Row]) -> Result<bool, CliError> {
         self.time_s = rows.first().map_or(self.time_s, |r| r.time_s);
-        for t in mon.targets(rows) {
-            let v = spark_value(&t);
-            match self.lines.iter_mut().find(|l| l.last.name == t.name) {
-                Some(l) => {
-                    l.history.push_back(v);
-                    if l.history.len() > HISTORY {
-                        l.history.pop_front();
-                    }
-                    l.last = t;
-                }
-                None => self.lines.push(Line {
-                    last: t,
-                    history: VecDeque::from([v]),
-                }),
-            }
-        }
+        add_interval(&mut self.trends, mon.targets(rows), HISTORY);
         self.redraw()?;
         Ok(true)
     }
@@ -268,7 +234,7 @@ impl Sink for Plain {
         let time_s = rows.first().map_or(0.0, |r| r.time_s);
         let all = mon.targets(rows);
         let mut targets: Vec<&Target> = all.iter().collect();
-        sort(&mut targets, self.key, false);
+        targets.sort_by(|a, b| compare(a, b, self.key, false));
         let text = if self.format == Format::Json {
             targets
                 .iter()
@@ -327,7 +293,7 @@ pub fn run(a: &TopArgs) -> Result<String, CliError> {
     let screen = Screen::enter().map_err(|e| CliError::Runtime(format!("cannot set up the terminal: {e}")))?;
     let mut view = View {
         screen,
-        lines: Vec::new(),
+        trends: Vec::new(),
         key: a.sort,
         reverse: false,
         time_s: 0.0,
@@ -374,8 +340,8 @@ mod tests {
         let b = target("0000:10:00.0", Some(3.0), Some(0.5), None);
         let c = target("software/cpu-clock/", None, None, Some(1e9));
         let names = |key, rev| {
-            let mut v = vec![&a, &b, &c];
-            sort(&mut v, key, rev);
+            let mut v = [&a, &b, &c];
+            v.sort_by(|x, y| compare(x, y, key, rev));
             v.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
         };
         assert_eq!(
