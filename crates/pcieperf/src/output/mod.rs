@@ -3,6 +3,7 @@
 
 mod file;
 mod table;
+pub mod terminal;
 
 pub use file::write_atomically;
 pub use table::{Cell, Table};

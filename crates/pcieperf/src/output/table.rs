@@ -128,8 +128,8 @@ impl Table {
         let widths: Vec<usize> = (0..self.columns.len())
             .map(|i| {
                 body.iter()
-                    .map(|r| r[i].len())
-                    .chain([self.columns[i].1.len()])
+                    .map(|r| r[i].chars().count())
+                    .chain([self.columns[i].1.chars().count()])
                     .max()
                     .unwrap_or(0)
             })

@@ -1,7 +1,12 @@
-//! `pcieperf pmu ...`: PCIe PMUs on Linux: discovery (`list`) and counting (`stat`).
+//! `pcieperf pmu ...`: PCIe PMUs on Linux: discovery (`list`), counting (`stat`), and the live
+//! commands on the same sampling core (`top`, `record`, `serve`).
 
 mod list;
+mod monitor;
+mod record;
+mod serve;
 mod stat;
+mod top;
 
 use crate::error::CliError;
 use clap::Subcommand;
@@ -13,12 +18,21 @@ pub enum PmuCmd {
     List(list::ListArgs),
     /// Count events like `perf stat -a`: multiplexing share, bytes and Gb/s for payload events
     Stat(stat::StatArgs),
+    /// Record interval rows to a CSV / JSON-lines file, with optional Gb/s-over-time charts
+    Record(record::RecordArgs),
+    /// Live view per root port: Rx/Tx Gb/s, share of the link's model bandwidth, sparkline
+    Top(top::TopArgs),
+    /// Prometheus /metrics and a small live page on 127.0.0.1:9464
+    Serve(serve::ServeArgs),
 }
 
 pub fn run(cmd: &PmuCmd) -> Result<String, CliError> {
     match cmd {
         PmuCmd::List(a) => list::run(a),
         PmuCmd::Stat(a) => stat::run(a),
+        PmuCmd::Record(a) => record::run(a),
+        PmuCmd::Top(a) => top::run(a),
+        PmuCmd::Serve(a) => serve::run(a),
     }
 }
 

@@ -32,3 +32,30 @@ pub fn refused(args: &[&str]) -> String {
     assert!(o.stdout.is_empty(), "{args:?} printed {}", stdout(&o));
     stderr(&o)
 }
+
+/// True where this host lets us count its software PMU; otherwise says why (the test skips).
+pub fn can_count_software() -> bool {
+    let o = pcieperf(&["pmu", "stat", "-e", "software/cpu-clock/", "--duration", "0.01"]);
+    if o.status.code() != Some(0) {
+        eprintln!("skipped: {}", stderr(&o));
+        return false;
+    }
+    true
+}
+
+/// A fixture host whose DWC root-port PMU (`dwc_rootport_3018` on root port 0000:30:03.0, Gen5
+/// x16) is the kernel's software PMU in disguise: type 1 (`PERF_TYPE_SOFTWARE`), with
+/// `rx_pcie_tlp_data_payload` = cpu-clock (config 0) and `tx_pcie_tlp_data_payload` = task-clock
+/// (config 1). The catalog still says 1 byte per count, so a host without PCIe PMUs counts
+/// payload rows, root-port sums and link shares for real: about 1e9 "bytes" a second, 8 Gb/s.
+pub fn software_backed_dwc(tag: &str) -> pcie_pmu::fixture::Tree {
+    use pcie_pmu::fixture::{self, DwcVariant, Tree};
+    let t = Tree::new(tag);
+    fixture::common_pmus(&t);
+    fixture::dwc_pmu(&t, "dwc_rootport_3018", 1, "0", DwcVariant::Upstream);
+    t.root_port("0000:30:03.0", "0");
+    let events = "sys/bus/event_source/devices/dwc_rootport_3018/events";
+    t.attr(&format!("{events}/rx_pcie_tlp_data_payload"), "eventid=0x0,type=0x0");
+    t.attr(&format!("{events}/tx_pcie_tlp_data_payload"), "eventid=0x1,type=0x0");
+    t
+}

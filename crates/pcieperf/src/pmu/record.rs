@@ -1,0 +1,350 @@
+//! `pcieperf pmu record`: the interval rows of `pmu stat -I` as a CSV or JSON-lines time series
+//! in a file, and Gb/s-over-time charts (SVG, HTML) drawn with pcie-report.
+//!
+//! A bounded run (`--duration`, `-- COMMAND`) is written whole at the end (temporary file and
+//! rename); a run until Ctrl-C writes the file as it goes, flushed every interval, so what was
+//! recorded survives a kill.
+
+use super::monitor::{
+    self, cancel_on_signals, check_duration, csv_lines, json_lines, Monitor, Row, Schedule, Sink, Target, WatchArgs,
+};
+use crate::error::CliError;
+use crate::output::write_atomically;
+use clap::{Args, ValueEnum};
+use pcie_report::{Axis, Chart, Point, Report, Section, Series};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The time series file
+    #[arg(short = 'o', long = "output", value_name = "FILE", required = true)]
+    output: PathBuf,
+    #[command(flatten)]
+    watch: WatchArgs,
+    /// Record for S seconds (default: until COMMAND exits, or until Ctrl-C)
+    #[arg(long, value_name = "S", conflicts_with = "command", allow_negative_numbers = true)]
+    duration: Option<f64>,
+    /// Format of FILE: csv (the columns of `pmu stat -I --format csv`) or json (one object per line)
+    #[arg(long, value_enum, default_value_t)]
+    format: RecordFormat,
+    /// Also draw Gb/s over time (all root ports in one chart) as SVG
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// Also write a self-contained HTML page with one chart per root port
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Record while this command runs
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+enum RecordFormat {
+    #[default]
+    Csv,
+    Json,
+}
+
+/// Where rows go: memory (written whole at the end) or the file itself (flushed per interval).
+enum Out {
+    Buffer(String),
+    Live(File),
+}
+
+/// One target's values per interval, for the charts.
+struct History {
+    target: Target,
+    points: Vec<(f64, Target)>,
+}
+
+struct Recorder {
+    path: PathBuf,
+    format: RecordFormat,
+    out: Out,
+    header_written: bool,
+    intervals: usize,
+    rows: usize,
+    history: Vec<History>,
+}
+
+impl Recorder {
+    fn text(&mut self, rows: &[Row]) -> String {
+        let t = match self.format {
+            RecordFormat::Csv => csv_lines(rows, !self.header_written),
+            RecordFormat::Json => json_lines(rows),
+        };
+        self.header_written = true;
+        t
+    }
+}
+
+impl Sink for Recorder {
+    fn interval(&mut self, mon: &Monitor, rows: &[Row]) -> Result<bool, CliError> {
+        let text = self.text(rows);
+        match &mut self.out {
+            Out::Buffer(b) => b.push_str(&text),
+            Out::Live(f) => f
+                .write_all(text.as_bytes())
+                .and_then(|_| f.flush())
+                .map_err(|e| CliError::Runtime(format!("cannot write {}: {e}", self.path.display())))?,
+        }
+        self.intervals += 1;
+        self.rows += rows.len();
+        let time = rows.first().map_or(0.0, |r| r.time_s);
+        for t in mon.targets(rows) {
+            match self.history.iter_mut().find(|h| h.target.name == t.name) {
+                Some(h) => h.points.push((time, t)),
+                None => self.history.push(History {
+                    target: t.clone(),
+                    points: vec![(time, t)],
+                }),
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// `-o`, `--svg`, `--html` must name a file in a directory that exists: checked before counting.
+fn check_target(opt: &str, p: &Path) -> Result<(), CliError> {
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if p.file_name().is_none() || p.is_dir() {
+        return Err(monitor::usage(format!("{opt} {}: not a file name", p.display())));
+    }
+    if !dir.is_dir() {
+        return Err(monitor::usage(format!(
+            "{opt} {}: directory {} does not exist",
+            p.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+pub fn run(a: &RecordArgs) -> Result<String, CliError> {
+    check_duration(a.duration)?;
+    check_target("-o", &a.output)?;
+    for (opt, p) in [("--svg", &a.svg), ("--html", &a.html)] {
+        if let Some(p) = p {
+            check_target(opt, p)?;
+        }
+    }
+    let (mut mon, mut src) = a.watch.open()?;
+    let bounded = a.duration.is_some() || !a.command.is_empty();
+    let out = if bounded {
+        Out::Buffer(String::new())
+    } else {
+        Out::Live(
+            File::create(&a.output)
+                .map_err(|e| CliError::Runtime(format!("cannot create {}: {e}", a.output.display())))?,
+        )
+    };
+    let mut rec = Recorder {
+        path: a.output.clone(),
+        format: a.format,
+        out,
+        header_written: false,
+        intervals: 0,
+        rows: 0,
+        history: Vec::new(),
+    };
+    let sched = Schedule {
+        interval: Some(Duration::from_millis(a.watch.interval)),
+        duration: a.duration,
+        command: &a.command,
+    };
+    let cancel = cancel_on_signals();
+    let secs = monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut rec)?;
+    if let Out::Buffer(b) = &rec.out {
+        write_atomically(&a.output, b)?;
+    }
+    if let Some(p) = &a.svg {
+        write_atomically(p, &overview(&rec.history).to_svg())?;
+    }
+    if let Some(p) = &a.html {
+        write_atomically(p, &report(&rec.history, &mon, secs).to_html())?;
+    }
+    eprintln!(
+        "recorded {} intervals ({} rows, {secs:.3} s) to {}",
+        rec.intervals,
+        rec.rows,
+        a.output.display()
+    );
+    Ok(String::new())
+}
+
+/// Payload targets draw Rx and Tx Gb/s; others their count rate.
+fn series(h: &History, prefix: &str) -> Vec<Series> {
+    let line = |name: &str, f: &dyn Fn(&Target) -> Option<f64>| {
+        let pts: Vec<Point> = h
+            .points
+            .iter()
+            .filter_map(|(t, v)| f(v).map(|y| Point::new(*t, y)))
+            .collect();
+        (!pts.is_empty()).then(|| Series::line(format!("{prefix}{name}"), pts))
+    };
+    let payload: Vec<Series> = [line("Rx", &|v| v.rx_gbps), line("Tx", &|v| v.tx_gbps)]
+        .into_iter()
+        .flatten()
+        .collect();
+    if payload.is_empty() {
+        line("count rate", &|v| v.rate).into_iter().collect()
+    } else {
+        payload
+    }
+}
+
+fn is_payload(h: &History) -> bool {
+    h.points.iter().any(|(_, v)| v.rx_gbps.is_some() || v.tx_gbps.is_some())
+}
+
+fn time_axis() -> Axis {
+    Axis::linear("Time since start (s)")
+}
+
+/// Rates start at zero, so a flat line at 1 G reads as flat.
+fn rate_axis(payload: bool) -> Axis {
+    Axis {
+        min: Some(0.0),
+        ..Axis::linear(if payload { "Payload (Gb/s)" } else { "Events per second" })
+    }
+}
+
+/// All root ports in one chart (or, with no payload event, every event's count rate).
+fn overview(history: &[History]) -> Chart {
+    let payload = history.iter().any(is_payload);
+    let series = history
+        .iter()
+        .filter(|h| is_payload(h) == payload)
+        .flat_map(|h| series(h, &format!("{} ", h.target.name)))
+        .collect();
+    Chart {
+        title: if payload {
+            "PCIe payload bandwidth per root port".into()
+        } else {
+            "Event rates".into()
+        },
+        x: time_axis(),
+        y: rate_axis(payload),
+        series,
+    }
+}
+
+/// One section per root port (or event) with the link's model bandwidth for reference.
+fn report(history: &[History], mon: &Monitor, secs: f64) -> Report {
+    let mut sections = Vec::new();
+    for (i, h) in history.iter().enumerate() {
+        let mut series = series(h, "");
+        let mut notes = Vec::new();
+        let model = mon.ports.iter().find(|p| p.name == h.target.name).and_then(|p| p.model);
+        let span = |y: f64| vec![Point::new(0.0, y), Point::new(secs, y)];
+        if let (Some(m), true) = (model, is_payload(h)) {
+            series.push(Series::reference(
+                format!("model Rx {:.1} Gb/s", m.rx_gbps),
+                span(m.rx_gbps),
+            ));
+            series.push(Series::reference(
+                format!("model Tx {:.1} Gb/s", m.tx_gbps),
+                span(m.tx_gbps),
+            ));
+        }
+        let stats = |name: &str, unit: &str, f: &dyn Fn(&Target) -> Option<f64>| {
+            let v: Vec<f64> = h.points.iter().filter_map(|(_, t)| f(t)).collect();
+            (!v.is_empty()).then(|| {
+                let mean = v.iter().sum::<f64>() / v.len() as f64;
+                let peak = v.iter().copied().fold(f64::MIN, f64::max);
+                format!(
+                    "{name}: mean {mean:.3} {unit}, peak {peak:.3} {unit} over {} intervals",
+                    v.len()
+                )
+            })
+        };
+        notes.extend(stats("Rx", "Gb/s", &|t| t.rx_gbps));
+        notes.extend(stats("Tx", "Gb/s", &|t| t.tx_gbps));
+        if !is_payload(h) {
+            notes.extend(stats("Rate", "/s", &|t| t.rate));
+        }
+        if let Some(l) = &h.target.link {
+            notes.push(format!("Link: {l}; model bandwidth is the pcie-model payload rate of 4 KB DMA writes (Rx) and reads (Tx) at MPS 256."));
+        }
+        sections.push(Section {
+            id: format!("t{i}"),
+            heading: format!("{} ({})", h.target.name, h.target.pmus),
+            chart: Chart {
+                title: h.target.name.clone(),
+                x: time_axis(),
+                y: rate_axis(is_payload(h)),
+                series,
+            },
+            notes,
+        });
+    }
+    Report {
+        title: "pcieperf pmu record".into(),
+        description: vec![format!(
+            "{} root port{} or event{} over {secs:.3} s, one chart each; the values are the recorded rows summed per root port.",
+            history.len(),
+            if history.len() == 1 { "" } else { "s" },
+            if history.len() == 1 { "" } else { "s" },
+        )],
+        sections,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pmu::monitor::tests::{dwc_host, Fake};
+    use crate::pmu::monitor::{resolve_events, Plan};
+    use pcie_pmu::System;
+
+    #[test]
+    fn charts_show_rx_and_tx_per_root_port_against_the_link_model() {
+        let t = dwc_host("record-charts");
+        let sys = System::discover(t.path()).unwrap();
+        let events = resolve_events(
+            &sys,
+            &["dwc_rootport/rx_pcie_tlp_data_payload/,dwc_rootport/tx_pcie_tlp_data_payload/".into()],
+        )
+        .unwrap();
+        let plan = Plan::new(&sys, events).unwrap();
+        let mut src = Fake::default();
+        let mut mon = Monitor::open(&mut src, plan).unwrap();
+        let mut rec = Recorder {
+            path: "r.csv".into(),
+            format: RecordFormat::Json,
+            out: Out::Buffer(String::new()),
+            header_written: false,
+            intervals: 0,
+            rows: 0,
+            history: Vec::new(),
+        };
+        let sched = Schedule {
+            interval: Some(Duration::from_millis(100)),
+            duration: Some(0.3),
+            command: &[],
+        };
+        let secs = monitor::run(&mut src, &mut mon, sched, &Default::default(), &mut rec).unwrap();
+        let Out::Buffer(text) = &rec.out else { panic!() };
+        assert_eq!(text.lines().count(), 6, "{text}");
+        assert!(text.contains("\"root_port\":\"0000:30:03.0\""), "{text}");
+
+        let svg = overview(&rec.history).to_svg();
+        assert!(svg.contains("data-name=\"0000:30:03.0 Rx\"") && svg.contains("data-name=\"0000:30:03.0 Tx\""));
+        assert!(svg.contains("Payload (Gb/s)"));
+        let html = report(&rec.history, &mon, secs).to_html();
+        let model = mon.ports[0].model.unwrap();
+        assert!(html.contains(&format!("model Rx {:.1} Gb/s", model.rx_gbps)), "{html}");
+        // 1e6 counts per read, running half the time, 1 B each, per 0.1 s: 0.16 Gb/s.
+        assert!(
+            html.contains("Rx: mean 0.160 Gb/s, peak 0.160 Gb/s over 3 intervals"),
+            "{html}"
+        );
+        assert!(html.contains("32.0 GT/s PCIe x16"), "{html}");
+    }
+}

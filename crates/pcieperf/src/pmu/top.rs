@@ -1,0 +1,365 @@
+//! `pcieperf pmu top`: a live view per root port (Rx/Tx Gb/s, share of the link's model
+//! bandwidth, a sparkline of recent intervals), sortable with keys or `--sort`; `q` or Ctrl-C
+//! quits and puts the terminal back. With `--format csv|json` it prints the same rows every
+//! interval instead (no terminal needed).
+
+use super::monitor::{
+    self, add_interval, cancel_on_signals, check_duration, Monitor, Row, Schedule, Sink, Target, Trend, WatchArgs,
+};
+use crate::error::CliError;
+use crate::output::terminal::{self, Screen};
+use crate::output::{Cell, Format, Table};
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use std::cmp::Ordering;
+use std::io::Write;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    #[command(flatten)]
+    watch: WatchArgs,
+    /// Sort column (keys in the view: n r t a c; i reverses)
+    #[arg(long, value_enum, default_value_t)]
+    sort: SortKey,
+    /// Stop after S seconds (default: until q or Ctrl-C)
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    duration: Option<f64>,
+    /// table: the live view (stdout must be a terminal); csv / json: the rows every interval
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+enum SortKey {
+    /// Root port (or event) name, ascending
+    Name,
+    Rx,
+    Tx,
+    /// Rx + Tx
+    #[default]
+    Total,
+    /// Count rate of events that do not measure payload
+    Rate,
+}
+
+impl SortKey {
+    fn from_key(k: u8) -> Option<SortKey> {
+        Some(match k {
+            b'n' => SortKey::Name,
+            b'r' => SortKey::Rx,
+            b't' => SortKey::Tx,
+            b'a' => SortKey::Total,
+            b'c' => SortKey::Rate,
+            _ => return None,
+        })
+    }
+
+    fn value(self, t: &Target) -> f64 {
+        match self {
+            SortKey::Name => 0.0,
+            SortKey::Rx => t.rx_gbps.unwrap_or(-1.0),
+            SortKey::Tx => t.tx_gbps.unwrap_or(-1.0),
+            SortKey::Total => match (t.rx_gbps, t.tx_gbps) {
+                (None, None) => -1.0,
+                (r, x) => r.unwrap_or(0.0) + x.unwrap_or(0.0),
+            },
+            SortKey::Rate => t.rate.unwrap_or(-1.0),
+        }
+    }
+}
+
+/// Order of two targets: names ascending, numbers descending; `reverse` flips either.
+fn compare(a: &Target, b: &Target, key: SortKey, reverse: bool) -> Ordering {
+    let o = match key {
+        SortKey::Name => a.name.cmp(&b.name),
+        _ => key.value(b).total_cmp(&key.value(a)).then_with(|| a.name.cmp(&b.name)),
+    };
+    if reverse {
+        o.reverse()
+    } else {
+        o
+    }
+}
+
+const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// The values as bars scaled to their maximum (the lowest bar for zero).
+pub fn sparkline(values: impl Iterator<Item = f64> + Clone) -> String {
+    let max = values.clone().fold(0.0_f64, f64::max);
+    values
+        .map(|v| {
+            let i = if max > 0.0 { (v / max * 7.0).round() as usize } else { 0 };
+            BARS[i.min(7)]
+        })
+        .collect()
+}
+
+struct View {
+    screen: Screen,
+    trends: Vec<Trend>,
+    key: SortKey,
+    reverse: bool,
+    time_s: f64,
+    interval_ms: u64,
+}
+
+const HISTORY: usize = 60;
+
+impl View {
+    fn render(&self, width: usize, height: usize) -> String {
+        let mut trends: Vec<&Trend> = self.trends.iter().collect();
+        trends.sort_by(|a, b| compare(&a.last, &b.last, self.key, self.reverse));
+        let arrow = if self.reverse { '▲' } else { '▼' };
+        let head = |k: SortKey, s: &str| {
+            if k == self.key {
+                format!("{s}{arrow}")
+            } else {
+                s.to_string()
+            }
+        };
+        let mut t = Table::new(&[
+            ("target", &head(SortKey::Name, "Root port / event")),
+            ("pmus", "PMU"),
+            ("link", "Link"),
+            ("rx", &head(SortKey::Rx, "Rx Gb/s")),
+            ("rx_pct", "Rx %"),
+            ("tx", &head(SortKey::Tx, "Tx Gb/s")),
+            ("tx_pct", "Tx %"),
+            ("total", &head(SortKey::Total, "Total")),
+            ("rate", &head(SortKey::Rate, "Rate/s")),
+            ("run", "Run %"),
+        ]);
+        for tr in &trends {
+            t.push(target_cells(&tr.last, SortKey::Total.value(&tr.last)));
+        }
+        let table = t.to_human();
+        let table_w = table.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        let spark_w = width.saturating_sub(table_w + 2).min(HISTORY);
+        let mut out = format!(
+            "pcieperf pmu top  {} targets  every {} ms  {:.1} s   sort: {:?}{arrow}   keys: n r t a c sort, i reverse, q quit\n\n",
+            trends.len(),
+            self.interval_ms,
+            self.time_s,
+            self.key
+        );
+        for (i, l) in table.lines().enumerate().take(height.saturating_sub(3)) {
+            let spark = match i.checked_sub(1).and_then(|j| trends.get(j)) {
+                Some(tr) if spark_w > 0 => {
+                    let h = &tr.history;
+                    sparkline(h.iter().skip(h.len().saturating_sub(spark_w)).copied())
+                }
+                _ if i == 0 && spark_w > 0 => "History".to_string(),
+                _ => String::new(),
+            };
+            out.push_str(&format!("{l:<table_w$}  {spark}\n"));
+        }
+        out
+    }
+
+    fn redraw(&self) -> Result<(), CliError> {
+        let (w, h) = terminal::size();
+        self.screen
+            .draw(&self.render(w, h))
+            .map_err(|e| CliError::Runtime(format!("cannot draw: {e}")))
+    }
+}
+
+fn target_cells(t: &Target, total: f64) -> Vec<Cell> {
+    let opt = |x: Option<f64>, dec: usize| x.map_or(Cell::Empty, |v| Cell::num(v, dec));
+    vec![
+        Cell::text(t.name.as_str()),
+        Cell::text(t.pmus.as_str()),
+        t.link.as_deref().map_or(Cell::Empty, Cell::text),
+        opt(t.rx_gbps, 2),
+        opt(t.rx_pct, 1),
+        opt(t.tx_gbps, 2),
+        opt(t.tx_pct, 1),
+        opt((total >= 0.0).then_some(total), 2),
+        opt(t.rate, 0),
+        Cell::num(t.running_pct, 1),
+    ]
+}
+
+impl Sink for View {
+    fn interval(&mut self, mon: &Monitor, rows: &[Row]) -> Result<bool, CliError> {
+        self.time_s = rows.first().map_or(self.time_s, |r| r.time_s);
+        add_interval(&mut self.trends, mon.targets(rows), HISTORY);
+        self.redraw()?;
+        Ok(true)
+    }
+
+    fn wake(&mut self, _mon: &Monitor) -> Result<bool, CliError> {
+        let keys = self.screen.keys();
+        let mut changed = false;
+        for k in keys {
+            match k {
+                b'q' | b'Q' | 3 => return Ok(false),
+                b'i' => self.reverse = !self.reverse,
+                k => match SortKey::from_key(k) {
+                    Some(s) => self.key = s,
+                    None => continue,
+                },
+            }
+            changed = true;
+        }
+        if changed {
+            self.redraw()?;
+        }
+        Ok(true)
+    }
+
+    fn poll(&self) -> Duration {
+        Duration::from_millis(50)
+    }
+}
+
+/// A target in an interval, as `--format csv|json` prints it.
+#[derive(Serialize)]
+struct TargetRow<'a> {
+    time_s: f64,
+    #[serde(flatten)]
+    target: &'a Target,
+}
+
+/// `--format csv|json`: every interval's targets in sort order.
+struct Plain {
+    format: Format,
+    key: SortKey,
+    header: bool,
+}
+
+impl Sink for Plain {
+    fn interval(&mut self, mon: &Monitor, rows: &[Row]) -> Result<bool, CliError> {
+        let time_s = rows.first().map_or(0.0, |r| r.time_s);
+        let all = mon.targets(rows);
+        let mut targets: Vec<&Target> = all.iter().collect();
+        targets.sort_by(|a, b| compare(a, b, self.key, false));
+        let text = if self.format == Format::Json {
+            targets
+                .iter()
+                .map(|t| serde_json::to_string(&TargetRow { time_s, target: t }).expect("rows serialise") + "\n")
+                .collect()
+        } else {
+            let mut t = Table::new(&[
+                ("time_s", ""),
+                ("name", ""),
+                ("pmus", ""),
+                ("link", ""),
+                ("rx_gbps", ""),
+                ("rx_pct", ""),
+                ("tx_gbps", ""),
+                ("tx_pct", ""),
+                ("total_gbps", ""),
+                ("rate", ""),
+                ("running_pct", ""),
+            ]);
+            for tg in &targets {
+                let mut cells = vec![Cell::num(time_s, 6)];
+                cells.extend(target_cells(tg, SortKey::Total.value(tg)));
+                t.push(cells);
+            }
+            monitor::strip_header(t.to_csv(), !std::mem::replace(&mut self.header, true))
+        };
+        let mut out = std::io::stdout();
+        Ok(out.write_all(text.as_bytes()).and_then(|_| out.flush()).is_ok())
+    }
+}
+
+pub fn run(a: &TopArgs) -> Result<String, CliError> {
+    check_duration(a.duration)?;
+    if a.format == Format::Table && !terminal::stdout_is_terminal() {
+        return Err(monitor::usage(
+            "pmu top: stdout is not a terminal; use --format csv|json for rows every interval, \
+             or `pmu record` / `pmu stat -I`",
+        ));
+    }
+    let (mut mon, mut src) = a.watch.open()?;
+    let sched = Schedule {
+        interval: Some(Duration::from_millis(a.watch.interval)),
+        duration: a.duration,
+        command: &[],
+    };
+    let cancel = cancel_on_signals();
+    if a.format != Format::Table {
+        let mut plain = Plain {
+            format: a.format,
+            key: a.sort,
+            header: false,
+        };
+        monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut plain)?;
+        return Ok(String::new());
+    }
+    let screen = Screen::enter().map_err(|e| CliError::Runtime(format!("cannot set up the terminal: {e}")))?;
+    let mut view = View {
+        screen,
+        trends: Vec::new(),
+        key: a.sort,
+        reverse: false,
+        time_s: 0.0,
+        interval_ms: a.watch.interval,
+    };
+    view.screen
+        .draw(&format!(
+            "pcieperf pmu top: first interval in {} ms ...\n",
+            a.watch.interval
+        ))
+        .map_err(|e| CliError::Runtime(format!("cannot draw: {e}")))?;
+    monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut view)?;
+    Ok(String::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(name: &str, rx: Option<f64>, tx: Option<f64>, rate: Option<f64>) -> Target {
+        Target {
+            name: name.into(),
+            pmus: "p".into(),
+            link: None,
+            rx_gbps: rx,
+            tx_gbps: tx,
+            rx_pct: None,
+            tx_pct: None,
+            rate,
+            running_pct: 100.0,
+        }
+    }
+
+    #[test]
+    fn sparkline_scales_to_the_maximum() {
+        assert_eq!(sparkline([0.0, 1.0, 2.0, 4.0].into_iter()), "▁▃▅█");
+        assert_eq!(sparkline([0.0, 0.0].into_iter()), "▁▁");
+        assert_eq!(sparkline(std::iter::empty()), "");
+    }
+
+    #[test]
+    fn sort_orders_numbers_down_and_names_up() {
+        let a = target("0000:30:03.0", Some(1.0), Some(5.0), None);
+        let b = target("0000:10:00.0", Some(3.0), Some(0.5), None);
+        let c = target("software/cpu-clock/", None, None, Some(1e9));
+        let names = |key, rev| {
+            let mut v = [&a, &b, &c];
+            v.sort_by(|x, y| compare(x, y, key, rev));
+            v.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(SortKey::Total, false),
+            ["0000:30:03.0", "0000:10:00.0", "software/cpu-clock/"]
+        );
+        assert_eq!(
+            names(SortKey::Rx, false),
+            ["0000:10:00.0", "0000:30:03.0", "software/cpu-clock/"]
+        );
+        assert_eq!(names(SortKey::Rate, false)[0], "software/cpu-clock/");
+        assert_eq!(
+            names(SortKey::Name, false),
+            ["0000:10:00.0", "0000:30:03.0", "software/cpu-clock/"]
+        );
+        assert_eq!(
+            names(SortKey::Name, true),
+            ["software/cpu-clock/", "0000:30:03.0", "0000:10:00.0"]
+        );
+    }
+}
