@@ -292,6 +292,7 @@ fn report(history: &[History], mon: &Monitor, secs: f64) -> Report {
             if history.len() == 1 { "" } else { "s" },
             if history.len() == 1 { "" } else { "s" },
         )],
+        tables: vec![],
         sections,
     }
 }
