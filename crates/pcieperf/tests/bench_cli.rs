@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pcieperf-bench-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    common::fresh_path(&format!("bench-{name}"))
 }
 
 fn csv_files(dir: &Path) -> Vec<(String, String)> {

@@ -12,9 +12,7 @@ use std::process::Output;
 const REFDEV: &str = env!("CARGO_BIN_EXE_pcieperf-refdev");
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pcieperf-exec-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    common::fresh_path(&format!("exec-{name}"))
 }
 
 /// `bench run` on the reference device with `switches`, the given options and `--out DIR`.

@@ -153,8 +153,7 @@ fn latency_bound_names_the_limit() {
 
 #[test]
 fn plot_writes_an_svg_with_one_series_per_operation_and_the_line_rate() {
-    let dir = std::env::temp_dir().join(format!("pcieperf-plot-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch_dir("plot");
     let svg: PathBuf = dir.join("bw.svg");
     let o = pcieperf(&["model", "bw", "--plot", svg.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -10,10 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pcieperf-record-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch_dir(&format!("record-{name}"))
 }
 
 fn s(p: &Path) -> &str {

@@ -9,7 +9,7 @@
 mod common;
 use common::pcieperf;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const SUPERMICRO: &str = "nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro";
@@ -59,19 +59,8 @@ fn chromium() -> Option<String> {
     None
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pcieperf-browser-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn reference(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../data/reference/pcie-bench")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
+    common::reference(name).to_string_lossy().into_owned()
 }
 
 fn headless(browser: &str, args: &[&str]) -> std::process::Output {
@@ -174,7 +163,7 @@ fn report(args: &[&str], html: &Path) {
 #[test]
 fn reports_render_in_a_browser() {
     let Some(browser) = chromium() else { return };
-    let dir = scratch("pages");
+    let dir = common::scratch_dir("browser-pages");
 
     // Both pcie-bench directories: 34 charts each, with the paper's figures.
     for (name, short) in [(SUPERMICRO, "supermicro"), (IOMMU_NOSP, "supermicro-iommu-nosp")] {

@@ -2,21 +2,12 @@
 //! simulator run, as HTML, SVG files and text; and the refusals.
 
 mod common;
-use common::pcieperf;
+use common::{pcieperf, reference};
 
 use std::path::{Path, PathBuf};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pcieperf-report-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn reference(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../data/reference/pcie-bench")
-        .join(name)
+    common::scratch_dir(&format!("report-{name}"))
 }
 
 const SUPERMICRO: &str = "nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro";

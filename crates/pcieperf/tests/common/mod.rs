@@ -59,3 +59,25 @@ pub fn software_backed_dwc(tag: &str) -> pcie_pmu::fixture::Tree {
     t.attr(&format!("{events}/tx_pcie_tlp_data_payload"), "eventid=0x1,type=0x0");
     t
 }
+
+/// A path under the temp directory, unique to this test process, that does not exist yet (for
+/// commands that create their output directory themselves).
+pub fn fresh_path(name: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("pcieperf-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+/// An empty directory under the temp directory, unique to this test process.
+pub fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let p = fresh_path(name);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+/// One of the pcie-bench data directories copied into `data/reference/pcie-bench`.
+pub fn reference(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/reference/pcie-bench")
+        .join(name)
+}
