@@ -1,0 +1,558 @@
+//! A host with per-root-port PCIe PMUs (a Yitian 710 by default) running storage workloads.
+//!
+//! An event-driven simulation in picoseconds: fio-like jobs submit I/Os to the storage device
+//! behind a root port; the host rings doorbells, the device reads its commands and scatter lists,
+//! moves data chunk by chunk as its media produces or takes it (memory writes for reads,
+//! read requests and completions for writes), writes completion entries and an MSI, and the host
+//! reaps it. Every TLP crosses the root port on a serialiser per direction ([`link`]), and each
+//! port's DWC counters ([`bank`]) count the payload and TLPs as they cross, multiplexed as perf
+//! does. Same profile, workloads and seed give the same counts.
+
+pub mod bank;
+pub mod link;
+pub mod profile;
+pub mod workload;
+
+use crate::engine::{ps, Pool, Ps, Sampler};
+use crate::rng::Rng;
+use bank::{Bank, EventConfig, PortLink};
+use link::Direction;
+use pcie_model::{Generation, LinkConfig, LinkParams, TlpKind};
+use profile::{PmuHostProfile, StorageSpec};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use workload::{Rw, StorageJob};
+
+/// A storage device's state.
+struct Storage {
+    spec: StorageSpec,
+    media: Pool,
+    /// Command slots free in the device's queues; I/Os beyond them wait in the host's queue.
+    slots: u32,
+    waiting: VecDeque<usize>,
+    read_latency: Sampler,
+    write_latency: Sampler,
+    /// Media time per byte of one channel.
+    read_ps_per_byte: f64,
+    write_ps_per_byte: f64,
+}
+
+/// A root port, its trained link and what is behind it.
+struct Port {
+    link: Option<LinkConfig>,
+    /// Rx: received by the root port (device to host); Tx: sent to the device.
+    rx: Direction,
+    tx: Direction,
+    storage: Option<Storage>,
+    lanes: u32,
+}
+
+/// One `--workload`: its jobs share these totals.
+struct JobSet {
+    job: StorageJob,
+    port: usize,
+    stop: Option<Ps>,
+    /// Bytes of completed I/Os, as fio counts them.
+    read_bytes: u64,
+    write_bytes: u64,
+    outstanding: u32,
+    /// Jobs still submitting.
+    active: u32,
+}
+
+/// One fio job: submits from one CPU, keeps `iodepth` I/Os in flight.
+struct Job {
+    set: usize,
+    cpu_free: Ps,
+    issued: u64,
+    stopped: bool,
+}
+
+struct Io {
+    job: usize,
+    write: bool,
+    data_start: Ps,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// A job submits its next I/O (from its CPU, when free).
+    Submit(usize),
+    /// The host rings the device's doorbell for an I/O.
+    Doorbell(usize),
+    /// The device has read the command and scatter list.
+    Fetched(usize),
+    /// The device moves chunk `n` of an I/O's data.
+    Chunk(usize, u32),
+    /// The device posts the completion and interrupt.
+    Complete(usize),
+    /// The host's handler reaps the completion.
+    Reap(usize),
+    /// The job sees the I/O done.
+    Done(usize),
+}
+
+/// The simulated host.
+pub struct PmuHost {
+    profile: PmuHostProfile,
+    ports: Vec<Port>,
+    bank: Bank,
+    rng: Rng,
+    now: Ps,
+    queue: BinaryHeap<Reverse<(Ps, u64, Ev)>>,
+    seq: u64,
+    sets: Vec<JobSet>,
+    jobs: Vec<Job>,
+    ios: Vec<Io>,
+    free_ios: Vec<usize>,
+    memory_read: Sampler,
+    submit: Sampler,
+    reap: Sampler,
+    wire: Ps,
+}
+
+/// The link a port trains with its device: the lower generation and width of both, MPS the
+/// smaller of both sides', MRRS the device's.
+fn train(host: &PmuHostProfile, port: &profile::PortSpec) -> Option<LinkConfig> {
+    let d = host.device_of(port)?;
+    let gen = port.gen.min(d.gen);
+    LinkConfig::new(&LinkParams {
+        gen: Generation::ALL[gen as usize - 1],
+        lanes: port.lanes.min(d.lanes),
+        mps: host.host.max_mps.min(d.max_mps),
+        mrrs: d.mrrs,
+        rcb: host.host.rcb,
+        ..LinkParams::default()
+    })
+    .ok()
+}
+
+impl PmuHost {
+    /// A host running `jobs` from time 0 (each job checked against the profile).
+    pub fn new(profile: PmuHostProfile, jobs: &[StorageJob], seed: u64) -> PmuHost {
+        let ports: Vec<Port> = profile
+            .ports
+            .iter()
+            .map(|p| {
+                let link = train(&profile, p);
+                let fallback = LinkConfig::new(&LinkParams::default()).expect("default link is valid");
+                let l = link.as_ref().unwrap_or(&fallback);
+                let storage = profile.device_of(p).and_then(|d| d.storage.clone()).map(|s| Storage {
+                    media: Pool {
+                        free: vec![0; s.channels as usize],
+                    },
+                    slots: s.queues * s.queue_depth,
+                    waiting: VecDeque::new(),
+                    read_latency: Sampler::triangular(&s.read_latency),
+                    write_latency: Sampler::triangular(&s.write_latency),
+                    read_ps_per_byte: 1e6 * s.channels as f64 / s.read_mbps,
+                    write_ps_per_byte: 1e6 * s.channels as f64 / s.write_mbps,
+                    spec: s,
+                });
+                Port {
+                    rx: Direction::new(l),
+                    tx: Direction::new(l),
+                    link,
+                    storage,
+                    lanes: p.lanes,
+                }
+            })
+            .collect();
+        let mut h = PmuHost {
+            bank: Bank::new(&profile.pmu, ports.len()),
+            memory_read: Sampler::triangular(&profile.host.memory_read),
+            submit: Sampler::triangular(&profile.host.submit),
+            reap: Sampler::triangular(&profile.host.reap),
+            wire: ps(profile.host.wire_ns),
+            ports,
+            rng: Rng::new(seed),
+            now: 0,
+            queue: BinaryHeap::new(),
+            seq: 0,
+            sets: Vec::new(),
+            jobs: Vec::new(),
+            ios: Vec::new(),
+            free_ios: Vec::new(),
+            profile,
+        };
+        for job in jobs {
+            h.add(job);
+        }
+        h
+    }
+
+    fn add(&mut self, job: &StorageJob) {
+        let Some(port) = self.profile.ports.iter().position(|p| p.bdf == job.port) else {
+            return;
+        };
+        let set = self.sets.len();
+        self.sets.push(JobSet {
+            job: job.clone(),
+            port,
+            stop: job.runtime.map(|s| self.now + (s * 1e12) as Ps),
+            read_bytes: 0,
+            write_bytes: 0,
+            outstanding: 0,
+            active: job.numjobs,
+        });
+        for _ in 0..job.numjobs {
+            let j = self.jobs.len();
+            self.jobs.push(Job {
+                set,
+                cpu_free: self.now,
+                issued: 0,
+                stopped: false,
+            });
+            for _ in 0..job.iodepth {
+                self.at(self.now, Ev::Submit(j));
+            }
+        }
+    }
+
+    pub fn profile(&self) -> &PmuHostProfile {
+        &self.profile
+    }
+
+    /// The link port `i` trained to with its device (`None` for an empty port).
+    pub fn link(&self, i: usize) -> Option<&LinkConfig> {
+        self.ports[i].link.as_ref()
+    }
+
+    /// Simulated nanoseconds since the start.
+    pub fn now_ns(&self) -> u64 {
+        self.now / 1000
+    }
+
+    /// True when every workload has stopped submitting and its I/Os have completed.
+    pub fn workloads_done(&self) -> bool {
+        self.sets.iter().all(|s| s.active == 0 && s.outstanding == 0)
+    }
+
+    /// Bytes read and written by workload `i`'s completed I/Os (fio's `io_bytes`).
+    pub fn workload_bytes(&self, i: usize) -> (u64, u64) {
+        (self.sets[i].read_bytes, self.sets[i].write_bytes)
+    }
+
+    fn at(&mut self, t: Ps, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse((t, self.seq, ev)));
+    }
+
+    /// Run the simulation until `ns` nanoseconds (never backwards).
+    pub fn advance_to(&mut self, ns: u64) {
+        let t = (ns * 1000).max(self.now);
+        while let Some(&Reverse((te, _, ev))) = self.queue.peek() {
+            if te > t {
+                break;
+            }
+            self.queue.pop();
+            self.now = te;
+            self.handle(ev);
+        }
+        self.now = t;
+        for (i, p) in self.ports.iter_mut().enumerate() {
+            let link = p.link.is_some().then_some(PortLink {
+                rx: &mut p.rx,
+                tx: &mut p.tx,
+            });
+            self.bank.advance(i, t, link);
+        }
+    }
+
+    /// Open a counter on port `i` for a DWC `perf_event_attr.config`, at the current time.
+    /// `Err` names what the hardware does not have.
+    pub fn open(&mut self, i: usize, config: u64) -> Result<usize, String> {
+        let p = &self.ports[i];
+        let m = EventConfig::decode(self.profile.pmu.driver, config)
+            .and_then(|c| c.measure(p.link.is_some(), p.lanes))
+            .ok_or_else(|| format!("config {config:#x}: no such event or lane on this root port"))?;
+        Ok(self.bank.open(i, m, self.now))
+    }
+
+    /// A counter's value, enabled and running nanoseconds now.
+    pub fn read(&self, id: usize) -> (u64, u64, u64) {
+        self.bank.read(id, self.now)
+    }
+
+    fn port_of(&self, io: usize) -> usize {
+        self.sets[self.jobs[self.ios[io].job].set].port
+    }
+
+    fn handle(&mut self, ev: Ev) {
+        let t = self.now;
+        match ev {
+            Ev::Submit(j) => self.submit_io(j, t),
+            Ev::Doorbell(io) => {
+                let p = self.port_of(io);
+                let s = self.ports[p].storage.as_mut().expect("jobs run on storage ports");
+                if s.slots == 0 {
+                    s.waiting.push_back(io);
+                } else {
+                    s.slots -= 1;
+                    self.start_command(io, t);
+                }
+            }
+            Ev::Fetched(io) => self.fetched(io, t),
+            Ev::Chunk(io, n) => self.chunk(io, n, t),
+            Ev::Complete(io) => self.complete(io, t),
+            Ev::Reap(io) => self.reap_io(io, t),
+            Ev::Done(io) => self.done(io, t),
+        }
+    }
+
+    fn submit_io(&mut self, j: usize, t: Ps) {
+        let set = &self.sets[self.jobs[j].set];
+        let bs = set.job.bs as u64;
+        let over_size = set.job.size.is_some_and(|s| self.jobs[j].issued + bs > s);
+        let over_time = set.stop.is_some_and(|s| t >= s);
+        let rw = set.job.rw;
+        if over_size || over_time {
+            if !self.jobs[j].stopped {
+                self.jobs[j].stopped = true;
+                self.sets[self.jobs[j].set].active -= 1;
+            }
+            return;
+        }
+        let write = match rw {
+            Rw::Read => false,
+            Rw::Write => true,
+            Rw::ReadWrite => self.rng.chance(0.5),
+        };
+        let start = t.max(self.jobs[j].cpu_free);
+        let rung = start + self.submit.draw(&mut self.rng);
+        let job = &mut self.jobs[j];
+        job.cpu_free = rung;
+        job.issued += bs;
+        self.sets[job.set].outstanding += 1;
+        let io = Io {
+            job: j,
+            write,
+            data_start: 0,
+        };
+        let id = match self.free_ios.pop() {
+            Some(i) => {
+                self.ios[i] = io;
+                i
+            }
+            None => {
+                self.ios.push(io);
+                self.ios.len() - 1
+            }
+        };
+        self.at(rung, Ev::Doorbell(id));
+    }
+
+    /// Doorbells down; the device reads the command structures and the scatter list it needs.
+    fn start_command(&mut self, io: usize, t: Ps) {
+        let bs = self.sets[self.jobs[self.ios[io].job].set].job.bs;
+        let wire = self.wire;
+        let mem = self.memory_read.draw(&mut self.rng);
+        let p = self.port_of(io);
+        let port = &mut self.ports[p];
+        let l = port.link.clone().expect("storage ports have a link");
+        let s = &port.storage.as_ref().expect("storage port").spec;
+        let mut at_dev = t;
+        for &b in &s.doorbell_writes {
+            at_dev = port.tx.send(&l, t, TlpKind::MWr, b, 1) + wire;
+        }
+        let entries = bs.div_ceil(s.sg_segment_bytes);
+        let list = entries.saturating_sub(s.sg_inline) * s.sg_entry_bytes;
+        let mut fetched = at_dev;
+        let reads: Vec<u32> = s.command_reads.iter().copied().chain((list > 0).then_some(list)).collect();
+        for b in reads {
+            let asked = port.rx.send_cut(&l, at_dev, TlpKind::MRd, b, l.mrrs) + wire;
+            fetched = fetched.max(port.tx.send_cut(&l, asked + mem, TlpKind::CplD, b, l.mps) + wire);
+        }
+        self.at(fetched, Ev::Fetched(io));
+    }
+
+    fn fetched(&mut self, io: usize, t: Ps) {
+        let write = self.ios[io].write;
+        let bs = self.sets[self.jobs[self.ios[io].job].set].job.bs as f64;
+        let rng = &mut self.rng;
+        let port = self.sets[self.jobs[self.ios[io].job].set].port;
+        let s = self.ports[port].storage.as_mut().expect("storage port");
+        let data_start = if write {
+            s.media.serve(t, (bs * s.write_ps_per_byte) as Ps)
+        } else {
+            let lat = s.read_latency.draw(rng);
+            s.media.serve(t + lat, (bs * s.read_ps_per_byte) as Ps)
+        };
+        self.ios[io].data_start = data_start;
+        let first = self.chunk_time(io, 0);
+        self.at(first, Ev::Chunk(io, 0));
+    }
+
+    /// When chunk `n` moves: a read's chunk once the media has produced it, a write's when
+    /// the media is ready to take it.
+    fn chunk_time(&self, io: usize, n: u32) -> Ps {
+        let o = &self.ios[io];
+        let set = &self.sets[self.jobs[o.job].set];
+        let s = self.ports[set.port].storage.as_ref().expect("storage port");
+        let chunk = s.spec.chunk_bytes as u64;
+        let (bytes, per) = if o.write {
+            (n as u64 * chunk, s.write_ps_per_byte)
+        } else {
+            (((n as u64 + 1) * chunk).min(set.job.bs as u64), s.read_ps_per_byte)
+        };
+        o.data_start + (bytes as f64 * per) as Ps
+    }
+
+    fn chunk(&mut self, io: usize, n: u32, t: Ps) {
+        let write = self.ios[io].write;
+        let bs = self.sets[self.jobs[self.ios[io].job].set].job.bs;
+        let wire = self.wire;
+        let mem = self.memory_read.draw(&mut self.rng);
+        let p = self.port_of(io);
+        let port = &mut self.ports[p];
+        let l = port.link.clone().expect("storage ports have a link");
+        let s = port.storage.as_ref().expect("storage port");
+        let chunk = s.spec.chunk_bytes;
+        let bytes = chunk.min(bs - n * chunk);
+        let last = (n + 1) * chunk >= bs;
+        let moved = if write {
+            let asked = port.rx.send_cut(&l, t, TlpKind::MRd, bytes, l.mrrs) + wire;
+            port.tx.send_cut(&l, asked + mem, TlpKind::CplD, bytes, l.mps) + wire
+        } else {
+            port.rx.send_cut(&l, t, TlpKind::MWr, bytes, l.mps)
+        };
+        if !last {
+            let next = self.chunk_time(io, n + 1);
+            self.at(next, Ev::Chunk(io, n + 1));
+            return;
+        }
+        let done = if write {
+            let media_end = self.ios[io].data_start + (bs as f64 * s.write_ps_per_byte) as Ps;
+            let lat = s.write_latency.draw(&mut self.rng);
+            moved.max(media_end) + lat
+        } else {
+            moved
+        };
+        self.at(done, Ev::Complete(io));
+    }
+
+    /// The device writes its completion entries and the interrupt (after the data: posted
+    /// writes stay in order).
+    fn complete(&mut self, io: usize, t: Ps) {
+        let wire = self.wire;
+        let p = self.port_of(io);
+        let port = &mut self.ports[p];
+        let l = port.link.clone().expect("storage ports have a link");
+        let s = &port.storage.as_ref().expect("storage port").spec;
+        let mut end = t;
+        for &b in s.completion_writes.iter().chain((s.interrupt_bytes > 0).then_some(&s.interrupt_bytes)) {
+            end = port.rx.send(&l, t, TlpKind::MWr, b, 1);
+        }
+        let handled = end + wire + self.reap.draw(&mut self.rng);
+        self.at(handled, Ev::Reap(io));
+    }
+
+    /// The host acknowledges the completion: register writes, and register reads answered by
+    /// the device.
+    fn reap_io(&mut self, io: usize, t: Ps) {
+        let wire = self.wire;
+        let p = self.port_of(io);
+        let port = &mut self.ports[p];
+        let l = port.link.clone().expect("storage ports have a link");
+        let s = &port.storage.as_ref().expect("storage port").spec;
+        let mut done = t;
+        for &b in &s.reap_writes {
+            port.tx.send(&l, t, TlpKind::MWr, b, 1);
+        }
+        for &b in &s.reap_reads {
+            let asked = port.tx.send(&l, t, TlpKind::MRd, b, 1) + wire;
+            done = done.max(port.rx.send(&l, asked, TlpKind::CplD, b, 1) + wire);
+        }
+        self.at(done, Ev::Done(io));
+    }
+
+    fn done(&mut self, io: usize, t: Ps) {
+        let o = &self.ios[io];
+        let (j, write) = (o.job, o.write);
+        let set = &mut self.sets[self.jobs[j].set];
+        let bs = set.job.bs as u64;
+        if write {
+            set.write_bytes += bs;
+        } else {
+            set.read_bytes += bs;
+        }
+        set.outstanding -= 1;
+        self.free_ios.push(io);
+        let port = set.port;
+        let s = self.ports[port].storage.as_mut().expect("storage port");
+        let next = s.waiting.pop_front();
+        if next.is_none() {
+            s.slots += 1;
+        }
+        if let Some(next) = next {
+            self.start_command(next, t);
+        }
+        self.at(t, Ev::Submit(j));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(jobs: &[&str]) -> PmuHost {
+        let p = profile::PmuHostProfile::load("yitian710").unwrap();
+        let jobs: Vec<StorageJob> = jobs.iter().map(|j| StorageJob::parse(&p, j).unwrap()).collect();
+        PmuHost::new(p, &jobs, 7)
+    }
+
+    fn port(h: &PmuHost, bdf: &str) -> usize {
+        h.profile().ports.iter().position(|p| p.bdf == bdf).unwrap()
+    }
+
+    #[test]
+    fn a_read_workload_moves_its_bytes_upstream_at_the_media_rate() {
+        let mut h = host(&["port=00:02.0,rw=read,bs=1M,iodepth=32,numjobs=1,runtime=1s"]);
+        let p = port(&h, "0000:00:02.0");
+        let rx = h.open(p, 0x21).unwrap();
+        let tx = h.open(p, 0x20).unwrap();
+        h.advance_to(3_000_000_000);
+        assert!(h.workloads_done());
+        let (read, written) = h.workload_bytes(0);
+        assert_eq!(written, 0);
+        // About 1 s at 560 MB/s, whole 1 MiB I/Os.
+        assert!(read % (1 << 20) == 0 && (450e6..600e6).contains(&(read as f64)), "{read}");
+        // Both payload events share the counter: each ran about half the time.
+        let (rx_v, en, run) = h.read(rx);
+        assert_eq!(en, 3_000_000_000);
+        assert!((run as f64 / en as f64 - 0.5).abs() < 0.01, "{run} of {en}");
+        assert!(rx_v > 0 && rx_v % 16 == 0, "upstream payload is in bytes, counted in 16 B units");
+        let (tx_v, _, _) = h.read(tx);
+        assert!(tx_v < rx_v / 1000, "reads send little downstream: {tx_v}");
+    }
+
+    #[test]
+    fn one_event_counts_every_payload_byte_and_the_protocol_overhead() {
+        let mut h = host(&["port=00:02.0,rw=write,bs=1M,iodepth=4,numjobs=1,size=16M"]);
+        let p = port(&h, "0000:00:02.0");
+        let tx = h.open(p, 0x20).unwrap();
+        let mrd = h.open(p, 0x1070c).unwrap();
+        h.advance_to(2_000_000_000);
+        assert!(h.workloads_done());
+        assert_eq!(h.workload_bytes(0), (0, 16 << 20));
+        let (tx_v, en, run) = h.read(tx);
+        assert_eq!(en, run, "alone on the time-based counter");
+        // Per 1 MiB write: PxSACT + PxCI doorbells (8 B), command header + CFIS + one PRD
+        // (68 B), PxIS + IS clears (8 B) = 84 B on top of the data.
+        assert_eq!(tx_v, 16 * ((1 << 20) + 84));
+        // Read requests: 2048 of 512 B for the data, three command reads, none for reaping.
+        assert_eq!(h.read(mrd).0, 16 * (2048 + 3));
+    }
+
+    #[test]
+    fn same_seed_same_counts() {
+        let run = || {
+            let mut h = host(&["port=00:01.0,rw=readwrite,bs=128k,iodepth=16,numjobs=2,runtime=50ms"]);
+            let p = port(&h, "0000:00:01.0");
+            let id = h.open(p, 0x21).unwrap();
+            h.advance_to(100_000_000);
+            (h.read(id), h.workload_bytes(0))
+        };
+        assert_eq!(run(), run());
+    }
+}
