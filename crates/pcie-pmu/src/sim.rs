@@ -12,9 +12,10 @@ use crate::counter::{CounterError, CounterId, CounterSource, Reading};
 use crate::event_spec::ResolvedEvent;
 use crate::sysfs_writer::{dwc_pmu, DwcVariant, SysfsWriter};
 use crate::{PmuError, System};
-use pcie_sim::host::profile::{parse_bdf, PmuDriver, PmuHostProfile, PortSpec};
-use pcie_sim::host::workload::StorageJob;
-use pcie_sim::host::PmuHost;
+use pcie_sim::host::profile::{parse_bdf, PmuDriver, PortSpec};
+pub use pcie_sim::host::profile::{builtin_pmu_hosts, PmuHostProfile};
+pub use pcie_sim::host::workload::{self, StorageJob, WorkloadError};
+pub use pcie_sim::host::PmuHost;
 use std::io;
 use std::time::{Duration, Instant};
 

@@ -45,13 +45,32 @@ pub struct StorageJob {
     pub size: Option<u64>,
 }
 
-/// A workload that cannot run: names the value and what is allowed.
+/// A workload that cannot run: the key and value at fault (empty for the whole spec) and what
+/// is allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkloadError(pub String);
+pub struct WorkloadError {
+    pub key: String,
+    pub value: String,
+    pub reason: String,
+}
+
+impl WorkloadError {
+    fn spec(reason: String) -> WorkloadError {
+        WorkloadError {
+            key: String::new(),
+            value: String::new(),
+            reason,
+        }
+    }
+}
 
 impl fmt::Display for WorkloadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        if self.key.is_empty() {
+            f.write_str(&self.reason)
+        } else {
+            write!(f, "{}={}: {}", self.key, self.value, self.reason)
+        }
     }
 }
 
@@ -96,7 +115,11 @@ pub fn normalise_bdf(s: &str) -> Option<String> {
 }
 
 fn bad(key: &str, value: &str, allowed: &str) -> WorkloadError {
-    WorkloadError(format!("{key}={value}: {allowed}"))
+    WorkloadError {
+        key: key.to_string(),
+        value: value.to_string(),
+        reason: allowed.to_string(),
+    }
 }
 
 impl StorageJob {
@@ -148,7 +171,7 @@ impl StorageJob {
         let mut port = None;
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = part.split_once('=').ok_or_else(|| {
-                WorkloadError(format!(
+                WorkloadError::spec(format!(
                     "--workload {text:?}: {part:?} is not KEY=VALUE (keys: port, rw, bs, iodepth, numjobs, runtime, size)"
                 ))
             })?;
@@ -161,13 +184,13 @@ impl StorageJob {
                 "runtime" => job.runtime = Some(parse_runtime(v)?),
                 "size" => job.size = Some(parse_job_size(v)?),
                 other => {
-                    return Err(WorkloadError(format!(
+                    return Err(WorkloadError::spec(format!(
                         "--workload {text:?}: unknown key {other:?}; keys: port, rw, bs, iodepth, numjobs, runtime, size"
                     )))
                 }
             }
         }
-        let port = port.ok_or_else(|| WorkloadError(format!("--workload {text:?}: needs port=BDF")))?;
+        let port = port.ok_or_else(|| WorkloadError::spec(format!("--workload {text:?}: needs port=BDF")))?;
         job.port = check_port(&port)?;
         StorageJob::new(host, job)
     }

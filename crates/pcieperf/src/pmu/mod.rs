@@ -1,6 +1,7 @@
 //! `pcieperf pmu ...`: PCIe PMUs on Linux: discovery (`list`) and counting (`stat`).
 
 mod list;
+pub mod source;
 mod stat;
 
 use crate::error::CliError;

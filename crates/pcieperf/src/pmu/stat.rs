@@ -2,6 +2,7 @@
 //! payload events, bytes and Gb/s. Counts for `--duration`, until `-- COMMAND` exits, or until
 //! Ctrl-C; `-I MS` prints one row per event per interval as it goes.
 
+use super::source::{self, SimArgs, SourceArgs};
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
@@ -9,11 +10,10 @@ use pcie_model::Generation;
 use pcie_pmu::accumulate::{gbps, max_interval_secs};
 use pcie_pmu::counter::event_name;
 use pcie_pmu::{
-    Accumulator, CounterError, CounterId, CounterSource, Delta, PerfEvents, PmuError, ResolvedEvent, System,
+    Accumulator, CounterError, CounterId, CounterSource, Delta, PmuError, ResolvedEvent, System,
 };
 use serde::Serialize;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,9 +25,10 @@ pub struct StatArgs {
     /// suffix (dwc_rootport) counts every instance.
     #[arg(short = 'e', long = "events", value_name = "EVENTS", required = true)]
     events: Vec<String>,
-    /// Root of the sysfs/procfs tree to read (ROOT/sys/..., ROOT/proc/cpuinfo)
-    #[arg(long, value_name = "ROOT", default_value = "/")]
-    sysfs: PathBuf,
+    #[command(flatten)]
+    source: SourceArgs,
+    #[command(flatten)]
+    sim: SimArgs,
     /// Print counts every MS milliseconds (one row per event per interval)
     #[arg(short = 'I', long = "interval", value_name = "MS")]
     interval: Option<u64>,
@@ -261,8 +262,9 @@ fn payload(sys: &System, ev: &ResolvedEvent) -> Result<(Option<f64>, Option<Stri
 }
 
 /// Bits of the hardware register behind an event whose driver does not poll it: the
-/// pre-upstream DWC driver (`pcie_bdf_*`) reads only the low 32 bits of the payload counter.
-fn unpolled_width(ev: &ResolvedEvent) -> Option<u32> {
+/// pre-upstream DWC driver (`pcie_bdf_*`) reads only the low 32 bits of the payload counter,
+/// so its values are accumulated modulo 2^32.
+pub(super) fn unpolled_width(ev: &ResolvedEvent) -> Option<u32> {
     ev.pmu.starts_with("pcie_bdf_").then_some(32)
 }
 
@@ -323,14 +325,8 @@ fn validate(a: &StatArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Discover and resolve every event spec (a PMU base name may give several events).
-fn resolve(a: &StatArgs) -> Result<(System, Vec<ResolvedEvent>), CliError> {
-    let sys = System::discover(&a.sysfs).map_err(|e| match e {
-        PmuError::NoRoot(_) | PmuError::NoEventSource(_) => {
-            CliError::Usage(e.to_string().replacen("sysfs root", "--sysfs", 1))
-        }
-        e => e.into(),
-    })?;
+/// Resolve every event spec (a PMU base name may give several events).
+fn resolve(a: &StatArgs, sys: &System) -> Result<Vec<ResolvedEvent>, CliError> {
     let mut events = Vec::new();
     for text in &a.events {
         for spec in split_events(text) {
@@ -340,12 +336,13 @@ fn resolve(a: &StatArgs) -> Result<(System, Vec<ResolvedEvent>), CliError> {
             events.extend(sys.resolve_all(&spec)?);
         }
     }
-    Ok((sys, events))
+    Ok(events)
 }
 
 pub fn run(a: &StatArgs) -> Result<String, CliError> {
     validate(a)?;
-    let (sys, events) = resolve(a)?;
+    let (sys, mut src) = source::open(&a.source, &a.sim)?;
+    let events = resolve(a, &sys)?;
     let mut counted = Vec::new();
     for ev in events {
         let (bytes_per_count, metric) = payload(&sys, &ev)?;
@@ -356,12 +353,11 @@ pub fn run(a: &StatArgs) -> Result<String, CliError> {
     for w in wrap_warnings(&sys, &counted, read_every) {
         eprintln!("warning: {w}");
     }
-    let mut src = PerfEvents::new();
-    count(&mut src, counted, a)
+    count(&mut *src, counted, a)
 }
 
 /// Open, count and print, on any counter source.
-fn count<S: CounterSource>(
+fn count<S: CounterSource + ?Sized>(
     src: &mut S,
     events: Vec<(ResolvedEvent, Option<f64>, Option<String>)>,
     a: &StatArgs,
@@ -370,9 +366,9 @@ fn count<S: CounterSource>(
     for (ev, bytes_per_count, metric) in events {
         let id = src.open(&ev).map_err(counter_err)?;
         counted.push(Counted {
+            acc: Accumulator::new(unpolled_width(&ev).unwrap_or(64)),
             ev,
             id,
-            acc: Accumulator::default(),
             bytes_per_count,
             metric,
         });
@@ -586,7 +582,11 @@ mod tests {
         };
         let a = StatArgs {
             events: vec![],
-            sysfs: "/".into(),
+            source: SourceArgs {
+                source: "perf".into(),
+                sysfs: "/".into(),
+            },
+            sim: SimArgs::default(),
             interval: None,
             duration: Some(0.01),
             format: Format::Json,
