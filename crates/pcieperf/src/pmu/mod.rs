@@ -1,8 +1,10 @@
-//! `pcieperf pmu ...`: PCIe PMUs on Linux: discovery (`list`) and counting (`stat`).
+//! `pcieperf pmu ...`: PCIe PMUs on Linux: discovery (`list`), counting (`stat`) and the
+//! accuracy check against a storage workload (`validate`), on this host or a simulated one.
 
 mod list;
 pub mod source;
 mod stat;
+mod validate;
 
 use crate::error::CliError;
 use clap::Subcommand;
@@ -14,12 +16,15 @@ pub enum PmuCmd {
     List(list::ListArgs),
     /// Count events like `perf stat -a`: multiplexing share, bytes and Gb/s for payload events
     Stat(stat::StatArgs),
+    /// PMU payload bytes against a storage workload's own byte count (fio, or simulated)
+    Validate(validate::ValidateArgs),
 }
 
 pub fn run(cmd: &PmuCmd) -> Result<String, CliError> {
     match cmd {
         PmuCmd::List(a) => list::run(a),
         PmuCmd::Stat(a) => stat::run(a),
+        PmuCmd::Validate(a) => validate::run(a),
     }
 }
 
