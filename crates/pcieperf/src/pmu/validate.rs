@@ -393,13 +393,13 @@ fn perf(
     dirs: &[Dir],
     interval: Duration,
 ) -> Result<(Vec<Compared>, f64, (u64, u64)), CliError> {
+    let sys = source::discover_perf(&a.source.sysfs)?;
+    let events = payload_events(&sys, &j.port, dirs)?;
     if let Err(e) = Command::new("fio").arg("--version").output() {
         return Err(CliError::Runtime(format!(
             "cannot run fio ({e}): install fio (e.g. apt install fio) or use --source sim"
         )));
     }
-    let sys = source::discover_perf(&a.source.sysfs)?;
-    let events = payload_events(&sys, &j.port, dirs)?;
     let filename = match &a.filename {
         Some(f) => f.clone(),
         None => {
