@@ -10,7 +10,7 @@ use pcie_model::Generation;
 use pcie_pmu::accumulate::{gbps, max_interval_secs};
 use pcie_pmu::counter::event_name;
 use pcie_pmu::{
-    Accumulator, CounterError, CounterId, CounterSource, Delta, PmuError, ResolvedEvent, System,
+    Accumulator, CounterError, CounterId, CounterSource, Delta, PcieView, ResolvedEvent, System,
 };
 use serde::Serialize;
 use std::io::Write;
@@ -238,17 +238,18 @@ fn counter_err(e: CounterError) -> CliError {
 }
 
 /// Bytes per count of a payload event: the family catalog's value (which knows each kernel
-/// variant's unit), else the kernel's `.scale` with a byte `.unit`.
-fn payload(sys: &System, ev: &ResolvedEvent) -> Result<(Option<f64>, Option<String>), PmuError> {
+/// variant's unit), else the kernel's `.scale` with a byte `.unit`. `views` are the system's
+/// PCIe PMUs (worked out once: annotating them parses the catalogs).
+fn payload(views: &[PcieView], ev: &ResolvedEvent) -> (Option<f64>, Option<String>) {
     if let Some(name) = &ev.event {
-        for v in sys.pcie_pmus()?.iter().filter(|v| v.pmu.name == ev.pmu) {
+        for v in views.iter().filter(|v| v.pmu.name == ev.pmu) {
             if let Some(e) = v.events.iter().find(|e| e.name.eq_ignore_ascii_case(name)) {
                 let bpc = if e.unit.as_deref() == Some("bytes") {
                     e.bytes_per_count
                 } else {
                     None
                 };
-                return Ok((bpc, e.metric.clone()));
+                return (bpc, e.metric.clone());
             }
         }
     }
@@ -258,7 +259,7 @@ fn payload(sys: &System, ev: &ResolvedEvent) -> Result<(Option<f64>, Option<Stri
         Some("B" | "Bytes" | "bytes") => Some(1.0),
         _ => None,
     };
-    Ok((mult.map(|m| m * ev.scale.unwrap_or(1.0)), None))
+    (mult.map(|m| m * ev.scale.unwrap_or(1.0)), None)
 }
 
 /// Bits of the hardware register behind an event whose driver does not poll it: the
@@ -343,9 +344,10 @@ pub fn run(a: &StatArgs) -> Result<String, CliError> {
     validate(a)?;
     let (sys, mut src) = source::open(&a.source, &a.sim)?;
     let events = resolve(a, &sys)?;
+    let views = sys.pcie_pmus()?;
     let mut counted = Vec::new();
     for ev in events {
-        let (bytes_per_count, metric) = payload(&sys, &ev)?;
+        let (bytes_per_count, metric) = payload(&views, &ev);
         counted.push((ev, bytes_per_count, metric));
     }
     // Without -I the counters are read every second (see `count`).
@@ -617,7 +619,8 @@ mod tests {
         t.intel_cpu(143);
         fixture::intel_iio_pmus(&t, 0, 40, "3.0517578125e-5", &["0000:00"]);
         let sys = System::discover(t.path()).unwrap();
-        let p = |spec: &str| payload(&sys, &sys.resolve(spec).unwrap()).unwrap();
+        let views = sys.pcie_pmus().unwrap();
+        let p = |spec: &str| payload(&views, &sys.resolve(spec).unwrap());
         assert_eq!(
             p("pcie_bdf_300300/Rx_PCIe_TLP_Data_Payload/"),
             (Some(16.0), Some("rx_bytes".into()))
@@ -649,7 +652,7 @@ mod tests {
         let sys = System::discover(t.path()).unwrap();
         let events = |spec: &str| {
             let ev = sys.resolve(spec).unwrap();
-            let (b, m) = payload(&sys, &ev).unwrap();
+            let (b, m) = payload(&sys.pcie_pmus().unwrap(), &ev);
             vec![(ev, b, m)]
         };
         let v1 = events("pcie_bdf_300300/Rx_PCIe_TLP_Data_Payload/");
