@@ -76,6 +76,28 @@ fn rows_ios(rw: &str, event: &str, r: &Value) -> f64 {
 }
 
 #[test]
+fn busy_neighbours_do_not_leak_into_the_port() {
+    let alone = validate(&["--source", "sim", "--port", "00:02.0", "--runtime", "2s", "--events", "rx"]);
+    let busy = validate(&[
+        "--source",
+        "sim",
+        "--port",
+        "00:02.0",
+        "--runtime",
+        "2s",
+        "--events",
+        "rx",
+        "--workload",
+        "port=00:01.0,rw=read,bs=128k,iodepth=32",
+        "--workload",
+        "port=00:03.0,rw=write",
+    ]);
+    // Other ports have their own links and PMUs; the SATA port's run is the same I/O for I/O.
+    assert_eq!(alone[0]["workload_bytes"], busy[0]["workload_bytes"]);
+    assert!(num(&busy[0], "error_pct").abs() < 0.01, "{}", busy[0]);
+}
+
+#[test]
 fn a_narrowed_32_bit_counter_wraps_and_stays_exact() {
     // pcie_bdf_* returns the 32-bit register in 16 B units: at the NVMe port's 6.9 GB/s it
     // wraps every 10 s.
@@ -172,6 +194,8 @@ fn bad_input_exits_2_and_names_it() {
         (sim(&["--size", "0"]), &["--size 0"]),
         (sim(&["--events", "rx,bytes"]), &["--events rx,bytes"]),
         (sim(&["-I", "0"]), &["-I 0"]),
+        (sim(&["--workload", "port=00:02.0"]), &["validated port 0000:00:02.0"]),
+        (sim(&["--workload", "port=00:01.0,bs=3"]), &["bs=3"]),
         (
             sim(&["--source", "sim:pentium"]),
             &["sim:pentium", "yitian710, yitian710-narrow"],

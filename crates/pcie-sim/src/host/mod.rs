@@ -14,7 +14,7 @@ pub mod profile;
 pub mod workload;
 
 use crate::engine::{ps, Pool, Ps, Sampler};
-use crate::rng::Rng;
+use crate::rng::{mix_seed, Rng};
 use bank::{Bank, EventConfig, PortLink};
 use link::Direction;
 use pcie_model::{Generation, LinkConfig, LinkParams, TlpKind};
@@ -45,6 +45,8 @@ struct Port {
     tx: Direction,
     storage: Option<Storage>,
     lanes: u32,
+    /// Each port draws from its own stream, so a workload on one port does not change another's.
+    rng: Rng,
 }
 
 /// One `--workload`: its jobs share these totals.
@@ -97,7 +99,6 @@ pub struct PmuHost {
     profile: PmuHostProfile,
     ports: Vec<Port>,
     bank: Bank,
-    rng: Rng,
     now: Ps,
     queue: BinaryHeap<Reverse<(Ps, u64, Ev)>>,
     seq: u64,
@@ -133,7 +134,8 @@ impl PmuHost {
         let ports: Vec<Port> = profile
             .ports
             .iter()
-            .map(|p| {
+            .enumerate()
+            .map(|(i, p)| {
                 let link = train(&profile, p);
                 let fallback = LinkConfig::new(&LinkParams::default()).expect("default link is valid");
                 let l = link.as_ref().unwrap_or(&fallback);
@@ -155,6 +157,7 @@ impl PmuHost {
                     link,
                     storage,
                     lanes: p.lanes,
+                    rng: Rng::new(mix_seed(&[seed, i as u64])),
                 }
             })
             .collect();
@@ -165,7 +168,6 @@ impl PmuHost {
             reap: Sampler::triangular(&profile.host.reap),
             wire: ps(profile.host.wire_ns),
             ports,
-            rng: Rng::new(seed),
             now: 0,
             queue: BinaryHeap::new(),
             seq: 0,
@@ -225,7 +227,12 @@ impl PmuHost {
 
     /// True when every workload has stopped submitting and its I/Os have completed.
     pub fn workloads_done(&self) -> bool {
-        self.sets.iter().all(|s| s.active == 0 && s.outstanding == 0)
+        (0..self.sets.len()).all(|i| self.workload_finished(i))
+    }
+
+    /// True when workload `i` has stopped submitting and its I/Os have completed.
+    pub fn workload_finished(&self, i: usize) -> bool {
+        self.sets[i].active == 0 && self.sets[i].outstanding == 0
     }
 
     /// Bytes read and written by workload `i`'s completed I/Os (fio's `io_bytes`).
@@ -316,10 +323,10 @@ impl PmuHost {
         let write = match rw {
             Rw::Read => false,
             Rw::Write => true,
-            Rw::ReadWrite => self.rng.chance(0.5),
+            Rw::ReadWrite => self.ports[set.port].rng.chance(0.5),
         };
         let start = t.max(self.jobs[j].cpu_free);
-        let rung = start + self.submit.draw(&mut self.rng);
+        let rung = start + self.submit.draw(&mut self.ports[self.sets[self.jobs[j].set].port].rng);
         let job = &mut self.jobs[j];
         job.cpu_free = rung;
         job.issued += bs;
@@ -346,9 +353,9 @@ impl PmuHost {
     fn start_command(&mut self, io: usize, t: Ps) {
         let bs = self.sets[self.jobs[self.ios[io].job].set].job.bs;
         let wire = self.wire;
-        let mem = self.memory_read.draw(&mut self.rng);
         let p = self.port_of(io);
         let port = &mut self.ports[p];
+        let mem = self.memory_read.draw(&mut port.rng);
         let l = port.link.clone().expect("storage ports have a link");
         let s = &port.storage.as_ref().expect("storage port").spec;
         let mut at_dev = t;
@@ -369,9 +376,9 @@ impl PmuHost {
     fn fetched(&mut self, io: usize, t: Ps) {
         let write = self.ios[io].write;
         let bs = self.sets[self.jobs[self.ios[io].job].set].job.bs as f64;
-        let rng = &mut self.rng;
-        let port = self.sets[self.jobs[self.ios[io].job].set].port;
-        let s = self.ports[port].storage.as_mut().expect("storage port");
+        let port = &mut self.ports[self.sets[self.jobs[self.ios[io].job].set].port];
+        let rng = &mut port.rng;
+        let s = port.storage.as_mut().expect("storage port");
         let data_start = if write {
             s.media.serve(t, (bs * s.write_ps_per_byte) as Ps)
         } else {
@@ -402,9 +409,9 @@ impl PmuHost {
         let write = self.ios[io].write;
         let bs = self.sets[self.jobs[self.ios[io].job].set].job.bs;
         let wire = self.wire;
-        let mem = self.memory_read.draw(&mut self.rng);
         let p = self.port_of(io);
         let port = &mut self.ports[p];
+        let mem = self.memory_read.draw(&mut port.rng);
         let l = port.link.clone().expect("storage ports have a link");
         let s = port.storage.as_ref().expect("storage port");
         let chunk = s.spec.chunk_bytes;
@@ -423,7 +430,7 @@ impl PmuHost {
         }
         let done = if write {
             let media_end = self.ios[io].data_start + (bs as f64 * s.write_ps_per_byte) as Ps;
-            let lat = s.write_latency.draw(&mut self.rng);
+            let lat = s.write_latency.draw(&mut port.rng);
             moved.max(media_end) + lat
         } else {
             moved
@@ -443,7 +450,7 @@ impl PmuHost {
         for &b in s.completion_writes.iter().chain((s.interrupt_bytes > 0).then_some(&s.interrupt_bytes)) {
             end = port.rx.send(&l, t, TlpKind::MWr, b, 1);
         }
-        let handled = end + wire + self.reap.draw(&mut self.rng);
+        let handled = end + wire + self.reap.draw(&mut port.rng);
         self.at(handled, Ev::Reap(io));
     }
 

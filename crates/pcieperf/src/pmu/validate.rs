@@ -49,6 +49,10 @@ pub struct ValidateArgs {
     /// port; writes need it given explicitly, they destroy its data)
     #[arg(long, value_name = "PATH")]
     filename: Option<PathBuf>,
+    /// Background storage workloads on other ports of the simulated host (repeatable, same
+    /// syntax as `pmu stat --workload`)
+    #[arg(long = "workload", value_name = "SPEC")]
+    workloads: Vec<String>,
     /// Read the counters every MS milliseconds
     #[arg(short = 'I', long = "interval", value_name = "MS", default_value_t = 100)]
     interval: u64,
@@ -349,13 +353,27 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
                 return Err(CliError::Usage("--sysfs: only with --source perf".into()));
             }
             let profile = source::load_profile(&p)?;
-            let j = StorageJob::new(&profile, j.clone()).map_err(option_err)?;
-            let (sys, mut host) = source::start_sim(profile, &[j.clone()], a.seed, false)?;
+            let mut jobs = vec![StorageJob::new(&profile, j.clone()).map_err(option_err)?];
+            for w in &a.workloads {
+                let b = StorageJob::parse(&profile, w).map_err(source::workload_err)?;
+                if b.port == j.port {
+                    return Err(CliError::Usage(format!(
+                        "--workload {w}: runs on the validated port {}; give background workloads other ports",
+                        j.port
+                    )));
+                }
+                jobs.push(b);
+            }
+            let (sys, mut host) = source::start_sim(profile, &jobs, a.seed, false)?;
             let events = payload_events(&sys, &j.port, &dirs)?;
-            let (c, secs) = measure(&mut host, events, interval, |h| Ok(h.host().workloads_done()))?;
+            // The validated workload is the first; background ones may run on.
+            let (c, secs) = measure(&mut host, events, interval, |h| Ok(h.host().workload_finished(0)))?;
             (c, secs, host.host().workload_bytes(0), "simulated")
         }
         Source::Perf => {
+            if let Some(w) = a.workloads.first() {
+                return Err(CliError::Usage(format!("--workload {w}: only with --source sim")));
+            }
             let (c, secs, bytes) = perf(a, &j, &dirs, interval)?;
             (c, secs, bytes, "measured")
         }
