@@ -13,10 +13,7 @@ use std::fmt::Write;
 use std::time::{Duration, Instant};
 
 fn main() {
-    let secs: u64 = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(60);
+    let secs: u64 = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(60);
     let profile = PmuHostProfile::load("yitian710").expect("built-in profile");
     let jobs: Vec<StorageJob> = profile
         .ports
@@ -25,13 +22,19 @@ fn main() {
         .enumerate()
         .map(|(i, p)| {
             let rw = ["read", "write", "readwrite"][i % 3];
-            StorageJob::parse(&profile, &format!("port={},rw={rw},bs=128k,iodepth=32,numjobs=2", p.bdf))
-                .expect("valid job")
+            StorageJob::parse(
+                &profile,
+                &format!("port={},rw={rw},bs=128k,iodepth=32,numjobs=2", p.bdf),
+            )
+            .expect("valid job")
         })
         .collect();
     let (sys, mut src) = SimHost::start(profile, &jobs, 1, false).expect("simulated host");
     let mut counters = Vec::new();
-    for spec in ["dwc_rootport/rx_pcie_tlp_data_payload/", "dwc_rootport/tx_pcie_tlp_data_payload/"] {
+    for spec in [
+        "dwc_rootport/rx_pcie_tlp_data_payload/",
+        "dwc_rootport/tx_pcie_tlp_data_payload/",
+    ] {
         for ev in sys.resolve_all(spec).expect("events resolve") {
             let id = src.open(&ev).expect("opens");
             counters.push((ev, id, Accumulator::new(64)));

@@ -2,8 +2,8 @@
 //! removed on drop. The presets follow the layouts in the reference notes (§6): the DWC driver's
 //! kernel variants, HiSilicon, Intel IIO, NVIDIA, Marvell, plus root ports and devices.
 
-pub use crate::sysfs_writer::{DwcVariant, DWC_FORMATS};
 use crate::sysfs_writer::SysfsWriter;
+pub use crate::sysfs_writer::{DwcVariant, DWC_FORMATS};
 use std::path::Path;
 
 /// A temporary directory laid out like `/` (`sys/...`, `proc/...`), removed on drop. The
@@ -67,7 +67,9 @@ impl Tree {
 
     /// A PCI function below `chain` (its upstream bridges, root port first).
     pub fn pci(&self, chain: &[&str], bdf: &str, attrs: &[(&str, &str)], driver: Option<&str>) -> &Tree {
-        self.w.pci(chain, bdf, attrs, driver).expect("write fixture PCI function");
+        self.w
+            .pci(chain, bdf, attrs, driver)
+            .expect("write fixture PCI function");
         self
     }
 

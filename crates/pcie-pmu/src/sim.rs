@@ -12,8 +12,8 @@ use crate::counter::{CounterError, CounterId, CounterSource, Reading};
 use crate::event_spec::ResolvedEvent;
 use crate::sysfs_writer::{dwc_pmu, DwcVariant, SysfsWriter};
 use crate::{PmuError, System};
-use pcie_sim::host::profile::{parse_bdf, PmuDriver, PortSpec};
 pub use pcie_sim::host::profile::{builtin_pmu_hosts, PmuHostProfile};
+use pcie_sim::host::profile::{parse_bdf, PmuDriver, PortSpec};
 pub use pcie_sim::host::workload::{self, StorageJob, WorkloadError};
 pub use pcie_sim::host::PmuHost;
 use std::io;
@@ -34,8 +34,14 @@ pub fn pmu_name(driver: PmuDriver, bdf: &str) -> Option<String> {
 
 /// sysfs `current_link_speed` text of a generation.
 fn speed(gen: u32) -> &'static str {
-    ["2.5 GT/s PCIe", "5.0 GT/s PCIe", "8.0 GT/s PCIe", "16.0 GT/s PCIe", "32.0 GT/s PCIe", "64.0 GT/s PCIe"]
-        [gen.clamp(1, 6) as usize - 1]
+    [
+        "2.5 GT/s PCIe",
+        "5.0 GT/s PCIe",
+        "8.0 GT/s PCIe",
+        "16.0 GT/s PCIe",
+        "32.0 GT/s PCIe",
+        "64.0 GT/s PCIe",
+    ][gen.clamp(1, 6) as usize - 1]
 }
 
 /// Write the host's sysfs tree.
@@ -55,7 +61,11 @@ fn write_tree(w: &SysfsWriter, host: &PmuHost) -> io::Result<()> {
         let name = pmu_name(p.pmu.driver, &port.bdf).expect("profile ports have valid BDFs");
         let cpu = (port.die * p.pmu.cpus_per_die).to_string();
         dwc_pmu(w, &name, p.pmu.first_type + i as u32, &cpu, variant)?;
-        w.pmu_attr(&name, "perf_event_mux_interval_ms", &format!("{}", p.pmu.mux_interval_ms))?;
+        w.pmu_attr(
+            &name,
+            "perf_event_mux_interval_ms",
+            &format!("{}", p.pmu.mux_interval_ms),
+        )?;
     }
     Ok(())
 }
@@ -70,17 +80,20 @@ fn write_port(w: &SysfsWriter, host: &PmuHost, i: usize, port: &PortSpec) -> io:
     let max_width = port.lanes.to_string();
     let bus = port.device_bdf.as_deref().and_then(parse_bdf).map(|b| b.1.to_string());
     let mut attrs = vec![
-            ("vendor", "0x1ded"),
-            ("device", "0x8000"),
-            ("class", "0x060400"),
-            ("current_link_speed", cur_speed),
-            ("max_link_speed", speed(port.gen)),
-            ("current_link_width", &cur_width),
-            ("max_link_width", &max_width),
-            ("numa_node", &numa),
+        ("vendor", "0x1ded"),
+        ("device", "0x8000"),
+        ("class", "0x060400"),
+        ("current_link_speed", cur_speed),
+        ("max_link_speed", speed(port.gen)),
+        ("current_link_width", &cur_width),
+        ("max_link_width", &max_width),
+        ("numa_node", &numa),
     ];
     if let Some(b) = &bus {
-        attrs.extend([("secondary_bus_number", b.as_str()), ("subordinate_bus_number", b.as_str())]);
+        attrs.extend([
+            ("secondary_bus_number", b.as_str()),
+            ("subordinate_bus_number", b.as_str()),
+        ]);
     }
     w.pci(&[], &port.bdf, &attrs, Some("pcieport"))?;
     let (Some(dev), Some(dev_bdf)) = (host.profile().device_of(port), &port.device_bdf) else {
@@ -187,7 +200,12 @@ impl CounterSource for SimHost {
             cpu: crate::counter::target_cpu(e),
             errno: EINVAL,
         };
-        let port = self.pmus.iter().find(|(n, _)| *n == e.pmu).map(|(_, i)| *i).ok_or_else(rejected)?;
+        let port = self
+            .pmus
+            .iter()
+            .find(|(n, _)| *n == e.pmu)
+            .map(|(_, i)| *i)
+            .ok_or_else(rejected)?;
         let id = self.host.open(port, e.config[0]).map_err(|_| rejected())?;
         self.counters.push(id);
         Ok(CounterId(self.counters.len() - 1))

@@ -40,9 +40,14 @@ impl SysfsWriter {
             let root = base.join(format!("pcie-pmu-{tag}-{}-{n}", std::process::id()));
             let _ = fs::remove_dir_all(&root);
             let w = SysfsWriter { root, temporary: true };
-            let made = ["sys/bus/event_source/devices", "sys/bus/pci/devices", "sys/devices", "proc"]
-                .iter()
-                .try_for_each(|d| fs::create_dir_all(w.root.join(d)));
+            let made = [
+                "sys/bus/event_source/devices",
+                "sys/bus/pci/devices",
+                "sys/devices",
+                "proc",
+            ]
+            .iter()
+            .try_for_each(|d| fs::create_dir_all(w.root.join(d)));
             match made {
                 Ok(()) => return Ok(w),
                 Err(e) => last = Some(e),
@@ -276,4 +281,3 @@ pub fn dwc_pmu(tree: &SysfsWriter, name: &str, type_id: u32, cpumask: &str, vari
     }
     Ok(())
 }
-

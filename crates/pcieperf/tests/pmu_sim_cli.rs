@@ -47,7 +47,12 @@ fn one_event_counts_the_data_and_exactly_the_protocol_payload() {
     // Per 1 MiB I/O on the AHCI port, besides the data: upstream an 8 B Set Device Bits FIS, a
     // 4 B MSI and two 4 B register reads answered (20 B); downstream two 4 B doorbells, the 32 B
     // command header, the 20 B CFIS, one 16 B PRD and two 4 B interrupt clears (84 B).
-    for (rw, event) in [("read", "rx"), ("write", "tx"), ("readwrite", "rx"), ("readwrite", "tx")] {
+    for (rw, event) in [
+        ("read", "rx"),
+        ("write", "tx"),
+        ("readwrite", "rx"),
+        ("readwrite", "tx"),
+    ] {
         let rows = validate(&["--source", "sim", "--port", "00:02.0", "--rw", rw, "--events", event]);
         let r = &rows[0];
         assert_eq!(num(r, "running_pct"), 100.0);
@@ -56,7 +61,10 @@ fn one_event_counts_the_data_and_exactly_the_protocol_payload() {
         // The counter counts 16 B units of the payload that crossed: at most 15 B short.
         let expected = num(r, "workload_bytes") + per_io * ios;
         let pmu = num(r, "pmu_bytes");
-        assert!(pmu <= expected && pmu > expected - 16.0, "{rw} {event}: {r}, expected {expected}");
+        assert!(
+            pmu <= expected && pmu > expected - 16.0,
+            "{rw} {event}: {r}, expected {expected}"
+        );
         if rw != "readwrite" || event == "rx" {
             assert!(num(r, "error_pct").abs() < 0.01, "{rw} {event}: {r}");
         }
@@ -77,8 +85,7 @@ fn rows_ios(rw: &str, event: &str, r: &Value) -> f64 {
 
 #[test]
 fn busy_neighbours_do_not_leak_into_the_port() {
-    let alone = validate(&["--source", "sim", "--port", "00:02.0", "--runtime", "2s", "--events", "rx"]);
-    let busy = validate(&[
+    let sata = [
         "--source",
         "sim",
         "--port",
@@ -87,11 +94,15 @@ fn busy_neighbours_do_not_leak_into_the_port() {
         "2s",
         "--events",
         "rx",
+    ];
+    let alone = validate(&sata);
+    let neighbours = [
         "--workload",
         "port=00:01.0,rw=read,bs=128k,iodepth=32",
         "--workload",
         "port=00:03.0,rw=write",
-    ]);
+    ];
+    let busy = validate(&[&sata[..], &neighbours[..]].concat());
     // Other ports have their own links and PMUs; the SATA port's run is the same I/O for I/O.
     assert_eq!(alone[0]["workload_bytes"], busy[0]["workload_bytes"]);
     assert!(num(&busy[0], "error_pct").abs() < 0.01, "{}", busy[0]);
@@ -113,7 +124,10 @@ fn a_narrowed_32_bit_counter_wraps_and_stays_exact() {
     ]);
     let r = &rows[0];
     assert_eq!(r["pmu"], "pcie_bdf_100");
-    assert!(num(r, "raw") > 2.0 * 4294967296.0, "the counter wrapped at least twice: {r}");
+    assert!(
+        num(r, "raw") > 2.0 * 4294967296.0,
+        "the counter wrapped at least twice: {r}"
+    );
     assert!(num(r, "error_pct").abs() < 0.01, "{r}");
 }
 
@@ -129,8 +143,14 @@ fn list_and_stat_on_the_simulated_host() {
     ports.dedup();
     assert_eq!(ports.len(), 18, "{ports:?}");
     let table = ok(&["pmu", "list", "--source", "sim"]);
-    assert!(table.contains("root port 0000:00:02.0") && table.contains("ahci"), "{table}");
-    assert!(table.contains("dwc_rootport_13018") && table.contains("mlx5_core"), "{table}");
+    assert!(
+        table.contains("root port 0000:00:02.0") && table.contains("ahci"),
+        "{table}"
+    );
+    assert!(
+        table.contains("dwc_rootport_13018") && table.contains("mlx5_core"),
+        "{table}"
+    );
 
     let out = ok(&[
         "pmu",
@@ -207,9 +227,18 @@ fn bad_input_exits_2_and_names_it() {
             &["sim:nope"],
         ),
         (
-            ["pmu", "stat", "--source", "sim", "-e", "x/y/", "--workload", "port=00:02.0,rw=trim"]
-                .map(String::from)
-                .to_vec(),
+            [
+                "pmu",
+                "stat",
+                "--source",
+                "sim",
+                "-e",
+                "x/y/",
+                "--workload",
+                "port=00:02.0,rw=trim",
+            ]
+            .map(String::from)
+            .to_vec(),
             &["rw=trim", "read, write, readwrite"],
         ),
         (
@@ -226,7 +255,10 @@ fn bad_input_exits_2_and_names_it() {
     }
     // On a real host: a port without a PMU; fio missing, or no block device below the port.
     let e = refused(&["pmu", "validate", "--sysfs", root, "--port", "00:02.0"]);
-    assert!(e.contains("--port 0000:00:02.0: no PCIe PMU") && e.contains("0000:30:03.0"), "{e}");
+    assert!(
+        e.contains("--port 0000:00:02.0: no PCIe PMU") && e.contains("0000:30:03.0"),
+        "{e}"
+    );
     let o = pcieperf(&["pmu", "validate", "--sysfs", root, "--port", "30:03.0"]);
     let e = stderr(&o);
     if std::process::Command::new("fio").arg("--version").output().is_err() {

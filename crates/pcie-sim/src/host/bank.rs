@@ -166,7 +166,9 @@ impl Bank {
         }
         let Some(link) = link else {
             // No link: only cycle counts move; give them out turn by turn below.
-            return advance_turns(p, &mut self.events, self.mux, t, clock, &mut |_| (Tally::default(), Tally::default()));
+            return advance_turns(p, &mut self.events, self.mux, t, clock, &mut |_| {
+                (Tally::default(), Tally::default())
+            });
         };
         let PortLink { rx, tx } = link;
         advance_turns(p, &mut self.events, self.mux, t, clock, &mut |x| (rx.at(x), tx.at(x)));
@@ -271,6 +273,9 @@ mod tests {
         assert_eq!(lane.measure(true, 4), None);
         assert_eq!(EventConfig::decode(PmuDriver::DwcRootport, 0x50021), None);
         let l0 = EventConfig::decode(PmuDriver::DwcRootport, 0x3).unwrap();
-        assert_eq!((l0.measure(true, 4), l0.measure(false, 4)), (Some(Measure::Cycles), Some(Measure::Nothing)));
+        assert_eq!(
+            (l0.measure(true, 4), l0.measure(false, 4)),
+            (Some(Measure::Cycles), Some(Measure::Nothing))
+        );
     }
 }

@@ -88,7 +88,11 @@ impl Direction {
         };
         let tlp_ps = ((tlp.wire_bytes(link) as f64 * self.ps_per_byte + 0.5) as Ps).max(1);
         let start = self.server.serve(ready, n * tlp_ps);
-        let dw = if kind == TlpKind::MRd { 0 } else { len.div_ceil(4) as u64 };
+        let dw = if kind == TlpKind::MRd {
+            0
+        } else {
+            len.div_ceil(4) as u64
+        };
         let b = Burst {
             start,
             tlp_ps,

@@ -106,10 +106,15 @@ pub struct PmuHost {
     jobs: Vec<Job>,
     ios: Vec<Io>,
     free_ios: Vec<usize>,
+    costs: HostCosts,
+}
+
+/// The host's side of every I/O, from the profile's `[host]`.
+struct HostCosts {
+    wire: Ps,
     memory_read: Sampler,
     submit: Sampler,
     reap: Sampler,
-    wire: Ps,
 }
 
 /// The link a port trains with its device: the lower generation and width of both, MPS the
@@ -163,10 +168,12 @@ impl PmuHost {
             .collect();
         let mut h = PmuHost {
             bank: Bank::new(&profile.pmu, ports.len()),
-            memory_read: Sampler::triangular(&profile.host.memory_read),
-            submit: Sampler::triangular(&profile.host.submit),
-            reap: Sampler::triangular(&profile.host.reap),
-            wire: ps(profile.host.wire_ns),
+            costs: HostCosts {
+                wire: ps(profile.host.wire_ns),
+                memory_read: Sampler::triangular(&profile.host.memory_read),
+                submit: Sampler::triangular(&profile.host.submit),
+                reap: Sampler::triangular(&profile.host.reap),
+            },
             ports,
             now: 0,
             queue: BinaryHeap::new(),
@@ -285,6 +292,14 @@ impl PmuHost {
         self.sets[self.jobs[self.ios[io].job].set].port
     }
 
+    /// The host's costs, and the link and port of an I/O's device.
+    fn io_port(&mut self, io: usize) -> (&HostCosts, LinkConfig, &mut Port) {
+        let p = self.port_of(io);
+        let port = &mut self.ports[p];
+        let l = port.link.clone().expect("storage ports have a link");
+        (&self.costs, l, port)
+    }
+
     fn handle(&mut self, ev: Ev) {
         let t = self.now;
         match ev {
@@ -326,7 +341,11 @@ impl PmuHost {
             Rw::ReadWrite => self.ports[set.port].rng.chance(0.5),
         };
         let start = t.max(self.jobs[j].cpu_free);
-        let rung = start + self.submit.draw(&mut self.ports[self.sets[self.jobs[j].set].port].rng);
+        let rung = start
+            + self
+                .costs
+                .submit
+                .draw(&mut self.ports[self.sets[self.jobs[j].set].port].rng);
         let job = &mut self.jobs[j];
         job.cpu_free = rung;
         job.issued += bs;
@@ -352,11 +371,8 @@ impl PmuHost {
     /// Doorbells down; the device reads the command structures and the scatter list it needs.
     fn start_command(&mut self, io: usize, t: Ps) {
         let bs = self.sets[self.jobs[self.ios[io].job].set].job.bs;
-        let wire = self.wire;
-        let p = self.port_of(io);
-        let port = &mut self.ports[p];
-        let mem = self.memory_read.draw(&mut port.rng);
-        let l = port.link.clone().expect("storage ports have a link");
+        let (c, l, port) = self.io_port(io);
+        let (wire, mem) = (c.wire, c.memory_read.draw(&mut port.rng));
         let s = &port.storage.as_ref().expect("storage port").spec;
         let mut at_dev = t;
         for &b in &s.doorbell_writes {
@@ -365,7 +381,12 @@ impl PmuHost {
         let entries = bs.div_ceil(s.sg_segment_bytes);
         let list = entries.saturating_sub(s.sg_inline) * s.sg_entry_bytes;
         let mut fetched = at_dev;
-        let reads: Vec<u32> = s.command_reads.iter().copied().chain((list > 0).then_some(list)).collect();
+        let reads: Vec<u32> = s
+            .command_reads
+            .iter()
+            .copied()
+            .chain((list > 0).then_some(list))
+            .collect();
         for b in reads {
             let asked = port.rx.send_cut(&l, at_dev, TlpKind::MRd, b, l.mrrs) + wire;
             fetched = fetched.max(port.tx.send_cut(&l, asked + mem, TlpKind::CplD, b, l.mps) + wire);
@@ -406,13 +427,10 @@ impl PmuHost {
     }
 
     fn chunk(&mut self, io: usize, n: u32, t: Ps) {
-        let write = self.ios[io].write;
+        let (write, data_start) = (self.ios[io].write, self.ios[io].data_start);
         let bs = self.sets[self.jobs[self.ios[io].job].set].job.bs;
-        let wire = self.wire;
-        let p = self.port_of(io);
-        let port = &mut self.ports[p];
-        let mem = self.memory_read.draw(&mut port.rng);
-        let l = port.link.clone().expect("storage ports have a link");
+        let (c, l, port) = self.io_port(io);
+        let (wire, mem) = (c.wire, c.memory_read.draw(&mut port.rng));
         let s = port.storage.as_ref().expect("storage port");
         let chunk = s.spec.chunk_bytes;
         let bytes = chunk.min(bs - n * chunk);
@@ -429,7 +447,7 @@ impl PmuHost {
             return;
         }
         let done = if write {
-            let media_end = self.ios[io].data_start + (bs as f64 * s.write_ps_per_byte) as Ps;
+            let media_end = data_start + (bs as f64 * s.write_ps_per_byte) as Ps;
             let lat = s.write_latency.draw(&mut port.rng);
             moved.max(media_end) + lat
         } else {
@@ -441,26 +459,26 @@ impl PmuHost {
     /// The device writes its completion entries and the interrupt (after the data: posted
     /// writes stay in order).
     fn complete(&mut self, io: usize, t: Ps) {
-        let wire = self.wire;
-        let p = self.port_of(io);
-        let port = &mut self.ports[p];
-        let l = port.link.clone().expect("storage ports have a link");
+        let (c, l, port) = self.io_port(io);
+        let wire = c.wire;
         let s = &port.storage.as_ref().expect("storage port").spec;
         let mut end = t;
-        for &b in s.completion_writes.iter().chain((s.interrupt_bytes > 0).then_some(&s.interrupt_bytes)) {
+        for &b in s
+            .completion_writes
+            .iter()
+            .chain((s.interrupt_bytes > 0).then_some(&s.interrupt_bytes))
+        {
             end = port.rx.send(&l, t, TlpKind::MWr, b, 1);
         }
-        let handled = end + wire + self.reap.draw(&mut port.rng);
+        let handled = end + wire + c.reap.draw(&mut port.rng);
         self.at(handled, Ev::Reap(io));
     }
 
     /// The host acknowledges the completion: register writes, and register reads answered by
     /// the device.
     fn reap_io(&mut self, io: usize, t: Ps) {
-        let wire = self.wire;
-        let p = self.port_of(io);
-        let port = &mut self.ports[p];
-        let l = port.link.clone().expect("storage ports have a link");
+        let (c, l, port) = self.io_port(io);
+        let wire = c.wire;
         let s = &port.storage.as_ref().expect("storage port").spec;
         let mut done = t;
         for &b in &s.reap_writes {
@@ -523,12 +541,18 @@ mod tests {
         let (read, written) = h.workload_bytes(0);
         assert_eq!(written, 0);
         // About 1 s at 560 MB/s, whole 1 MiB I/Os.
-        assert!(read % (1 << 20) == 0 && (450e6..600e6).contains(&(read as f64)), "{read}");
+        assert!(
+            read % (1 << 20) == 0 && (450e6..600e6).contains(&(read as f64)),
+            "{read}"
+        );
         // Both payload events share the counter: each ran about half the time.
         let (rx_v, en, run) = h.read(rx);
         assert_eq!(en, 3_000_000_000);
         assert!((run as f64 / en as f64 - 0.5).abs() < 0.01, "{run} of {en}");
-        assert!(rx_v > 0 && rx_v % 16 == 0, "upstream payload is in bytes, counted in 16 B units");
+        assert!(
+            rx_v > 0 && rx_v % 16 == 0,
+            "upstream payload is in bytes, counted in 16 B units"
+        );
         let (tx_v, _, _) = h.read(tx);
         assert!(tx_v < rx_v / 1000, "reads send little downstream: {tx_v}");
     }

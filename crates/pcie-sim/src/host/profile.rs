@@ -143,7 +143,10 @@ pub struct PmuHostProfile {
 
 const BUILTIN: [(&str, &str); 2] = [
     ("yitian710", include_str!("../../../../data/profiles/yitian710.toml")),
-    ("yitian710-narrow", include_str!("../../../../data/profiles/yitian710-narrow.toml")),
+    (
+        "yitian710-narrow",
+        include_str!("../../../../data/profiles/yitian710-narrow.toml"),
+    ),
 ];
 
 /// Names of the built-in PMU host profiles.
@@ -172,7 +175,9 @@ fn table(file: &str, text: &str, depth: u32) -> Result<toml::Table, ProfileError
     let Some(base) = t.remove("inherit") else {
         return Ok(t);
     };
-    let base = base.as_str().ok_or_else(|| err("inherit: must be a profile name".into()))?;
+    let base = base
+        .as_str()
+        .ok_or_else(|| err("inherit: must be a profile name".into()))?;
     let Some((n, text)) = BUILTIN.iter().find(|(n, _)| *n == base) else {
         return Err(err(format!(
             "inherit = {base:?}: must be one of {}",
@@ -220,14 +225,18 @@ impl PmuHostProfile {
             message,
         };
         let t = table(file, text, 0)?;
-        let p: PmuHostProfile = t.try_into().map_err(|e: toml::de::Error| err(e.to_string().trim_end().into()))?;
+        let p: PmuHostProfile = t
+            .try_into()
+            .map_err(|e: toml::de::Error| err(e.to_string().trim_end().into()))?;
         p.check().map_err(err)?;
         Ok(p)
     }
 
     /// The device plugged into `port`, if any.
     pub fn device_of(&self, port: &PortSpec) -> Option<&DeviceSpec> {
-        port.device.as_ref().and_then(|d| self.devices.iter().find(|x| &x.name == d))
+        port.device
+            .as_ref()
+            .and_then(|d| self.devices.iter().find(|x| &x.name == d))
     }
 
     fn check(&self) -> Result<(), String> {
@@ -315,13 +324,13 @@ fn check_storage(key: &str, s: &StorageSpec) -> Result<(), String> {
         ("reap_reads", &s.reap_reads),
     ];
     for (k, list) in lists {
-        if let Some(b) = list.iter().find(|&&b| b == 0 || b > 4096 || b % 4 != 0) {
+        if let Some(b) = list.iter().find(|&&b| b == 0 || b > 4096 || !b.is_multiple_of(4)) {
             return Err(format!(
                 "{key}.storage.{k}: {b} bytes: each must be a multiple of 4 between 4 and 4096"
             ));
         }
     }
-    if s.interrupt_bytes % 4 != 0 || s.interrupt_bytes > 64 {
+    if !s.interrupt_bytes.is_multiple_of(4) || s.interrupt_bytes > 64 {
         return Err(format!(
             "{key}.storage.interrupt_bytes = {}: must be 0 or a multiple of 4 up to 64",
             s.interrupt_bytes
@@ -341,7 +350,12 @@ pub fn parse_bdf(s: &str) -> Option<(u32, u32, u32, u32)> {
             .flatten()
             .filter(|v| *v <= max)
     };
-    Some((hex(dom, 0xffff, 4)?, hex(bus, 0xff, 2)?, hex(dev, 0x1f, 2)?, hex(func, 7, 1)?))
+    Some((
+        hex(dom, 0xffff, 4)?,
+        hex(bus, 0xff, 2)?,
+        hex(dev, 0x1f, 2)?,
+        hex(func, 7, 1)?,
+    ))
 }
 
 #[cfg(test)]
@@ -364,8 +378,13 @@ mod tests {
     fn bad_profiles_name_file_and_key() {
         let e = PmuHostProfile::load("skylake").unwrap_err().to_string();
         assert!(e.contains("unknown PMU host profile") && e.contains("yitian710"), "{e}");
-        let e = PmuHostProfile::parse("x.toml", "inherit = \"nope\"").unwrap_err().to_string();
-        assert!(e.starts_with("x.toml: inherit = \"nope\": must be one of yitian710"), "{e}");
+        let e = PmuHostProfile::parse("x.toml", "inherit = \"nope\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("x.toml: inherit = \"nope\": must be one of yitian710"),
+            "{e}"
+        );
         let e = PmuHostProfile::parse("x.toml", "inherit = \"yitian710\"\n[pmu]\nthroughput_bits = 48\n")
             .unwrap_err()
             .to_string();

@@ -185,8 +185,8 @@ impl StorageJob {
                 "size" => job.size = Some(parse_job_size(v)?),
                 other => {
                     return Err(WorkloadError::spec(format!(
-                        "--workload {text:?}: unknown key {other:?}; keys: port, rw, bs, iodepth, numjobs, runtime, size"
-                    )))
+                    "--workload {text:?}: unknown key {other:?}; keys: port, rw, bs, iodepth, numjobs, runtime, size"
+                )))
                 }
             }
         }
@@ -204,8 +204,12 @@ pub fn parse_rw(v: &str) -> Result<Rw, WorkloadError> {
 /// `bs=`: a multiple of 512 bytes up to 16M.
 pub fn parse_bs(v: &str) -> Result<u32, WorkloadError> {
     match parse_size(v) {
-        Some(b) if b >= 512 && b <= MAX_BS && b % 512 == 0 => Ok(b as u32),
-        _ => Err(bad("bs", v, "must be a multiple of 512 bytes from 512 to 16M (suffixes k, m)")),
+        Some(b) if (512..=MAX_BS).contains(&b) && b.is_multiple_of(512) => Ok(b as u32),
+        _ => Err(bad(
+            "bs",
+            v,
+            "must be a multiple of 512 bytes from 512 to 16M (suffixes k, m)",
+        )),
     }
 }
 
@@ -221,7 +225,11 @@ pub fn parse_count(key: &str, v: &str, max: u32) -> Result<u32, WorkloadError> {
 pub fn parse_runtime(v: &str) -> Result<f64, WorkloadError> {
     match parse_duration(v) {
         Some(s) if s <= 86400.0 => Ok(s),
-        _ => Err(bad("runtime", v, "must be a positive duration up to 24h (e.g. 20s, 500ms, 2m)")),
+        _ => Err(bad(
+            "runtime",
+            v,
+            "must be a positive duration up to 24h (e.g. 20s, 500ms, 2m)",
+        )),
     }
 }
 
@@ -270,7 +278,10 @@ mod tests {
         assert!(err("port=00:02.0,iodepth=0").starts_with("iodepth=0: must be a whole number from 1 to 4096"));
         assert!(err("port=00:02.0,runtime=soon").starts_with("runtime=soon"));
         let e = err("port=00:09.0");
-        assert!(e.starts_with("port=0000:00:09.0: no such root port") && e.contains("0000:00:02.0"), "{e}");
+        assert!(
+            e.starts_with("port=0000:00:09.0: no such root port") && e.contains("0000:00:02.0"),
+            "{e}"
+        );
         let e = err("port=0000:30:03.0");
         assert!(e.contains("cx5") && e.contains("0000:00:02.0"), "{e}");
         assert!(err("rw=read").contains("needs port=BDF"));

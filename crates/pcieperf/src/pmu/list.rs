@@ -1,10 +1,10 @@
 //! `pcieperf pmu list`: a tree PMU → root port → devices, with events and metrics, for people;
 //! one CSV row / JSON object per PMU event for programs.
 
+use super::source::SourceArgs;
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
-use super::source::SourceArgs;
 use pcie_pmu::{event_spec, PciDevice, PcieView, PmuEvent, System};
 use serde::Serialize;
 use std::fmt::Write;

@@ -17,7 +17,7 @@ pub enum PmuCmd {
     /// Count events like `perf stat -a`: multiplexing share, bytes and Gb/s for payload events
     Stat(stat::StatArgs),
     /// PMU payload bytes against a storage workload's own byte count (fio, or simulated)
-    Validate(validate::ValidateArgs),
+    Validate(Box<validate::ValidateArgs>),
 }
 
 pub fn run(cmd: &PmuCmd) -> Result<String, CliError> {

@@ -154,6 +154,9 @@ mod tests {
         let e = Source::parse("simulator").unwrap_err().to_string();
         assert!(e.contains("--source simulator: must be perf, sim or sim:PROFILE") && e.contains("yitian710"));
         let e = load_profile("pentium").unwrap_err().to_string();
-        assert!(e.contains("--source sim:pentium") && e.contains("yitian710-narrow"), "{e}");
+        assert!(
+            e.contains("--source sim:pentium") && e.contains("yitian710-narrow"),
+            "{e}"
+        );
     }
 }

@@ -9,9 +9,7 @@ use clap::Args;
 use pcie_model::Generation;
 use pcie_pmu::accumulate::{gbps, max_interval_secs};
 use pcie_pmu::counter::event_name;
-use pcie_pmu::{
-    Accumulator, CounterError, CounterId, CounterSource, Delta, PcieView, ResolvedEvent, System,
-};
+use pcie_pmu::{Accumulator, CounterError, CounterId, CounterSource, Delta, PcieView, ResolvedEvent, System};
 use serde::Serialize;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -129,7 +129,12 @@ fn job(a: &ValidateArgs) -> Result<StorageJob, CliError> {
         iodepth: workload::parse_count("iodepth", &a.iodepth, 4096).map_err(option_err)?,
         numjobs: workload::parse_count("numjobs", &a.numjobs, 256).map_err(option_err)?,
         runtime,
-        size: a.size.as_deref().map(workload::parse_job_size).transpose().map_err(option_err)?,
+        size: a
+            .size
+            .as_deref()
+            .map(workload::parse_job_size)
+            .transpose()
+            .map_err(option_err)?,
     })
 }
 
@@ -155,7 +160,11 @@ fn payload_events(sys: &System, port: &str, dirs: &[Dir]) -> Result<Vec<(Dir, Re
             .collect();
         return Err(CliError::Usage(format!(
             "--port {port}: no PCIe PMU watches this root port; root ports with one: {}",
-            if ports.is_empty() { "none".to_string() } else { ports.join(", ") }
+            if ports.is_empty() {
+                "none".to_string()
+            } else {
+                ports.join(", ")
+            }
         )));
     };
     let mut out = Vec::new();
@@ -223,6 +232,14 @@ fn measure<S: CounterSource + ?Sized>(
         last = finished(src)?;
     }
     Ok((compared, (src.elapsed() - start).as_secs_f64()))
+}
+
+/// What a run counted: the events, the seconds counted, and the workload's read and written bytes.
+struct Run {
+    compared: Vec<Compared>,
+    secs: f64,
+    read: u64,
+    written: u64,
 }
 
 /// One row of the study's table.
@@ -344,7 +361,7 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
     let dirs = parse_events(&a.events)?;
     let j = job(a)?;
     let interval = Duration::from_millis(a.interval);
-    let (compared, secs, (read, written), what) = match Source::parse(&a.source.source)? {
+    let (run, what) = match Source::parse(&a.source.source)? {
         Source::Sim(p) => {
             if a.filename.is_some() {
                 return Err(CliError::Usage("--filename: only with --source perf".into()));
@@ -367,18 +384,25 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
             let (sys, mut host) = source::start_sim(profile, &jobs, a.seed, false)?;
             let events = payload_events(&sys, &j.port, &dirs)?;
             // The validated workload is the first; background ones may run on.
-            let (c, secs) = measure(&mut host, events, interval, |h| Ok(h.host().workload_finished(0)))?;
-            (c, secs, host.host().workload_bytes(0), "simulated")
+            let (compared, secs) = measure(&mut host, events, interval, |h| Ok(h.host().workload_finished(0)))?;
+            let (read, written) = host.host().workload_bytes(0);
+            let run = Run {
+                compared,
+                secs,
+                read,
+                written,
+            };
+            (run, "simulated")
         }
         Source::Perf => {
             if let Some(w) = a.workloads.first() {
                 return Err(CliError::Usage(format!("--workload {w}: only with --source sim")));
             }
-            let (c, secs, bytes) = perf(a, &j, &dirs, interval)?;
-            (c, secs, bytes, "measured")
+            (perf(a, &j, &dirs, interval)?, "measured")
         }
     };
-    let rows = rows(&compared, read, written);
+    let secs = run.secs;
+    let rows = rows(&run.compared, run.read, run.written);
     Ok(match a.format {
         Format::Table => format!(
             "{}\n{}; {secs:.3} s {what}\n",
@@ -405,12 +429,7 @@ fn block_device_below(root: &Path, devices: &[String]) -> Option<PathBuf> {
 }
 
 /// Real counting while `fio --output-format=json` runs; returns fio's read and write bytes.
-fn perf(
-    a: &ValidateArgs,
-    j: &StorageJob,
-    dirs: &[Dir],
-    interval: Duration,
-) -> Result<(Vec<Compared>, f64, (u64, u64)), CliError> {
+fn perf(a: &ValidateArgs, j: &StorageJob, dirs: &[Dir], interval: Duration) -> Result<Run, CliError> {
     let sys = source::discover_perf(&a.source.sysfs)?;
     let events = payload_events(&sys, &j.port, dirs)?;
     if let Err(e) = Command::new("fio").arg("--version").output() {
@@ -502,7 +521,13 @@ fn perf(
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    Ok((compared, secs, fio_bytes(&String::from_utf8_lossy(&out.stdout))?))
+    let (read, written) = fio_bytes(&String::from_utf8_lossy(&out.stdout))?;
+    Ok(Run {
+        compared,
+        secs,
+        read,
+        written,
+    })
 }
 
 /// fio's read and write `io_bytes` from its JSON output (one group-reported job).
@@ -511,9 +536,10 @@ fn fio_bytes(text: &str) -> Result<(u64, u64), CliError> {
     let json_start = text.find('{').unwrap_or(0);
     let v: serde_json::Value = serde_json::from_str(&text[json_start..])
         .map_err(|e| CliError::Runtime(format!("fio's JSON output does not parse: {e}")))?;
-    let jobs = v["jobs"].as_array().filter(|j| !j.is_empty()).ok_or_else(|| {
-        CliError::Runtime("fio's JSON output has no jobs".into())
-    })?;
+    let jobs = v["jobs"]
+        .as_array()
+        .filter(|j| !j.is_empty())
+        .ok_or_else(|| CliError::Runtime("fio's JSON output has no jobs".into()))?;
     let sum = |dir: &str| jobs.iter().filter_map(|j| j[dir]["io_bytes"].as_u64()).sum();
     Ok((sum("read"), sum("write")))
 }
