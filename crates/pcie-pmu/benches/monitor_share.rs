@@ -1,13 +1,13 @@
 //! The monitor's own share of a core on the simulated Yitian 710, without the simulation:
 //! 18 root ports × 2 payload events (Rx and Tx multiplexed on each port's counter), read every
 //! 100 ms as `pmu stat -I 100` does (read, wrap-safe multiplex-scaled delta, one formatted row
-//! per event), with storage workloads on every port that has a storage device. Time spent
+//! per event), with workloads on every port that has a device (storage I/O, NIC traffic). Time spent
 //! running the simulation (`sleep`) is measured apart and left out.
 //!
 //! `cargo bench -p pcie-pmu --bench monitor_share [-- SECONDS]`
 
 use pcie_pmu::accumulate::gbps;
-use pcie_pmu::sim::{PmuHostProfile, SimHost, StorageJob};
+use pcie_pmu::sim::{PmuHostProfile, SimHost, Workload};
 use pcie_pmu::{Accumulator, CounterSource};
 use std::fmt::Write;
 use std::time::{Duration, Instant};
@@ -15,18 +15,21 @@ use std::time::{Duration, Instant};
 fn main() {
     let secs: u64 = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(60);
     let profile = PmuHostProfile::load("yitian710").expect("built-in profile");
-    let jobs: Vec<StorageJob> = profile
+    // Every port with a device is busy: storage ports with fio-like jobs, NIC ports with
+    // 50 Gb/s each way.
+    let jobs: Vec<Workload> = profile
         .ports
         .iter()
-        .filter(|p| profile.device_of(p).is_some_and(|d| d.storage.is_some()))
+        .filter_map(|p| profile.device_of(p).map(|d| (p, d)))
         .enumerate()
-        .map(|(i, p)| {
-            let rw = ["read", "write", "readwrite"][i % 3];
-            StorageJob::parse(
-                &profile,
-                &format!("port={},rw={rw},bs=128k,iodepth=32,numjobs=2", p.bdf),
-            )
-            .expect("valid job")
+        .map(|(i, (p, d))| {
+            let spec = if d.nic.is_some() {
+                format!("port={},rx=50,tx=50", p.bdf)
+            } else {
+                let rw = ["read", "write", "readwrite"][i % 3];
+                format!("port={},rw={rw},bs=128k,iodepth=32,numjobs=2", p.bdf)
+            };
+            Workload::parse(&profile, &spec).expect("valid workload")
         })
         .collect();
     let (sys, mut src) = SimHost::start(profile, &jobs, 1, false).expect("simulated host");

@@ -14,7 +14,7 @@ use crate::sysfs_writer::{dwc_pmu, DwcVariant, SysfsWriter};
 use crate::{PmuError, System};
 pub use pcie_sim::host::profile::{builtin_pmu_hosts, PmuHostProfile};
 use pcie_sim::host::profile::{parse_bdf, PmuDriver, PortSpec};
-pub use pcie_sim::host::workload::{self, StorageJob, WorkloadError};
+pub use pcie_sim::host::workload::{self, StorageJob, Workload, WorkloadError};
 pub use pcie_sim::host::PmuHost;
 use std::io;
 use std::time::{Duration, Instant};
@@ -149,15 +149,15 @@ pub struct SimHost {
 }
 
 impl SimHost {
-    /// Start `profile` with storage `jobs` (already checked against it) and `seed`. With
+    /// Start `profile` with `workloads` (already checked against it) and `seed`. With
     /// `paced`, simulated time follows wall-clock time; otherwise it runs as fast as it can.
     pub fn start(
         profile: PmuHostProfile,
-        jobs: &[StorageJob],
+        workloads: &[Workload],
         seed: u64,
         paced: bool,
     ) -> Result<(System, SimHost), SimError> {
-        let host = PmuHost::new(profile, jobs, seed);
+        let host = PmuHost::new(profile, workloads, seed);
         let tree = SysfsWriter::temporary(&format!("sim-{}", host.profile().name)).map_err(SimError::Io)?;
         write_tree(&tree, &host).map_err(SimError::Io)?;
         let sys = System::discover(tree.path()).map_err(SimError::Discover)?;
@@ -274,7 +274,7 @@ mod tests {
     #[test]
     fn counts_through_the_trait_on_simulated_time() {
         let p = PmuHostProfile::load("yitian710").unwrap();
-        let job = StorageJob::parse(&p, "port=00:02.0,rw=read,bs=1M,iodepth=32,size=8M").unwrap();
+        let job = Workload::parse(&p, "port=00:02.0,rw=read,bs=1M,iodepth=32,size=8M").unwrap();
         let (sys, mut src) = SimHost::start(p, &[job], 3, false).unwrap();
         let ev = sys.resolve("dwc_rootport_10/rx_pcie_tlp_data_payload/").unwrap();
         let id = src.open(&ev).unwrap();

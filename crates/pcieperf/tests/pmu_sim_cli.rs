@@ -160,6 +160,8 @@ fn list_and_stat_on_the_simulated_host() {
         "--fast",
         "--workload",
         "port=00:02.0,rw=read,bs=1M,iodepth=32",
+        "--workload",
+        "port=0001:30:03.0,rx=40",
         "-e",
         "dwc_rootport/rx_pcie_tlp_data_payload/",
         "--duration",
@@ -175,6 +177,9 @@ fn list_and_stat_on_the_simulated_host() {
         if r["pmu"] == "dwc_rootport_10" {
             // The SATA SSD reads at 560 MB/s = 4.48 Gb/s once its first I/Os are in.
             assert!((4.2..4.5).contains(&g), "{r}");
+        } else if r["pmu"] == "dwc_rootport_13018" {
+            // 40 Gb/s of 1500 B packets plus a 64 B completion each and an MSI-X per 64.
+            assert!((41.6..41.8).contains(&g), "{r}");
         } else {
             assert_eq!(g, 0.0, "{r}");
         }
@@ -240,6 +245,21 @@ fn bad_input_exits_2_and_names_it() {
             .map(String::from)
             .to_vec(),
             &["rw=trim", "read, write, readwrite"],
+        ),
+        (
+            [
+                "pmu",
+                "stat",
+                "--source",
+                "sim",
+                "-e",
+                "x/y/",
+                "--workload",
+                "port=30:03.0,rx=400",
+            ]
+            .map(String::from)
+            .to_vec(),
+            &["rx=400", "0 to 100"],
         ),
         (
             ["pmu", "stat", "-e", "msr/tsc/", "--workload", "port=00:02.0"]

@@ -104,15 +104,15 @@ impl Direction {
         b.end()
     }
 
-    /// Send `len` bytes cut into pieces of at most `piece` (writes at MPS, reads at MRRS,
-    /// completions at MPS): one burst of full pieces and one for the rest. Returns when the last
-    /// TLP has left.
-    pub fn send_cut(&mut self, link: &LinkConfig, ready: Ps, kind: TlpKind, len: u32, piece: u32) -> Ps {
-        let full = (len / piece) as u64;
+    /// Send `times` transfers of `len` bytes, each cut into pieces of at most `piece` (writes at
+    /// MPS, reads at MRRS, completions at MPS): one burst of the full pieces and one of the rests
+    /// (within a batch of transfers the rests go last). Returns when the last TLP has left.
+    pub fn send_cut(&mut self, link: &LinkConfig, ready: Ps, kind: TlpKind, len: u32, piece: u32, times: u64) -> Ps {
+        let full = (len / piece) as u64 * times;
         let rest = len % piece;
         let end = self.send(link, ready, kind, piece, full);
         if rest > 0 {
-            self.send(link, ready, kind, rest, 1)
+            self.send(link, ready, kind, rest, times)
         } else {
             end
         }
@@ -161,7 +161,7 @@ mod tests {
     fn payload_crosses_tlp_by_tlp() {
         let l = link();
         let mut d = Direction::new(&l);
-        let end = d.send_cut(&l, 1000, TlpKind::MWr, 4096 + 100, 256);
+        let end = d.send_cut(&l, 1000, TlpKind::MWr, 4096 + 100, 256, 1);
         // 16 full TLPs and one of 100 B (25 DW), back to back.
         assert_eq!(d.at(1000), Tally::default());
         let full = d.at(end);

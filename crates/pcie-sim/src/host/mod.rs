@@ -10,6 +10,7 @@
 
 pub mod bank;
 pub mod link;
+mod nic;
 pub mod profile;
 pub mod workload;
 
@@ -21,7 +22,7 @@ use pcie_model::{Generation, LinkConfig, LinkParams, TlpKind};
 use profile::{PmuHostProfile, StorageSpec};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use workload::{Rw, StorageJob};
+use workload::{NicJob, Rw, StorageJob, Workload};
 
 /// A storage device's state.
 struct Storage {
@@ -47,6 +48,13 @@ struct Port {
     lanes: u32,
     /// Each port draws from its own stream, so a workload on one port does not change another's.
     rng: Rng,
+}
+
+/// Where the i-th workload's state lives.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Storage(usize),
+    Nic(usize),
 }
 
 /// One `--workload`: its jobs share these totals.
@@ -92,6 +100,9 @@ enum Ev {
     Reap(usize),
     /// The job sees the I/O done.
     Done(usize),
+    /// A NIC flow receives or sends its next batch of packets.
+    NicRx(usize),
+    NicTx(usize),
 }
 
 /// The simulated host.
@@ -102,7 +113,9 @@ pub struct PmuHost {
     now: Ps,
     queue: BinaryHeap<Reverse<(Ps, u64, Ev)>>,
     seq: u64,
+    slots: Vec<Slot>,
     sets: Vec<JobSet>,
+    flows: Vec<nic::Flow>,
     jobs: Vec<Job>,
     ios: Vec<Io>,
     free_ios: Vec<usize>,
@@ -134,8 +147,8 @@ fn train(host: &PmuHostProfile, port: &profile::PortSpec) -> Option<LinkConfig> 
 }
 
 impl PmuHost {
-    /// A host running `jobs` from time 0 (each job checked against the profile).
-    pub fn new(profile: PmuHostProfile, jobs: &[StorageJob], seed: u64) -> PmuHost {
+    /// A host running `workloads` from time 0 (each checked against the profile).
+    pub fn new(profile: PmuHostProfile, workloads: &[Workload], seed: u64) -> PmuHost {
         let ports: Vec<Port> = profile
             .ports
             .iter()
@@ -178,23 +191,57 @@ impl PmuHost {
             now: 0,
             queue: BinaryHeap::new(),
             seq: 0,
+            slots: Vec::new(),
             sets: Vec::new(),
+            flows: Vec::new(),
             jobs: Vec::new(),
             ios: Vec::new(),
             free_ios: Vec::new(),
             profile,
         };
-        for job in jobs {
-            h.add(job);
+        for w in workloads {
+            let Some(port) = h.profile.ports.iter().position(|p| p.bdf == w.port()) else {
+                continue;
+            };
+            match w {
+                Workload::Storage(j) => h.add_storage(j, port),
+                Workload::Nic(j) => h.add_nic(j, port),
+            }
         }
         h
     }
 
-    fn add(&mut self, job: &StorageJob) {
-        let Some(port) = self.profile.ports.iter().position(|p| p.bdf == job.port) else {
+    fn add_nic(&mut self, job: &NicJob, port: usize) {
+        let Some(spec) = self
+            .profile
+            .device_of(&self.profile.ports[port])
+            .and_then(|d| d.nic.clone())
+        else {
             return;
         };
+        let i = self.flows.len();
+        self.slots.push(Slot::Nic(i));
+        let f = nic::Flow {
+            job: job.clone(),
+            port,
+            spec,
+            stop: job.runtime.map(|s| self.now + (s * 1e12) as Ps),
+            rx_bytes: 0,
+            tx_bytes: 0,
+        };
+        let (rx, tx) = (f.every(job.rx_gbps), f.every(job.tx_gbps));
+        self.flows.push(f);
+        if let Some(e) = rx {
+            self.at(self.now + e, Ev::NicRx(i));
+        }
+        if let Some(e) = tx {
+            self.at(self.now + e, Ev::NicTx(i));
+        }
+    }
+
+    fn add_storage(&mut self, job: &StorageJob, port: usize) {
         let set = self.sets.len();
+        self.slots.push(Slot::Storage(set));
         self.sets.push(JobSet {
             job: job.clone(),
             port,
@@ -232,19 +279,27 @@ impl PmuHost {
         self.now / 1000
     }
 
-    /// True when every workload has stopped submitting and its I/Os have completed.
+    /// True when every workload has stopped and its I/Os have completed.
     pub fn workloads_done(&self) -> bool {
-        (0..self.sets.len()).all(|i| self.workload_finished(i))
+        (0..self.slots.len()).all(|i| self.workload_finished(i))
     }
 
-    /// True when workload `i` has stopped submitting and its I/Os have completed.
+    /// True when workload `i` (in the order given) has stopped submitting and its I/Os have
+    /// completed; a NIC workload when its runtime is over.
     pub fn workload_finished(&self, i: usize) -> bool {
-        self.sets[i].active == 0 && self.sets[i].outstanding == 0
+        match self.slots[i] {
+            Slot::Storage(s) => self.sets[s].active == 0 && self.sets[s].outstanding == 0,
+            Slot::Nic(f) => self.flows[f].stop.is_some_and(|s| self.now >= s),
+        }
     }
 
-    /// Bytes read and written by workload `i`'s completed I/Os (fio's `io_bytes`).
+    /// Bytes workload `i` moved to and from the host: a storage workload's completed reads and
+    /// writes (fio's `io_bytes`), a NIC's received and sent packet bytes.
     pub fn workload_bytes(&self, i: usize) -> (u64, u64) {
-        (self.sets[i].read_bytes, self.sets[i].write_bytes)
+        match self.slots[i] {
+            Slot::Storage(s) => (self.sets[s].read_bytes, self.sets[s].write_bytes),
+            Slot::Nic(f) => (self.flows[f].rx_bytes, self.flows[f].tx_bytes),
+        }
     }
 
     fn at(&mut self, t: Ps, ev: Ev) {
@@ -319,6 +374,26 @@ impl PmuHost {
             Ev::Complete(io) => self.complete(io, t),
             Ev::Reap(io) => self.reap_io(io, t),
             Ev::Done(io) => self.done(io, t),
+            Ev::NicRx(f) | Ev::NicTx(f) => self.nic_batch(f, ev, t),
+        }
+    }
+
+    fn nic_batch(&mut self, i: usize, ev: Ev, t: Ps) {
+        let f = &mut self.flows[i];
+        if f.stop.is_some_and(|s| t >= s) {
+            return;
+        }
+        let port = &mut self.ports[f.port];
+        let l = port.link.clone().expect("NIC ports have a link");
+        let every = if ev == Ev::NicRx(i) {
+            nic::receive(f, &self.costs, &l, port, t);
+            f.every(f.job.rx_gbps)
+        } else {
+            nic::transmit(f, &self.costs, &l, port, t);
+            f.every(f.job.tx_gbps)
+        };
+        if let Some(e) = every {
+            self.at(t + e, ev);
         }
     }
 
@@ -388,8 +463,8 @@ impl PmuHost {
             .chain((list > 0).then_some(list))
             .collect();
         for b in reads {
-            let asked = port.rx.send_cut(&l, at_dev, TlpKind::MRd, b, l.mrrs) + wire;
-            fetched = fetched.max(port.tx.send_cut(&l, asked + mem, TlpKind::CplD, b, l.mps) + wire);
+            let asked = port.rx.send_cut(&l, at_dev, TlpKind::MRd, b, l.mrrs, 1) + wire;
+            fetched = fetched.max(port.tx.send_cut(&l, asked + mem, TlpKind::CplD, b, l.mps, 1) + wire);
         }
         self.at(fetched, Ev::Fetched(io));
     }
@@ -436,10 +511,10 @@ impl PmuHost {
         let bytes = chunk.min(bs - n * chunk);
         let last = (n + 1) * chunk >= bs;
         let moved = if write {
-            let asked = port.rx.send_cut(&l, t, TlpKind::MRd, bytes, l.mrrs) + wire;
-            port.tx.send_cut(&l, asked + mem, TlpKind::CplD, bytes, l.mps) + wire
+            let asked = port.rx.send_cut(&l, t, TlpKind::MRd, bytes, l.mrrs, 1) + wire;
+            port.tx.send_cut(&l, asked + mem, TlpKind::CplD, bytes, l.mps, 1) + wire
         } else {
-            port.rx.send_cut(&l, t, TlpKind::MWr, bytes, l.mps)
+            port.rx.send_cut(&l, t, TlpKind::MWr, bytes, l.mps, 1)
         };
         if !last {
             let next = self.chunk_time(io, n + 1);
@@ -522,7 +597,7 @@ mod tests {
 
     fn host(jobs: &[&str]) -> PmuHost {
         let p = profile::PmuHostProfile::load("yitian710").unwrap();
-        let jobs: Vec<StorageJob> = jobs.iter().map(|j| StorageJob::parse(&p, j).unwrap()).collect();
+        let jobs: Vec<Workload> = jobs.iter().map(|j| Workload::parse(&p, j).unwrap()).collect();
         PmuHost::new(p, &jobs, 7)
     }
 
@@ -573,6 +648,23 @@ mod tests {
         assert_eq!(tx_v, 16 * ((1 << 20) + 84));
         // Read requests: 2048 of 512 B for the data, three command reads, none for reaping.
         assert_eq!(h.read(mrd).0, 16 * (2048 + 3));
+    }
+
+    #[test]
+    fn a_nic_moves_packets_descriptors_and_completions() {
+        let mut h = host(&["port=30:03.0,rx=40,pkt=1500,runtime=100ms"]);
+        let p = port(&h, "0000:30:03.0");
+        let rx = h.open(p, 0x21).unwrap();
+        let tx = h.open(p, 0x10707).unwrap(); // tx_completion_with_data, lane 0
+        h.advance_to(200_000_000);
+        assert!(h.workloads_done());
+        // A batch of 64 packets every 64 × 1500 B × 8 / 40 Gb/s = 19.2 µs, 100 ms long.
+        let batches = 100_000_000 / 19_200;
+        assert_eq!(h.workload_bytes(0), (batches * 64 * 1500, 0));
+        // Upstream: the packets, a 64 B completion each and a 4 B MSI-X per batch.
+        assert_eq!(h.read(rx).0, batches * (64 * (1500 + 64) + 4));
+        // Downstream completions: the 64 receive descriptors (1 KiB) of each batch, cut at MPS.
+        assert_eq!(h.read(tx).0, batches * 2);
     }
 
     #[test]

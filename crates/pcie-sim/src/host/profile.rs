@@ -106,6 +106,24 @@ pub struct StorageSpec {
     pub reap_reads: Vec<u32>,
 }
 
+/// A NIC's descriptor, completion and interrupt traffic per batch of packets.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicSpec {
+    /// Ethernet line rate in Gb/s (bounds `rx=` and `tx=`).
+    pub line_gbps: f64,
+    /// Packets per doorbell, descriptor read and interrupt.
+    pub batch: u32,
+    /// Receive and send descriptors the NIC reads from host memory, one per packet.
+    pub rx_descriptor_bytes: u32,
+    pub tx_descriptor_bytes: u32,
+    /// Completion entry the NIC writes per packet.
+    pub completion_bytes: u32,
+    /// Doorbell the driver writes per batch, and MSI-X data per batch.
+    pub doorbell_bytes: u32,
+    pub interrupt_bytes: u32,
+}
+
 /// A device that can sit behind a root port.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -120,8 +138,10 @@ pub struct DeviceSpec {
     pub lanes: u32,
     pub max_mps: u32,
     pub mrrs: u32,
-    /// Present for storage controllers; a device without it carries no workload.
+    /// Present for storage controllers ...
     pub storage: Option<StorageSpec>,
+    /// ... and for NICs; a device with neither carries no workload.
+    pub nic: Option<NicSpec>,
 }
 
 /// A host with per-root-port PCIe PMUs.
@@ -287,6 +307,9 @@ impl PmuHostProfile {
             if let Some(s) = &d.storage {
                 check_storage(&key, s)?;
             }
+            if let Some(n) = &d.nic {
+                check_nic(&key, n)?;
+            }
         }
         Ok(())
     }
@@ -335,6 +358,27 @@ fn check_storage(key: &str, s: &StorageSpec) -> Result<(), String> {
             "{key}.storage.interrupt_bytes = {}: must be 0 or a multiple of 4 up to 64",
             s.interrupt_bytes
         ));
+    }
+    Ok(())
+}
+
+fn check_nic(key: &str, n: &NicSpec) -> Result<(), String> {
+    positive(&format!("{key}.nic.line_gbps"), n.line_gbps)?;
+    if n.batch == 0 || n.batch > 4096 {
+        return Err(format!("{key}.nic.batch = {}: must be between 1 and 4096", n.batch));
+    }
+    for (k, v) in [
+        ("rx_descriptor_bytes", n.rx_descriptor_bytes),
+        ("tx_descriptor_bytes", n.tx_descriptor_bytes),
+        ("completion_bytes", n.completion_bytes),
+        ("doorbell_bytes", n.doorbell_bytes),
+        ("interrupt_bytes", n.interrupt_bytes),
+    ] {
+        if v == 0 || v > 4096 || !v.is_multiple_of(4) {
+            return Err(format!(
+                "{key}.nic.{k} = {v}: must be a multiple of 4 between 4 and 4096"
+            ));
+        }
     }
     Ok(())
 }

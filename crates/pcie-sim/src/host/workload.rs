@@ -1,7 +1,7 @@
 //! A storage workload on the simulated host, with fio's option names:
 //! `port=00:02.0,rw=read,bs=1M,iodepth=64,numjobs=4[,runtime=20s][,size=2G]`.
 
-use super::profile::{parse_bdf, PmuHostProfile};
+use super::profile::{parse_bdf, DeviceSpec, PmuHostProfile};
 use std::fmt;
 
 /// fio's `rw`.
@@ -122,35 +122,142 @@ fn bad(key: &str, value: &str, allowed: &str) -> WorkloadError {
     }
 }
 
+/// Traffic of a NIC behind a root port: packets of `pkt` bytes at `rx_gbps` from the network
+/// to the host and `tx_gbps` from the host to the network.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NicJob {
+    pub port: String,
+    pub rx_gbps: f64,
+    pub tx_gbps: f64,
+    pub pkt: u32,
+    pub runtime: Option<f64>,
+}
+
+/// A workload on the simulated host: storage I/O, or NIC traffic, by what is behind the port.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Workload {
+    Storage(StorageJob),
+    Nic(NicJob),
+}
+
+const STORAGE_KEYS: &str = "port, rw, bs, iodepth, numjobs, runtime, size";
+const NIC_KEYS: &str = "port, rx, tx, pkt, runtime";
+
+/// `key=value,...` pairs and the normalised `port`.
+fn pairs(text: &str, keys: &str) -> Result<(String, Vec<(String, String)>), WorkloadError> {
+    let mut port = None;
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part.split_once('=').ok_or_else(|| {
+            WorkloadError::spec(format!("--workload {text:?}: {part:?} is not KEY=VALUE (keys: {keys})"))
+        })?;
+        match k.trim() {
+            "port" => port = Some(check_port(v)?),
+            k => out.push((k.to_string(), v.trim().to_string())),
+        }
+    }
+    let port = port.ok_or_else(|| WorkloadError::spec(format!("--workload {text:?}: needs port=BDF")))?;
+    Ok((port, out))
+}
+
+fn unknown_key(text: &str, key: &str, keys: &str) -> WorkloadError {
+    WorkloadError::spec(format!("--workload {text:?}: unknown key {key:?}; keys: {keys}"))
+}
+
+/// Root ports whose device carries the workload kind `has`.
+fn ports_with(host: &PmuHostProfile, has: impl Fn(&DeviceSpec) -> bool) -> Vec<&str> {
+    host.ports
+        .iter()
+        .filter(|p| host.device_of(p).is_some_and(&has))
+        .map(|p| p.bdf.as_str())
+        .collect()
+}
+
+impl Workload {
+    /// Parse `port=BDF,key=value,...`: storage keys (rw, bs, iodepth, numjobs, runtime, size)
+    /// on a storage port, NIC keys (rx, tx in Gb/s, pkt, runtime) on a NIC port.
+    pub fn parse(host: &PmuHostProfile, text: &str) -> Result<Workload, WorkloadError> {
+        let (port, _) = pairs(text, STORAGE_KEYS)?;
+        let nic = host
+            .ports
+            .iter()
+            .find(|p| p.bdf == port)
+            .and_then(|p| host.device_of(p))
+            .and_then(|d| d.nic.as_ref());
+        match nic {
+            Some(n) => NicJob::parse(text, port, n.line_gbps).map(Workload::Nic),
+            None => StorageJob::parse(host, text).map(Workload::Storage),
+        }
+    }
+
+    pub fn port(&self) -> &str {
+        match self {
+            Workload::Storage(j) => &j.port,
+            Workload::Nic(j) => &j.port,
+        }
+    }
+}
+
+impl NicJob {
+    fn parse(text: &str, port: String, line_gbps: f64) -> Result<NicJob, WorkloadError> {
+        let mut job = NicJob {
+            port,
+            rx_gbps: 0.0,
+            tx_gbps: 0.0,
+            pkt: 1500,
+            runtime: None,
+        };
+        for (k, v) in pairs(text, NIC_KEYS)?.1 {
+            let rate = || match v.parse::<f64>() {
+                Ok(g) if (0.0..=line_gbps).contains(&g) => Ok(g),
+                _ => Err(bad(
+                    &k,
+                    &v,
+                    &format!("must be a rate in Gb/s from 0 to {line_gbps} (the NIC's line rate)"),
+                )),
+            };
+            match k.as_str() {
+                "rx" => job.rx_gbps = rate()?,
+                "tx" => job.tx_gbps = rate()?,
+                "pkt" => {
+                    job.pkt = match v.parse::<u32>() {
+                        Ok(p) if (64..=9216).contains(&p) => p,
+                        _ => return Err(bad("pkt", &v, "must be a packet size from 64 to 9216 bytes")),
+                    }
+                }
+                "runtime" => job.runtime = Some(parse_runtime(&v)?),
+                other => return Err(unknown_key(text, other, NIC_KEYS)),
+            }
+        }
+        Ok(job)
+    }
+}
+
 impl StorageJob {
     /// Check a job against the host: the port must exist and have a storage device.
     pub fn new(host: &PmuHostProfile, job: StorageJob) -> Result<StorageJob, WorkloadError> {
-        let with_storage: Vec<&str> = host
-            .ports
-            .iter()
-            .filter(|p| host.device_of(p).is_some_and(|d| d.storage.is_some()))
-            .map(|p| p.bdf.as_str())
-            .collect();
+        let with_storage = ports_with(host, |d| d.storage.is_some());
+        let with_nic = ports_with(host, |d| d.nic.is_some());
+        let places = format!(
+            "root ports with a storage device: {}; with a NIC: {}",
+            with_storage.join(", "),
+            with_nic.join(", ")
+        );
         match host.ports.iter().find(|p| p.bdf == job.port) {
             None => Err(bad(
                 "port",
                 &job.port,
-                &format!(
-                    "no such root port on {}; root ports with a storage device: {}",
-                    host.name,
-                    with_storage.join(", ")
-                ),
+                &format!("no such root port on {}; {places}", host.name),
             )),
             Some(p) if !with_storage.contains(&p.bdf.as_str()) => Err(bad(
                 "port",
                 &job.port,
                 &format!(
-                    "{} has no storage device behind it; root ports with one: {}",
+                    "{} no storage device behind it; {places}",
                     match host.device_of(p) {
-                        Some(d) => format!("the root port holds a {} ({})", d.name, d.description),
-                        None => "the root port is empty and".to_string(),
+                        Some(d) => format!("the root port holds a {} ({}),", d.name, d.description),
+                        None => "the root port is empty,".to_string(),
                     },
-                    with_storage.join(", ")
                 ),
             )),
             Some(_) => Ok(job),
@@ -159,8 +266,9 @@ impl StorageJob {
 
     /// Parse `key=value,...` (keys: port, rw, bs, iodepth, numjobs, runtime, size) and check it.
     pub fn parse(host: &PmuHostProfile, text: &str) -> Result<StorageJob, WorkloadError> {
+        let (port, kv) = pairs(text, STORAGE_KEYS)?;
         let mut job = StorageJob {
-            port: String::new(),
+            port,
             rw: Rw::Read,
             bs: 1 << 20,
             iodepth: 64,
@@ -168,30 +276,17 @@ impl StorageJob {
             runtime: None,
             size: None,
         };
-        let mut port = None;
-        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (k, v) = part.split_once('=').ok_or_else(|| {
-                WorkloadError::spec(format!(
-                    "--workload {text:?}: {part:?} is not KEY=VALUE (keys: port, rw, bs, iodepth, numjobs, runtime, size)"
-                ))
-            })?;
-            match k.trim() {
-                "port" => port = Some(v.trim().to_string()),
-                "rw" => job.rw = parse_rw(v)?,
-                "bs" => job.bs = parse_bs(v)?,
-                "iodepth" => job.iodepth = parse_count("iodepth", v, 4096)?,
-                "numjobs" => job.numjobs = parse_count("numjobs", v, 256)?,
-                "runtime" => job.runtime = Some(parse_runtime(v)?),
-                "size" => job.size = Some(parse_job_size(v)?),
-                other => {
-                    return Err(WorkloadError::spec(format!(
-                    "--workload {text:?}: unknown key {other:?}; keys: port, rw, bs, iodepth, numjobs, runtime, size"
-                )))
-                }
+        for (k, v) in kv {
+            match k.as_str() {
+                "rw" => job.rw = parse_rw(&v)?,
+                "bs" => job.bs = parse_bs(&v)?,
+                "iodepth" => job.iodepth = parse_count("iodepth", &v, 4096)?,
+                "numjobs" => job.numjobs = parse_count("numjobs", &v, 256)?,
+                "runtime" => job.runtime = Some(parse_runtime(&v)?),
+                "size" => job.size = Some(parse_job_size(&v)?),
+                other => return Err(unknown_key(text, other, STORAGE_KEYS)),
             }
         }
-        let port = port.ok_or_else(|| WorkloadError::spec(format!("--workload {text:?}: needs port=BDF")))?;
-        job.port = check_port(&port)?;
         StorageJob::new(host, job)
     }
 }
@@ -282,8 +377,30 @@ mod tests {
             e.starts_with("port=0000:00:09.0: no such root port") && e.contains("0000:00:02.0"),
             "{e}"
         );
-        let e = err("port=0000:30:03.0");
-        assert!(e.contains("cx5") && e.contains("0000:00:02.0"), "{e}");
+        let e = err("port=0000:00:04.0");
+        assert!(
+            e.contains("empty") && e.contains("0000:00:02.0") && e.contains("0000:30:03.0"),
+            "{e}"
+        );
+        let nic = |t: &str| Workload::parse(&host, t);
+        assert_eq!(
+            nic("port=30:03.0,rx=40,tx=10,pkt=9000").unwrap(),
+            Workload::Nic(NicJob {
+                port: "0000:30:03.0".into(),
+                rx_gbps: 40.0,
+                tx_gbps: 10.0,
+                pkt: 9000,
+                runtime: None
+            })
+        );
+        let e = nic("port=30:03.0,rx=400").unwrap_err().to_string();
+        assert!(e.starts_with("rx=400: must be a rate in Gb/s from 0 to 100"), "{e}");
+        let e = nic("port=30:03.0,rw=read").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown key \"rw\"; keys: port, rx, tx, pkt, runtime"),
+            "{e}"
+        );
+        assert!(matches!(nic("port=00:02.0,rw=write"), Ok(Workload::Storage(_))));
         assert!(err("rw=read").contains("needs port=BDF"));
         assert!(err("port=00:02.0,turbo=1").contains("unknown key \"turbo\""));
     }

@@ -5,7 +5,7 @@
 
 use crate::error::CliError;
 use clap::Args;
-use pcie_pmu::sim::{builtin_pmu_hosts, PmuHostProfile, SimHost, StorageJob, WorkloadError};
+use pcie_pmu::sim::{builtin_pmu_hosts, PmuHostProfile, SimHost, Workload, WorkloadError};
 use pcie_pmu::{CounterSource, PerfEvents, PmuError, System};
 use std::path::PathBuf;
 
@@ -24,8 +24,9 @@ pub struct SourceArgs {
 /// What a simulated host runs (flatten into commands that count).
 #[derive(Debug, Clone, Default, Args)]
 pub struct SimArgs {
-    /// A storage workload on the simulated host, with fio's option names (repeatable):
-    /// port=BDF,rw=read|write|readwrite,bs=1M,iodepth=64,numjobs=4[,runtime=20s][,size=2G]
+    /// A workload on the simulated host (repeatable): storage with fio's option names,
+    /// port=BDF,rw=read|write|readwrite,bs=1M,iodepth=64,numjobs=4[,runtime=20s][,size=2G],
+    /// or NIC traffic on an x16 port, port=BDF,rx=GBPS,tx=GBPS[,pkt=1500][,runtime=20s]
     #[arg(long = "workload", value_name = "SPEC")]
     pub workloads: Vec<String>,
     /// Run the simulated host as fast as possible instead of at wall-clock pace
@@ -68,15 +69,15 @@ pub fn workload_err(e: WorkloadError) -> CliError {
     CliError::Usage(e.to_string())
 }
 
-/// Start a simulated host with `jobs`; returns its PMUs and the concrete source (for callers
+/// Start a simulated host with `workloads`; returns its PMUs and the concrete source (for callers
 /// that also need the simulation's own byte counts, as `pmu validate` does).
 pub fn start_sim(
     profile: PmuHostProfile,
-    jobs: &[StorageJob],
+    workloads: &[Workload],
     seed: u64,
     paced: bool,
 ) -> Result<(System, SimHost), CliError> {
-    SimHost::start(profile, jobs, seed, paced).map_err(|e| CliError::Runtime(e.to_string()))
+    SimHost::start(profile, workloads, seed, paced).map_err(|e| CliError::Runtime(e.to_string()))
 }
 
 /// This host's PMUs under `--sysfs`; a root that is not a sysfs tree is a usage error.
@@ -130,7 +131,7 @@ pub fn open(a: &SourceArgs, sim: &SimArgs) -> Result<(System, Box<dyn CounterSou
             let jobs = sim
                 .workloads
                 .iter()
-                .map(|w| StorageJob::parse(&profile, w))
+                .map(|w| Workload::parse(&profile, w))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(workload_err)?;
             let (sys, host) = start_sim(profile, &jobs, sim.seed, !sim.fast)?;

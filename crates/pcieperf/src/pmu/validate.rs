@@ -10,7 +10,7 @@ use super::stat::unpolled_width;
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
-use pcie_pmu::sim::workload::{self, Rw, StorageJob, WorkloadError};
+use pcie_pmu::sim::workload::{self, Rw, StorageJob, Workload, WorkloadError};
 use pcie_pmu::{Accumulator, CounterError, CounterId, CounterSource, PerfEvents, ResolvedEvent, System};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -49,8 +49,8 @@ pub struct ValidateArgs {
     /// port; writes need it given explicitly, they destroy its data)
     #[arg(long, value_name = "PATH")]
     filename: Option<PathBuf>,
-    /// Background storage workloads on other ports of the simulated host (repeatable, same
-    /// syntax as `pmu stat --workload`)
+    /// Background workloads on other ports of the simulated host (repeatable, same syntax as
+    /// `pmu stat --workload`: storage, or NIC traffic)
     #[arg(long = "workload", value_name = "SPEC")]
     workloads: Vec<String>,
     /// Read the counters every MS milliseconds
@@ -370,10 +370,12 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
                 return Err(CliError::Usage("--sysfs: only with --source perf".into()));
             }
             let profile = source::load_profile(&p)?;
-            let mut jobs = vec![StorageJob::new(&profile, j.clone()).map_err(option_err)?];
+            let mut jobs = vec![Workload::Storage(
+                StorageJob::new(&profile, j.clone()).map_err(option_err)?,
+            )];
             for w in &a.workloads {
-                let b = StorageJob::parse(&profile, w).map_err(source::workload_err)?;
-                if b.port == j.port {
+                let b = Workload::parse(&profile, w).map_err(source::workload_err)?;
+                if b.port() == j.port {
                     return Err(CliError::Usage(format!(
                         "--workload {w}: runs on the validated port {}; give background workloads other ports",
                         j.port
