@@ -484,46 +484,45 @@ fn perf(a: &ValidateArgs, j: &StorageJob, dirs: &[Dir], interval: Duration) -> R
     if let Some(s) = j.size {
         cmd.arg(format!("--size={s}"));
     }
+    // fio writes its report to a file (a pipe could fill up while nobody reads it); its
+    // messages go to our stderr.
+    let report = std::env::temp_dir().join(format!("pcieperf-validate-{}.json", std::process::id()));
+    cmd.arg(format!("--output={}", report.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
     let mut src = PerfEvents::new();
     let mut child: Option<std::process::Child> = None;
-    let mut output = None;
+    let mut status = None;
     let (compared, secs) = measure(&mut src, events, interval, |_| {
         let ch = match child.as_mut() {
             Some(c) => c,
             None => {
                 // Started after the counters are open and read, so they see all of it.
                 child = Some(
-                    cmd.stdout(Stdio::piped())
-                        .stderr(Stdio::piped())
-                        .spawn()
+                    cmd.spawn()
                         .map_err(|e| CliError::Runtime(format!("cannot run fio: {e}")))?,
                 );
                 return Ok(false);
             }
         };
-        if ch
+        status = ch
             .try_wait()
-            .map_err(|e| CliError::Runtime(format!("waiting for fio: {e}")))?
-            .is_none()
-        {
-            return Ok(false);
-        }
-        let ch = child.take().expect("fio was started");
-        output = Some(
-            ch.wait_with_output()
-                .map_err(|e| CliError::Runtime(format!("reading fio's output: {e}")))?,
-        );
-        Ok(true)
+            .map_err(|e| CliError::Runtime(format!("waiting for fio: {e}")))?;
+        Ok(status.is_some())
     })?;
-    let out = output.expect("measure ends when fio has exited");
-    if !out.status.success() {
-        return Err(CliError::Runtime(format!(
-            "fio failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+    let text = std::fs::read_to_string(&report);
+    let _ = std::fs::remove_file(&report);
+    match status {
+        Some(s) if s.success() => {}
+        s => {
+            return Err(CliError::Runtime(format!(
+                "fio failed ({}); its messages are above",
+                s.map_or("no status".to_string(), |s| s.to_string())
+            )))
+        }
     }
-    let (read, written) = fio_bytes(&String::from_utf8_lossy(&out.stdout))?;
+    let text = text.map_err(|e| CliError::Runtime(format!("reading fio's report {}: {e}", report.display())))?;
+    let (read, written) = fio_bytes(&text)?;
     Ok(Run {
         compared,
         secs,
