@@ -287,6 +287,12 @@ mod tests {
         // 8 MiB of data, plus an 8 B SDB FIS, a 4 B MSI and two 4 B register reads per I/O.
         assert_eq!(r.value, (8 << 20) + 8 * 20);
         assert_eq!((r.enabled, r.running), (1_000_000_000, 1_000_000_000));
+        // Paced, simulated time follows the wall clock.
+        let p = PmuHostProfile::load("yitian710").unwrap();
+        let wall = Instant::now();
+        let (_, mut paced) = SimHost::start(p, &[], 3, true).unwrap();
+        paced.sleep(Duration::from_millis(200)).unwrap();
+        assert!(wall.elapsed() >= Duration::from_millis(200));
         let bad = sys.resolve("dwc_rootport_10/rx_memory_read,lane=3/").unwrap();
         assert!(src.open(&bad).is_ok());
         let e = src.open(&ResolvedEvent {

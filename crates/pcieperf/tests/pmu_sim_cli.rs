@@ -187,6 +187,30 @@ fn list_and_stat_on_the_simulated_host() {
 }
 
 #[test]
+fn stat_carries_the_wraps_of_a_narrow_counter() {
+    // 25 s at 6.9 GB/s is 2.5 wraps of a 32-bit counter of 16 B units; read every second.
+    let out = ok(&[
+        "pmu",
+        "stat",
+        "--source",
+        "sim:yitian710-narrow",
+        "--fast",
+        "--workload",
+        "port=00:01.0,rw=read,bs=1M,iodepth=64",
+        "-e",
+        "pcie_bdf_100/Rx_PCIe_TLP_Data_Payload/",
+        "--duration",
+        "25",
+        "--format",
+        "json",
+    ]);
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let r = &rows[0];
+    assert!(num(r, "raw") > 2.0 * 4294967296.0, "{r}");
+    assert!((55.0..55.3).contains(&num(r, "gbps")), "6.9 GB/s once running: {r}");
+}
+
+#[test]
 fn bad_input_exits_2_and_names_it() {
     let t = Tree::new("validate");
     fixture::common_pmus(&t);
