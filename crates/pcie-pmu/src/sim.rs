@@ -140,7 +140,7 @@ impl std::error::Error for SimError {}
 pub struct SimHost {
     host: PmuHost,
     /// Kept so the tree lives as long as the source.
-    tree: SysfsWriter,
+    _tree: SysfsWriter,
     /// PMU name → port index.
     pmus: Vec<(String, usize)>,
     counters: Vec<usize>,
@@ -173,7 +173,7 @@ impl SimHost {
             sys,
             SimHost {
                 host,
-                tree,
+                _tree: tree,
                 pmus,
                 counters: Vec::new(),
                 paced: paced.then(Instant::now),
@@ -184,11 +184,6 @@ impl SimHost {
     /// The simulation (workload byte counts, profile, links).
     pub fn host(&self) -> &PmuHost {
         &self.host
-    }
-
-    /// Where the host's sysfs tree is (for `--sysfs`-style tools).
-    pub fn sysfs_root(&self) -> &std::path::Path {
-        self.tree.path()
     }
 }
 

@@ -95,7 +95,6 @@ impl EventConfig {
 #[derive(Debug, Clone)]
 struct Event {
     measure: Measure,
-    port: usize,
     opened: Ps,
     running: Ps,
     /// Hardware counts while it ran (16 B units for payload), in 64 bits.
@@ -179,7 +178,6 @@ impl Bank {
         let id = self.events.len();
         self.events.push(Event {
             measure,
-            port,
             opened: t,
             running: 0,
             count: 0,
@@ -212,11 +210,6 @@ impl Bank {
             }
         };
         (value, (t - e.opened) / 1000, e.running / 1000)
-    }
-
-    /// The port an event was opened on.
-    pub fn port_of(&self, id: usize) -> usize {
-        self.events[id].port
     }
 }
 

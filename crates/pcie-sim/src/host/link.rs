@@ -118,11 +118,6 @@ impl Direction {
         }
     }
 
-    /// Link time taken by DLLPs owed for traffic in the other direction.
-    pub fn owe(&mut self, bytes: f64) {
-        self.server.free += (bytes * self.ps_per_byte + 0.5) as Ps;
-    }
-
     /// Everything that has crossed by `t`. Queries must not go back in time.
     pub fn at(&mut self, t: Ps) -> Tally {
         debug_assert!(t >= self.settled_at, "ledger queried at {t} after {}", self.settled_at);

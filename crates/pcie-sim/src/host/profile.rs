@@ -440,6 +440,19 @@ mod tests {
     }
 
     #[test]
+    fn an_inheriting_profile_overrides_key_by_key() {
+        let p = PmuHostProfile::parse(
+            "mine.toml",
+            "inherit = \"yitian710\"\nname = \"mine\"\n[pmu]\nmux_interval_ms = 10.0\n",
+        )
+        .unwrap();
+        let base = PmuHostProfile::load("yitian710").unwrap();
+        assert_eq!((p.name.as_str(), p.pmu.mux_interval_ms), ("mine", 10.0));
+        assert_eq!(p.pmu.driver, base.pmu.driver, "keys not given are inherited");
+        assert_eq!((p.ports, p.devices), (base.ports, base.devices));
+    }
+
+    #[test]
     fn bdfs_parse() {
         assert_eq!(parse_bdf("0001:30:03.0"), Some((1, 0x30, 3, 0)));
         assert_eq!(parse_bdf("00:02.0"), None);
