@@ -228,6 +228,11 @@ fn bad_input_exits_2_and_names_it() {
         a.extend_from_slice(extra);
         a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
     };
+    let stat_workload = |w: &str| {
+        ["pmu", "stat", "--source", "sim", "-e", "x/y/", "--workload", w]
+            .map(String::from)
+            .to_vec()
+    };
     let cases: Vec<(Vec<String>, &[&str])> = vec![
         (
             sim(&["--port", "00:09.0"]),
@@ -256,35 +261,10 @@ fn bad_input_exits_2_and_names_it() {
             &["sim:nope"],
         ),
         (
-            [
-                "pmu",
-                "stat",
-                "--source",
-                "sim",
-                "-e",
-                "x/y/",
-                "--workload",
-                "port=00:02.0,rw=trim",
-            ]
-            .map(String::from)
-            .to_vec(),
+            stat_workload("port=00:02.0,rw=trim"),
             &["rw=trim", "read, write, readwrite"],
         ),
-        (
-            [
-                "pmu",
-                "stat",
-                "--source",
-                "sim",
-                "-e",
-                "x/y/",
-                "--workload",
-                "port=30:03.0,rx=400",
-            ]
-            .map(String::from)
-            .to_vec(),
-            &["rx=400", "0 to 100"],
-        ),
+        (stat_workload("port=30:03.0,rx=400"), &["rx=400", "0 to 100"]),
         (
             ["pmu", "stat", "-e", "msr/tsc/", "--workload", "port=00:02.0"]
                 .map(String::from)
