@@ -7,7 +7,7 @@
 use super::link::{Direction, Tally};
 use super::profile::{PmuDriver, PmuSpec};
 use crate::engine::Ps;
-use pcie_model::TlpKind;
+use pcie_model::{reverse_dllp_bytes, LinkConfig, TlpKind};
 
 /// What an event counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,9 +18,15 @@ pub enum Measure {
     /// TLPs of a kind received or transmitted.
     RxTlps(TlpKind),
     TxTlps(TlpKind),
+    /// Ack and UpdateFC DLLPs the port sends (for the TLPs it received) or receives (for the
+    /// TLPs it sent).
+    AcksSent,
+    AcksReceived,
+    UpdateFcsSent,
+    UpdateFcsReceived,
     /// Controller clock cycles (`one_cycle`, and `L0` while the link is up).
     Cycles,
-    /// Something the simulation never produces (L1 residency, DLLPs, errors, CCIX).
+    /// Something the simulation never produces (L1 residency, errors, CCIX).
     Nothing,
 }
 
@@ -75,7 +81,11 @@ impl EventConfig {
                 0x70b => RxTlps(TlpKind::MWr),
                 0x70c => RxTlps(TlpKind::MRd),
                 0x712 => RxTlps(TlpKind::CplD),
-                0x600..=0x606 | 0x702..=0x706 | 0x708..=0x70a | 0x70f..=0x711 | 0x713..=0x717 => Nothing,
+                0x600 => AcksSent,
+                0x601 => UpdateFcsSent,
+                0x602 => AcksReceived,
+                0x603 => UpdateFcsReceived,
+                0x604..=0x606 | 0x702..=0x706 | 0x708..=0x70a | 0x70f..=0x711 | 0x713..=0x717 => Nothing,
                 _ => return None,
             });
         }
@@ -128,18 +138,54 @@ pub struct Bank {
     events: Vec<Event>,
 }
 
-/// A port's two link directions as the bank reads them.
+/// A port's two link directions as the bank reads them, and its DLLP rates.
 pub struct PortLink<'a> {
     pub rx: &'a mut Direction,
     pub tx: &'a mut Direction,
+    pub dllps: DllpRates,
 }
 
-fn value(m: Measure, rx: &Tally, tx: &Tally, t: Ps, clock_mhz: f64) -> u64 {
+/// DLLPs a receiver returns per link byte of TLPs: Acks for every TLP, UpdateFCs for posted
+/// and non-posted ones (completion credits are infinite), at the spec's rates
+/// (`pcie_model::reverse_dllp_bytes`), never more than one per TLP.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DllpRates {
+    pub ack_per_byte: f64,
+    pub update_fc_per_byte: f64,
+}
+
+impl DllpRates {
+    pub fn of(link: &LinkConfig) -> DllpRates {
+        let ack = reverse_dllp_bytes(link, TlpKind::CplD, 1.0);
+        DllpRates {
+            ack_per_byte: ack / DLLP_BYTES,
+            update_fc_per_byte: (reverse_dllp_bytes(link, TlpKind::MWr, 1.0) - ack) / DLLP_BYTES,
+        }
+    }
+
+    fn acks(&self, t: &Tally) -> u64 {
+        ((t.wire_bytes as f64 * self.ack_per_byte) as u64).min(t.all_tlps())
+    }
+
+    fn update_fcs(&self, t: &Tally) -> u64 {
+        let credited = t.all_tlps() - t.tlps_of(TlpKind::CplD);
+        ((t.credited_bytes as f64 * self.update_fc_per_byte) as u64).min(credited)
+    }
+}
+
+/// A DLLP on the wire: framing, 4 B of content, CRC.
+const DLLP_BYTES: f64 = 8.0;
+
+fn value(m: Measure, rx: &Tally, tx: &Tally, t: Ps, clock_mhz: f64, d: &DllpRates) -> u64 {
     match m {
         Measure::RxPayload => rx.payload_dw / 4,
         Measure::TxPayload => tx.payload_dw / 4,
         Measure::RxTlps(k) => rx.tlps_of(k),
         Measure::TxTlps(k) => tx.tlps_of(k),
+        Measure::AcksSent => d.acks(rx),
+        Measure::AcksReceived => d.acks(tx),
+        Measure::UpdateFcsSent => d.update_fcs(rx),
+        Measure::UpdateFcsReceived => d.update_fcs(tx),
         Measure::Cycles => (t as f64 * clock_mhz / 1e6) as u64,
         Measure::Nothing => 0,
     }
@@ -165,12 +211,13 @@ impl Bank {
         }
         let Some(link) = link else {
             // No link: only cycle counts move; give them out turn by turn below.
-            return advance_turns(p, &mut self.events, self.mux, t, clock, &mut |_| {
-                (Tally::default(), Tally::default())
-            });
+            let none = &mut |_| (Tally::default(), Tally::default());
+            return advance_turns(p, &mut self.events, self.mux, t, clock, &DllpRates::default(), none);
         };
-        let PortLink { rx, tx } = link;
-        advance_turns(p, &mut self.events, self.mux, t, clock, &mut |x| (rx.at(x), tx.at(x)));
+        let PortLink { rx, tx, dllps } = link;
+        advance_turns(p, &mut self.events, self.mux, t, clock, &dllps, &mut |x| {
+            (rx.at(x), tx.at(x))
+        });
     }
 
     /// Open an event on `port` at `t` (the port must be advanced to `t`). Returns its index.
@@ -219,6 +266,7 @@ fn advance_turns(
     mux: Ps,
     t: Ps,
     clock: f64,
+    dllps: &DllpRates,
     crossed: &mut dyn FnMut(Ps) -> (Tally, Tally),
 ) {
     let mut cuts: Vec<Ps> = Vec::new();
@@ -239,7 +287,8 @@ fn advance_turns(
         for r in p.rotations.iter().filter(|r| !r.events.is_empty()) {
             let turn = ((from - r.epoch) / mux) as usize % r.events.len();
             let e = &mut events[r.events[turn]];
-            e.count += value(e.measure, &rx, &tx, to, clock) - value(e.measure, &p.rx, &p.tx, from, clock);
+            e.count +=
+                value(e.measure, &rx, &tx, to, clock, dllps) - value(e.measure, &p.rx, &p.tx, from, clock, dllps);
             e.running += to - from;
         }
         p.rx = rx;

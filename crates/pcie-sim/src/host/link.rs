@@ -16,16 +16,33 @@ fn kind_index(k: TlpKind) -> usize {
     KINDS.iter().position(|x| *x == k).expect("every kind is listed")
 }
 
-/// What has crossed a port in one direction: payload in DWs and TLPs per kind.
+/// What has crossed a port in one direction: payload in DWs, TLPs per kind, and link bytes
+/// (all TLPs; posted and non-posted ones, which use flow-control credits the receiver returns).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
     pub payload_dw: u64,
     pub tlps: [u64; 3],
+    pub wire_bytes: u64,
+    pub credited_bytes: u64,
 }
 
 impl Tally {
     pub fn tlps_of(&self, k: TlpKind) -> u64 {
         self.tlps[kind_index(k)]
+    }
+
+    /// All TLPs.
+    pub fn all_tlps(&self) -> u64 {
+        self.tlps.iter().sum()
+    }
+
+    fn add(&mut self, b: &Burst, k: u64) {
+        self.payload_dw += k * b.dw;
+        self.tlps[b.kind] += k;
+        self.wire_bytes += k * b.wire;
+        if KINDS[b.kind] != TlpKind::CplD {
+            self.credited_bytes += k * b.wire;
+        }
     }
 }
 
@@ -35,6 +52,8 @@ struct Burst {
     tlp_ps: Ps,
     n: u64,
     dw: u64,
+    /// Link bytes of one TLP.
+    wire: u64,
     kind: usize,
 }
 
@@ -86,7 +105,8 @@ impl Direction {
             TlpKind::CplD => Tlp::completion(0, len),
             _ => Tlp::request(link, kind, 0, len),
         };
-        let tlp_ps = ((tlp.wire_bytes(link) as f64 * self.ps_per_byte + 0.5) as Ps).max(1);
+        let wire = tlp.wire_bytes(link) as u64;
+        let tlp_ps = ((wire as f64 * self.ps_per_byte + 0.5) as Ps).max(1);
         let start = self.server.serve(ready, n * tlp_ps);
         let dw = if kind == TlpKind::MRd {
             0
@@ -98,6 +118,7 @@ impl Direction {
             tlp_ps,
             n,
             dw,
+            wire,
             kind: kind_index(kind),
         };
         self.pending.push_back(b);
@@ -122,16 +143,13 @@ impl Direction {
     pub fn at(&mut self, t: Ps) -> Tally {
         debug_assert!(t >= self.settled_at, "ledger queried at {t} after {}", self.settled_at);
         while let Some(b) = self.pending.front().filter(|b| b.end() <= t).copied() {
-            self.settled.payload_dw += b.n * b.dw;
-            self.settled.tlps[b.kind] += b.n;
+            self.settled.add(&b, b.n);
             self.pending.pop_front();
         }
         self.settled_at = self.settled_at.max(t);
         let mut tally = self.settled;
         for b in self.pending.iter().take_while(|b| b.start < t) {
-            let k = b.crossed(t);
-            tally.payload_dw += k * b.dw;
-            tally.tlps[b.kind] += k;
+            tally.add(b, b.crossed(t));
         }
         tally
     }

@@ -17,7 +17,7 @@ pub mod workload;
 
 use crate::engine::{ps, Ps, Sampler};
 use crate::rng::{mix_seed, Rng};
-use bank::{Bank, EventConfig, PortLink};
+use bank::{Bank, DllpRates, EventConfig, PortLink};
 use link::Direction;
 use pcie_model::{Generation, LinkConfig, LinkParams};
 use profile::PmuHostProfile;
@@ -244,9 +244,10 @@ impl PmuHost {
         }
         self.now = t;
         for (i, p) in self.ports.iter_mut().enumerate() {
-            let link = p.link.is_some().then_some(PortLink {
+            let link = p.link.as_ref().map(|l| PortLink {
                 rx: &mut p.rx,
                 tx: &mut p.tx,
+                dllps: DllpRates::of(l),
             });
             self.bank.advance(i, t, link);
         }
@@ -375,6 +376,25 @@ mod tests {
         assert_eq!(h.read(rx).0, batches * (64 * (1500 + 64) + 4));
         // Downstream completions: the 64 receive descriptors (1 KiB) of each batch, cut at MPS.
         assert_eq!(h.read(tx).0, batches * 2);
+    }
+
+    #[test]
+    fn dllps_follow_the_spec_rates() {
+        // Lane events on the lane counter take turns; count each in a run of its own.
+        let count = |config: u64| {
+            let mut h = host(&["port=00:02.0,rw=read,bs=1M,iodepth=4,size=16M"]);
+            let id = h.open(port(&h, "0000:00:02.0"), config).unwrap();
+            h.advance_to(1_000_000_000);
+            h.read(id).0
+        };
+        let (data_tlps, acks_sent, fcs_sent) = (count(0x1070b), count(0x10600), count(0x10601));
+        // Gen3 x2, MPS 256: an Ack every 313 symbol times x 2 lanes = 626 link bytes, and a
+        // 256 B memory write takes 280 on the link: 0.45 Acks per data TLP.
+        let per_tlp = acks_sent as f64 / data_tlps as f64;
+        assert!((0.44..0.46).contains(&per_tlp), "{acks_sent} Acks for {data_tlps} TLPs");
+        assert!(fcs_sent > 0 && fcs_sent <= data_tlps, "{fcs_sent}");
+        // Downstream the root port sends few TLPs, so it receives few Acks.
+        assert!(count(0x10602) < acks_sent / 100);
     }
 
     #[test]
