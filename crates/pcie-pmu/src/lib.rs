@@ -22,8 +22,12 @@ pub mod family;
 #[cfg(all(unix, any(test, feature = "fixture")))]
 pub mod fixture;
 pub mod pmu;
+#[cfg(unix)]
+pub mod sim;
 pub mod software;
 pub mod sysfs;
+#[cfg(unix)]
+pub mod sysfs_writer;
 pub mod topology;
 
 pub use accumulate::{Accumulator, Delta};

@@ -19,24 +19,24 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 /// Picoseconds.
-pub type Ps = u64;
+pub(crate) type Ps = u64;
 
 const LINE: u64 = 64;
 
-fn ps(ns: f64) -> Ps {
+pub(crate) fn ps(ns: f64) -> Ps {
     // `x + 0.5` truncated: round half up without a libm call (all times are non-negative).
     (ns * 1000.0 + 0.5) as Ps
 }
 
 /// A resource serving one thing at a time, first come first served.
 #[derive(Debug, Clone, Copy, Default)]
-struct Server {
-    free: Ps,
+pub(crate) struct Server {
+    pub(crate) free: Ps,
 }
 
 impl Server {
     /// Occupy the server from `arrival` (or when it frees) for `busy`; returns the start.
-    fn serve(&mut self, arrival: Ps, busy: Ps) -> Ps {
+    pub(crate) fn serve(&mut self, arrival: Ps, busy: Ps) -> Ps {
         let start = arrival.max(self.free);
         self.free = start + busy;
         start
@@ -45,12 +45,12 @@ impl Server {
 
 /// Several identical servers (page walkers): each job takes the earliest free one.
 #[derive(Debug, Clone)]
-struct Pool {
-    free: Vec<Ps>,
+pub(crate) struct Pool {
+    pub(crate) free: Vec<Ps>,
 }
 
 impl Pool {
-    fn serve(&mut self, arrival: Ps, busy: Ps) -> Ps {
+    pub(crate) fn serve(&mut self, arrival: Ps, busy: Ps) -> Ps {
         let (i, &f) = self
             .free
             .iter()
@@ -93,7 +93,7 @@ impl Wire {
 /// A latency distribution, tabulated: its inverse CDF at 1024 evenly spaced probabilities,
 /// so a draw is one table lookup instead of a square root per line.
 #[derive(Debug, Clone)]
-struct Sampler {
+pub(crate) struct Sampler {
     table: Box<[Ps; SAMPLER_STEPS]>,
 }
 
@@ -101,7 +101,7 @@ const SAMPLER_STEPS: usize = 1024;
 
 impl Sampler {
     /// Triangular between `min_ns` and `max_ns` with mode `mode_ns`.
-    fn triangular(s: &Spread) -> Sampler {
+    pub(crate) fn triangular(s: &Spread) -> Sampler {
         let (a, c, b) = (s.min_ns, s.mode_ns, s.max_ns);
         let mut table = Box::new([0; SAMPLER_STEPS]);
         for (i, slot) in table.iter_mut().enumerate() {
@@ -118,7 +118,7 @@ impl Sampler {
         Sampler { table }
     }
 
-    fn draw(&self, rng: &mut Rng) -> Ps {
+    pub(crate) fn draw(&self, rng: &mut Rng) -> Ps {
         self.table[(rng.next_u64() >> 54) as usize]
     }
 }

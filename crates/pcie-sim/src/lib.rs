@@ -6,6 +6,7 @@
 //! simulations.
 
 mod engine;
+pub mod host;
 mod iommu;
 mod llc;
 mod profile;

@@ -228,11 +228,11 @@ pub fn builtin_devices() -> Vec<&'static str> {
     DEVICES.iter().map(|(n, _)| *n).collect()
 }
 
-trait Checked: Sized + for<'de> Deserialize<'de> {
+pub(crate) trait Checked: Sized + for<'de> Deserialize<'de> {
     fn check(&self) -> Result<(), String>;
 }
 
-fn parse<T: Checked>(file: &str, text: &str) -> Result<T, ProfileError> {
+pub(crate) fn parse<T: Checked>(file: &str, text: &str) -> Result<T, ProfileError> {
     let err = |message: String| ProfileError {
         file: file.to_string(),
         message,
@@ -243,7 +243,7 @@ fn parse<T: Checked>(file: &str, text: &str) -> Result<T, ProfileError> {
 }
 
 /// Load a built-in profile by name, or a TOML file when `name` contains a `/` or ends in `.toml`.
-fn load<T: Checked>(name: &str, builtin: &[(&str, &str)], what: &str) -> Result<T, ProfileError> {
+pub(crate) fn load<T: Checked>(name: &str, builtin: &[(&str, &str)], what: &str) -> Result<T, ProfileError> {
     if name.contains('/') || name.ends_with(".toml") {
         let text = std::fs::read_to_string(Path::new(name)).map_err(|e| ProfileError {
             file: name.to_string(),
@@ -278,7 +278,7 @@ impl DeviceProfile {
     }
 }
 
-fn positive(key: &str, v: f64) -> Result<(), String> {
+pub(crate) fn positive(key: &str, v: f64) -> Result<(), String> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
@@ -286,7 +286,7 @@ fn positive(key: &str, v: f64) -> Result<(), String> {
     }
 }
 
-fn non_negative(key: &str, v: f64) -> Result<(), String> {
+pub(crate) fn non_negative(key: &str, v: f64) -> Result<(), String> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
@@ -294,7 +294,7 @@ fn non_negative(key: &str, v: f64) -> Result<(), String> {
     }
 }
 
-fn probability(key: &str, v: f64) -> Result<(), String> {
+pub(crate) fn probability(key: &str, v: f64) -> Result<(), String> {
     if (0.0..=1.0).contains(&v) {
         Ok(())
     } else {
@@ -302,7 +302,7 @@ fn probability(key: &str, v: f64) -> Result<(), String> {
     }
 }
 
-fn one_of(key: &str, v: u32, allowed: &[u32]) -> Result<(), String> {
+pub(crate) fn one_of(key: &str, v: u32, allowed: &[u32]) -> Result<(), String> {
     if allowed.contains(&v) {
         Ok(())
     } else {
@@ -311,7 +311,7 @@ fn one_of(key: &str, v: u32, allowed: &[u32]) -> Result<(), String> {
     }
 }
 
-fn spread(key: &str, s: &Spread) -> Result<(), String> {
+pub(crate) fn spread(key: &str, s: &Spread) -> Result<(), String> {
     non_negative(&format!("{key}.min_ns"), s.min_ns)?;
     if s.min_ns <= s.mode_ns && s.mode_ns <= s.max_ns {
         Ok(())

@@ -1,19 +1,18 @@
 //! `pcieperf pmu list`: a tree PMU → root port → devices, with events and metrics, for people;
 //! one CSV row / JSON object per PMU event for programs.
 
+use super::source::SourceArgs;
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
-use pcie_pmu::{event_spec, PciDevice, PcieView, PmuError, PmuEvent, System};
+use pcie_pmu::{event_spec, PciDevice, PcieView, PmuEvent, System};
 use serde::Serialize;
 use std::fmt::Write;
-use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Root of the sysfs/procfs tree to read (ROOT/sys/..., ROOT/proc/cpuinfo)
-    #[arg(long, value_name = "ROOT", default_value = "/")]
-    sysfs: PathBuf,
+    #[command(flatten)]
+    source: SourceArgs,
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
@@ -285,12 +284,7 @@ fn human(sys: &System, views: &[PcieView]) -> String {
 }
 
 pub fn run(a: &ListArgs) -> Result<String, CliError> {
-    let sys = System::discover(&a.sysfs).map_err(|e| match e {
-        PmuError::NoRoot(_) | PmuError::NoEventSource(_) => {
-            CliError::Usage(e.to_string().replacen("sysfs root", "--sysfs", 1))
-        }
-        e => e.into(),
-    })?;
+    let sys = super::source::discover(&a.source)?;
     for p in &sys.problems {
         eprintln!("warning: skipped a PMU: {p}");
     }

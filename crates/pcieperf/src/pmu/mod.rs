@@ -1,12 +1,15 @@
-//! `pcieperf pmu ...`: PCIe PMUs on Linux: discovery (`list`), counting (`stat`), and the live
-//! commands on the same sampling core (`top`, `record`, `serve`).
+//! `pcieperf pmu ...`: PCIe PMUs on Linux or a simulated host: discovery (`list`), counting
+//! (`stat`), the live commands on the same sampling core (`top`, `record`, `serve`) and the
+//! accuracy check against a storage workload (`validate`).
 
 mod list;
 mod monitor;
 mod record;
 mod serve;
+pub mod source;
 mod stat;
 mod top;
+mod validate;
 
 use crate::error::CliError;
 use clap::Subcommand;
@@ -24,6 +27,8 @@ pub enum PmuCmd {
     Top(top::TopArgs),
     /// Prometheus /metrics and a small live page on 127.0.0.1:9464
     Serve(serve::ServeArgs),
+    /// PMU payload bytes against a storage workload's own byte count (fio, or simulated)
+    Validate(Box<validate::ValidateArgs>),
 }
 
 pub fn run(cmd: &PmuCmd) -> Result<String, CliError> {
@@ -33,6 +38,7 @@ pub fn run(cmd: &PmuCmd) -> Result<String, CliError> {
         PmuCmd::Record(a) => record::run(a),
         PmuCmd::Top(a) => top::run(a),
         PmuCmd::Serve(a) => serve::run(a),
+        PmuCmd::Validate(a) => validate::run(a),
     }
 }
 

@@ -3,6 +3,7 @@
 //! [`CounterSource`], reading them every interval into rows, summing rows per root port, and the
 //! run loop (interval, duration, command, Ctrl-C) that waits and timestamps through the source.
 
+use super::source::{self, SimArgs, SourceArgs};
 use crate::error::CliError;
 use crate::output::{Cell, Table};
 use clap::Args;
@@ -10,12 +11,12 @@ use pcie_model::{stream, Generation, LinkConfig, LinkParams, Op};
 use pcie_pmu::accumulate::{gbps, max_interval_secs};
 use pcie_pmu::counter::event_name;
 use pcie_pmu::{
-    Accumulator, CounterError, CounterId, CounterSource, Delta, PciDevice, PcieView, PerfEvents, PmuError,
+    Accumulator, CounterError, CounterId, CounterSource, Delta, PciDevice, PcieView, PmuError,
     ResolvedEvent, System,
 };
 use serde::Serialize;
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,9 +28,10 @@ pub struct WatchArgs {
     /// the rx_bytes / tx_bytes payload events of every PCIe PMU]
     #[arg(short = 'e', long = "events", value_name = "EVENTS")]
     pub events: Vec<String>,
-    /// Root of the sysfs/procfs tree to read (ROOT/sys/..., ROOT/proc/cpuinfo)
-    #[arg(long, value_name = "ROOT", default_value = "/")]
-    pub sysfs: PathBuf,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub sim: SimArgs,
     /// Read the counters every MS milliseconds
     #[arg(short = 'I', long = "interval", value_name = "MS", default_value_t = 1000)]
     pub interval: u64,
@@ -39,9 +41,13 @@ impl WatchArgs {
     /// Discover, resolve the events (or the default payload events), plan and open them.
     pub fn open(&self) -> Result<(Monitor, Box<dyn CounterSource>), CliError> {
         check_interval(Some(self.interval))?;
-        let (sys, mut src) = open_source(&self.sysfs)?;
+        let (sys, mut src) = source::open(&self.source, &self.sim)?;
         let events = if self.events.is_empty() {
-            payload_events(&sys, &self.sysfs)?
+            let place = match self.source.source.as_str() {
+                "perf" => format!("--sysfs {}", self.source.sysfs.display()),
+                other => format!("--source {other}"),
+            };
+            payload_events(&sys, &place)?
         } else {
             resolve_events(&sys, &self.events)?
         };
@@ -50,18 +56,6 @@ impl WatchArgs {
         let mon = Monitor::open(src.as_mut(), plan)?;
         Ok((mon, src))
     }
-}
-
-/// The system under `--sysfs` and the counter source to count it with: the one place a
-/// `--source` choice plugs in (today always the Linux perf source).
-pub fn open_source(sysfs: &Path) -> Result<(System, Box<dyn CounterSource>), CliError> {
-    let sys = System::discover(sysfs).map_err(|e| match e {
-        PmuError::NoRoot(_) | PmuError::NoEventSource(_) => {
-            CliError::Usage(e.to_string().replacen("sysfs root", "--sysfs", 1))
-        }
-        e => e.into(),
-    })?;
-    Ok((sys, Box::new(PerfEvents::new())))
 }
 
 pub fn usage(m: impl Into<String>) -> CliError {
@@ -133,7 +127,7 @@ pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<ResolvedEven
 
 /// The payload events (catalog metric `rx_bytes`/`tx_bytes` in bytes, no required parameter)
 /// of every PCIe PMU: what the live commands count without `-e`.
-pub fn payload_events(sys: &System, sysfs: &Path) -> Result<Vec<ResolvedEvent>, CliError> {
+pub fn payload_events(sys: &System, place: &str) -> Result<Vec<ResolvedEvent>, CliError> {
     let mut out = Vec::new();
     for v in sys.pcie_pmus()? {
         for e in &v.events {
@@ -149,9 +143,8 @@ pub fn payload_events(sys: &System, sysfs: &Path) -> Result<Vec<ResolvedEvent>, 
     }
     if out.is_empty() {
         return Err(usage(format!(
-            "--sysfs {}: no PCIe PMU with rx_bytes/tx_bytes payload events here; name events with -e \
-             (e.g. -e software/cpu-clock/), see `pcieperf pmu list`",
-            sysfs.display()
+            "{place}: no PCIe PMU with rx_bytes/tx_bytes payload events here; name events with -e \
+             (e.g. -e software/cpu-clock/), see `pcieperf pmu list`"
         )));
     }
     Ok(out)
@@ -326,8 +319,9 @@ impl Plan {
 }
 
 /// Bits of the hardware register behind an event whose driver does not poll it: the
-/// pre-upstream DWC driver (`pcie_bdf_*`) reads only the low 32 bits of the payload counter.
-fn unpolled_width(ev: &ResolvedEvent) -> Option<u32> {
+/// pre-upstream DWC driver (`pcie_bdf_*`) reads only the low 32 bits of the payload counter,
+/// so its values are accumulated modulo 2^32.
+pub(super) fn unpolled_width(ev: &ResolvedEvent) -> Option<u32> {
     ev.pmu.starts_with("pcie_bdf_").then_some(32)
 }
 
@@ -504,9 +498,9 @@ impl Monitor {
             let id = src.open(&watch.ev).map_err(counter_err)?;
             counters.push(Counter {
                 event: short_event(&watch.ev),
+                acc: Accumulator::new(unpolled_width(&watch.ev).unwrap_or(64)),
                 watch,
                 id,
-                acc: Accumulator::default(),
             });
         }
         Ok(Monitor {
@@ -886,7 +880,7 @@ pub mod tests {
     fn default_events_are_the_payload_metrics_of_every_pcie_pmu() {
         let t = dwc_host("monitor-default");
         let sys = System::discover(t.path()).unwrap();
-        let evs = payload_events(&sys, t.path()).unwrap();
+        let evs = payload_events(&sys, "here").unwrap();
         let names: Vec<String> = evs.iter().map(event_name).collect();
         assert_eq!(names.len(), 4, "{names:?}");
         for pmu in ["pcie_bdf_300300", "dwc_rootport_3018"] {
@@ -900,8 +894,8 @@ pub mod tests {
         let bare = Tree::new("monitor-no-pcie");
         fixture::common_pmus(&bare);
         let sys = System::discover(bare.path()).unwrap();
-        let e = payload_events(&sys, bare.path()).unwrap_err().to_string();
-        assert!(e.contains("no PCIe PMU") && e.contains("-e"), "{e}");
+        let e = payload_events(&sys, "--sysfs /x").unwrap_err().to_string();
+        assert!(e.starts_with("--sysfs /x: no PCIe PMU") && e.contains("-e"), "{e}");
     }
 
     #[test]

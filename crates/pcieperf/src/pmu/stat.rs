@@ -3,15 +3,15 @@
 //! Ctrl-C; `-I MS` prints one row per event per interval as it goes.
 
 use super::monitor::{
-    self, cancel_on_signals, check_duration, check_interval, csv_lines, json_lines, open_source, resolve_events,
+    self, cancel_on_signals, check_duration, check_interval, csv_lines, json_lines, resolve_events,
     Monitor, Plan, Row, Schedule, Sink,
 };
+use super::source::{self, SimArgs, SourceArgs};
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
 use pcie_pmu::CounterSource;
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Args)]
@@ -21,9 +21,10 @@ pub struct StatArgs {
     /// suffix (dwc_rootport) counts every instance.
     #[arg(short = 'e', long = "events", value_name = "EVENTS", required = true)]
     events: Vec<String>,
-    /// Root of the sysfs/procfs tree to read (ROOT/sys/..., ROOT/proc/cpuinfo)
-    #[arg(long, value_name = "ROOT", default_value = "/")]
-    sysfs: PathBuf,
+    #[command(flatten)]
+    source: SourceArgs,
+    #[command(flatten)]
+    sim: SimArgs,
     /// Print counts every MS milliseconds (one row per event per interval)
     #[arg(short = 'I', long = "interval", value_name = "MS")]
     interval: Option<u64>,
@@ -113,7 +114,7 @@ fn validate(a: &StatArgs) -> Result<(), CliError> {
 
 pub fn run(a: &StatArgs) -> Result<String, CliError> {
     validate(a)?;
-    let (sys, mut src) = open_source(&a.sysfs)?;
+    let (sys, mut src) = source::open(&a.source, &a.sim)?;
     let plan = Plan::new(&sys, resolve_events(&sys, &a.events)?)?;
     // Without -I the counters are read every second (see `monitor::run`).
     plan.warn_wraps(a.interval.map_or(1.0, |ms| ms as f64 / 1000.0));
@@ -198,7 +199,11 @@ mod tests {
         };
         let a = StatArgs {
             events: vec![],
-            sysfs: "/".into(),
+            source: SourceArgs {
+                source: "perf".into(),
+                sysfs: "/".into(),
+            },
+            sim: SimArgs::default(),
             interval: None,
             duration: Some(0.01),
             format: Format::Json,

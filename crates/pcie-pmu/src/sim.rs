@@ -1,0 +1,299 @@
+//! The simulated host as a counter source: a [`pcie_sim::host::PmuHost`] (by default the
+//! Yitian 710 of the seed study) that presents itself through a sysfs tree, as a real host does,
+//! and counts through [`CounterSource`].
+//!
+//! [`SimHost::start`] writes the host's tree (one DWC PMU per root port with `type`, `cpumask`,
+//! `format/` and `events/`; root ports and devices with vendor, class, driver, link speed and
+//! width, NUMA node) into a temporary directory, discovers it with [`System::discover`] like any
+//! other root, and keeps the directory while the source lives. Its clock is simulated time:
+//! `sleep` runs the simulation, paced to wall-clock time unless the source is fast.
+
+use crate::counter::{CounterError, CounterId, CounterSource, Reading};
+use crate::event_spec::ResolvedEvent;
+use crate::sysfs_writer::{dwc_pmu, DwcVariant, SysfsWriter};
+use crate::{PmuError, System};
+pub use pcie_sim::host::profile::{builtin_pmu_hosts, PmuHostProfile};
+use pcie_sim::host::profile::{parse_bdf, PmuDriver, PortSpec};
+pub use pcie_sim::host::workload::{self, StorageJob, Workload, WorkloadError};
+pub use pcie_sim::host::PmuHost;
+use std::io;
+use std::time::{Duration, Instant};
+
+/// `EINVAL`: what the DWC driver answers for an event or lane it does not have.
+const EINVAL: i32 = 22;
+
+/// The perf PMU name the driver gives a root port: `dwc_rootport_<sbdf>` upstream,
+/// `pcie_bdf_<seg,bus,dev,fn bytes>` for the pre-upstream driver.
+pub fn pmu_name(driver: PmuDriver, bdf: &str) -> Option<String> {
+    let (d, b, dev, f) = parse_bdf(bdf)?;
+    Some(match driver {
+        PmuDriver::DwcRootport => format!("dwc_rootport_{:x}", d << 16 | b << 8 | dev << 3 | f),
+        PmuDriver::PcieBdf => format!("pcie_bdf_{:x}", d << 24 | b << 16 | dev << 8 | f),
+    })
+}
+
+/// sysfs `current_link_speed` text of a generation.
+fn speed(gen: u32) -> &'static str {
+    [
+        "2.5 GT/s PCIe",
+        "5.0 GT/s PCIe",
+        "8.0 GT/s PCIe",
+        "16.0 GT/s PCIe",
+        "32.0 GT/s PCIe",
+        "64.0 GT/s PCIe",
+    ][gen.clamp(1, 6) as usize - 1]
+}
+
+/// Write the host's sysfs tree.
+fn write_tree(w: &SysfsWriter, host: &PmuHost) -> io::Result<()> {
+    let p = host.profile();
+    let variant = match p.pmu.driver {
+        PmuDriver::DwcRootport => DwcVariant::Upstream,
+        PmuDriver::PcieBdf => DwcVariant::V1,
+    };
+    // Yitian 710 cores are Arm Neoverse N2 (implementer 0x41, part 0xd49).
+    w.raw(
+        "proc/cpuinfo",
+        "processor\t: 0\nBogoMIPS\t: 100.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd49\n\n",
+    )?;
+    for (i, port) in p.ports.iter().enumerate() {
+        write_port(w, host, i, port)?;
+        let name = pmu_name(p.pmu.driver, &port.bdf).expect("profile ports have valid BDFs");
+        let cpu = (port.die * p.pmu.cpus_per_die).to_string();
+        dwc_pmu(w, &name, p.pmu.first_type + i as u32, &cpu, variant)?;
+        w.pmu_attr(
+            &name,
+            "perf_event_mux_interval_ms",
+            &format!("{}", p.pmu.mux_interval_ms),
+        )?;
+    }
+    Ok(())
+}
+
+fn write_port(w: &SysfsWriter, host: &PmuHost, i: usize, port: &PortSpec) -> io::Result<()> {
+    let link = host.link(i);
+    let numa = port.die.to_string();
+    let (cur_speed, cur_width) = match link {
+        Some(l) => (speed(l.gen.number() as u32), l.lanes.to_string()),
+        None => ("Unknown", "0".to_string()),
+    };
+    let max_width = port.lanes.to_string();
+    let bus = port.device_bdf.as_deref().and_then(parse_bdf).map(|b| b.1.to_string());
+    let mut attrs = vec![
+        ("vendor", "0x1ded"),
+        ("device", "0x8000"),
+        ("class", "0x060400"),
+        ("current_link_speed", cur_speed),
+        ("max_link_speed", speed(port.gen)),
+        ("current_link_width", &cur_width),
+        ("max_link_width", &max_width),
+        ("numa_node", &numa),
+    ];
+    if let Some(b) = &bus {
+        attrs.extend([
+            ("secondary_bus_number", b.as_str()),
+            ("subordinate_bus_number", b.as_str()),
+        ]);
+    }
+    w.pci(&[], &port.bdf, &attrs, Some("pcieport"))?;
+    let (Some(dev), Some(dev_bdf)) = (host.profile().device_of(port), &port.device_bdf) else {
+        return Ok(());
+    };
+    w.pci(
+        &[&port.bdf],
+        dev_bdf,
+        &[
+            ("vendor", &format!("{:#06x}", dev.vendor)),
+            ("device", &format!("{:#06x}", dev.device)),
+            ("class", &format!("{:#08x}", dev.class)),
+            ("current_link_speed", cur_speed),
+            ("max_link_speed", speed(dev.gen)),
+            ("current_link_width", &cur_width),
+            ("max_link_width", &dev.lanes.to_string()),
+            ("numa_node", &numa),
+        ],
+        Some(&dev.driver),
+    )
+}
+
+/// Why a simulated host could not be started.
+#[derive(Debug)]
+pub enum SimError {
+    /// Writing its sysfs tree failed.
+    Io(io::Error),
+    /// Discovering it failed (a bug: the tree is ours).
+    Discover(PmuError),
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Io(e) => write!(f, "cannot write the simulated host's sysfs tree: {e}"),
+            SimError::Discover(e) => write!(f, "cannot read the simulated host's sysfs tree: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// A simulated host with PCIe PMUs, counting through [`CounterSource`].
+pub struct SimHost {
+    host: PmuHost,
+    /// Kept so the tree lives as long as the source.
+    _tree: SysfsWriter,
+    /// PMU name → port index.
+    pmus: Vec<(String, usize)>,
+    counters: Vec<usize>,
+    /// Wall-clock time at simulated time 0, when paced.
+    paced: Option<Instant>,
+}
+
+impl SimHost {
+    /// Start `profile` with `workloads` (already checked against it) and `seed`. With
+    /// `paced`, simulated time follows wall-clock time; otherwise it runs as fast as it can.
+    pub fn start(
+        profile: PmuHostProfile,
+        workloads: &[Workload],
+        seed: u64,
+        paced: bool,
+    ) -> Result<(System, SimHost), SimError> {
+        let host = PmuHost::new(profile, workloads, seed);
+        let tree = SysfsWriter::temporary(&format!("sim-{}", host.profile().name)).map_err(SimError::Io)?;
+        write_tree(&tree, &host).map_err(SimError::Io)?;
+        let sys = System::discover(tree.path()).map_err(SimError::Discover)?;
+        let driver = host.profile().pmu.driver;
+        let pmus = host
+            .profile()
+            .ports
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| Some((pmu_name(driver, &p.bdf)?, i)))
+            .collect();
+        Ok((
+            sys,
+            SimHost {
+                host,
+                _tree: tree,
+                pmus,
+                counters: Vec::new(),
+                paced: paced.then(Instant::now),
+            },
+        ))
+    }
+
+    /// The simulation (workload byte counts, profile, links).
+    pub fn host(&self) -> &PmuHost {
+        &self.host
+    }
+}
+
+impl CounterSource for SimHost {
+    fn open(&mut self, e: &ResolvedEvent) -> Result<CounterId, CounterError> {
+        let rejected = || CounterError::Rejected {
+            event: crate::counter::event_name(e),
+            pmu: e.pmu.clone(),
+            cpu: crate::counter::target_cpu(e),
+            errno: EINVAL,
+        };
+        let port = self
+            .pmus
+            .iter()
+            .find(|(n, _)| *n == e.pmu)
+            .map(|(_, i)| *i)
+            .ok_or_else(rejected)?;
+        let id = self.host.open(port, e.config[0]).map_err(|_| rejected())?;
+        self.counters.push(id);
+        Ok(CounterId(self.counters.len() - 1))
+    }
+
+    fn read(&mut self, id: CounterId) -> Result<Reading, CounterError> {
+        let c = *self.counters.get(id.0).ok_or_else(|| CounterError::Os {
+            what: format!("read counter {}: no such counter", id.0),
+            errno: 9,
+        })?;
+        let (value, enabled, running) = self.host.read(c);
+        Ok(Reading {
+            value,
+            enabled,
+            running,
+        })
+    }
+
+    fn elapsed(&self) -> Duration {
+        Duration::from_nanos(self.host.now_ns())
+    }
+
+    /// Run the simulation for `d`; when paced, then wait until the wall clock catches up.
+    fn sleep(&mut self, d: Duration) -> Result<(), CounterError> {
+        let target = self.host.now_ns() + d.as_nanos() as u64;
+        self.host.advance_to(target);
+        if let Some(start) = self.paced {
+            let due = start + Duration::from_nanos(target);
+            if let Some(left) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(left);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_simulated_host_discovers_like_a_real_one() {
+        let p = PmuHostProfile::load("yitian710").unwrap();
+        let (sys, _src) = SimHost::start(p, &[], 1, false).unwrap();
+        let views = sys.pcie_pmus().unwrap();
+        assert_eq!(views.len(), 18);
+        let sata = views
+            .iter()
+            .find(|v| v.root_ports.iter().any(|r| r.bdf.to_string() == "0000:00:02.0"))
+            .unwrap();
+        assert_eq!(sata.pmu.name, "dwc_rootport_10");
+        let dev = &sata.root_ports[0].devices[0];
+        assert_eq!(dev.driver.as_deref(), Some("ahci"));
+        // The x16 NIC ports on both dies, §6.1's names.
+        for name in ["dwc_rootport_3018", "dwc_rootport_13018"] {
+            let v = views.iter().find(|v| v.pmu.name == name).unwrap();
+            assert_eq!(v.root_ports[0].devices[0].driver.as_deref(), Some("mlx5_core"));
+        }
+        assert!(sys.problems.is_empty(), "{:?}", sys.problems);
+        let n = PmuHostProfile::load("yitian710-narrow").unwrap();
+        let (sys, _src) = SimHost::start(n, &[], 1, false).unwrap();
+        let r = sys.resolve("pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/").unwrap();
+        assert_eq!(r.config[0], 0x10021);
+    }
+
+    #[test]
+    fn counts_through_the_trait_on_simulated_time() {
+        let p = PmuHostProfile::load("yitian710").unwrap();
+        let job = Workload::parse(&p, "port=00:02.0,rw=read,bs=1M,iodepth=32,size=8M").unwrap();
+        let (sys, mut src) = SimHost::start(p, &[job], 3, false).unwrap();
+        let ev = sys.resolve("dwc_rootport_10/rx_pcie_tlp_data_payload/").unwrap();
+        let id = src.open(&ev).unwrap();
+        let wall = Instant::now();
+        src.sleep(Duration::from_secs(1)).unwrap();
+        assert!(wall.elapsed() < Duration::from_secs(1), "fast sources do not wait");
+        assert_eq!(src.elapsed(), Duration::from_secs(1));
+        let r = src.read(id).unwrap();
+        assert!(src.host().workloads_done());
+        // 8 MiB of data, plus an 8 B SDB FIS, a 4 B MSI and two 4 B register reads per I/O.
+        assert_eq!(r.value, (8 << 20) + 8 * 20);
+        assert_eq!((r.enabled, r.running), (1_000_000_000, 1_000_000_000));
+        // Paced, simulated time follows the wall clock.
+        let p = PmuHostProfile::load("yitian710").unwrap();
+        let wall = Instant::now();
+        let (_, mut paced) = SimHost::start(p, &[], 3, true).unwrap();
+        paced.sleep(Duration::from_millis(200)).unwrap();
+        assert!(wall.elapsed() >= Duration::from_millis(200));
+        let bad = sys.resolve("dwc_rootport_10/rx_memory_read,lane=3/").unwrap();
+        assert!(src.open(&bad).is_ok());
+        let e = src.open(&ResolvedEvent {
+            pmu: "msr".into(),
+            ..ev
+        });
+        assert!(matches!(e, Err(CounterError::Rejected { .. })));
+    }
+}

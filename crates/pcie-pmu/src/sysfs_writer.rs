@@ -1,0 +1,283 @@
+//! Writing sysfs trees: the layout `System::discover` reads (`sys/bus/event_source/devices`,
+//! `sys/devices/...` PCI functions with their attributes, `proc/cpuinfo`), in a directory. The
+//! simulated host presents itself through such a tree, and test fixtures are built with it.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// A directory laid out like `/` (`sys/...`, `proc/...`); a temporary one is removed on drop.
+#[derive(Debug)]
+pub struct SysfsWriter {
+    root: PathBuf,
+    temporary: bool,
+}
+
+impl Drop for SysfsWriter {
+    fn drop(&mut self) {
+        if self.temporary {
+            let _ = fs::remove_dir_all(&self.root);
+        }
+    }
+}
+
+impl SysfsWriter {
+    /// A new, empty tree in a temporary directory, named after `tag`, with
+    /// `sys/bus/event_source/devices` and `sys/bus/pci/devices`. A tree is a thousand small
+    /// files, so memory-backed `/dev/shm` is used when it exists and `TMPDIR` is not set.
+    pub fn temporary(tag: &str) -> io::Result<SysfsWriter> {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let shm = Path::new("/dev/shm");
+        let mut bases = vec![std::env::temp_dir()];
+        if std::env::var_os("TMPDIR").is_none() && shm.is_dir() {
+            bases.insert(0, shm.to_path_buf());
+        }
+        let mut last = None;
+        for base in bases {
+            let root = base.join(format!("pcie-pmu-{tag}-{}-{n}", std::process::id()));
+            let _ = fs::remove_dir_all(&root);
+            let w = SysfsWriter { root, temporary: true };
+            let made = [
+                "sys/bus/event_source/devices",
+                "sys/bus/pci/devices",
+                "sys/devices",
+                "proc",
+            ]
+            .iter()
+            .try_for_each(|d| fs::create_dir_all(w.root.join(d)));
+            match made {
+                Ok(()) => return Ok(w),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("at least one base directory was tried"))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// Write `rel` with exactly `content`, creating parent directories.
+    pub fn raw(&self, rel: &str, content: &str) -> io::Result<()> {
+        let p = self.root.join(rel);
+        if let Some(parent) = p.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::write(&p, content)
+    }
+
+    /// Write a sysfs attribute: `content` plus the newline the kernel prints.
+    pub fn attr(&self, rel: &str, content: &str) -> io::Result<()> {
+        self.raw(rel, &format!("{content}\n"))
+    }
+
+    /// A symlink at `rel` pointing to `target` (relative to the link's directory, as in sysfs).
+    pub fn symlink(&self, rel: &str, target: &str) -> io::Result<()> {
+        let p = self.root.join(rel);
+        if let Some(parent) = p.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        std::os::unix::fs::symlink(target, &p)
+    }
+
+    /// A PMU: the real directory under `sys/devices/<parent>/<name>` and the bus symlink.
+    /// `events` entries may be `name.scale` / `name.unit` files too.
+    pub fn pmu(
+        &self,
+        parent: &str,
+        name: &str,
+        type_id: u32,
+        cpumask: Option<&str>,
+        formats: &[(&str, &str)],
+        events: &[(&str, &str)],
+    ) -> io::Result<()> {
+        let dir = format!("sys/devices/{parent}/{name}");
+        self.attr(&format!("{dir}/type"), &type_id.to_string())?;
+        self.attr(&format!("{dir}/perf_event_mux_interval_ms"), "4")?;
+        self.raw(&format!("{dir}/uevent"), "")?;
+        fs::create_dir_all(self.root.join(&dir).join("power"))?;
+        if let Some(c) = cpumask {
+            self.attr(&format!("{dir}/cpumask"), c)?;
+        }
+        for (f, v) in formats {
+            self.attr(&format!("{dir}/format/{f}"), v)?;
+        }
+        for (e, v) in events {
+            self.attr(&format!("{dir}/events/{e}"), v)?;
+        }
+        let depth = parent.split('/').filter(|s| !s.is_empty()).count();
+        let target = format!(
+            "../../../devices/{}{name}",
+            if depth == 0 {
+                String::new()
+            } else {
+                format!("{parent}/")
+            }
+        );
+        self.symlink(&format!("sys/bus/event_source/devices/{name}"), &target)
+    }
+
+    /// Write a file inside an existing PMU's directory (`identifier`, `bus`, `die0`, ...).
+    pub fn pmu_attr(&self, name: &str, file: &str, content: &str) -> io::Result<()> {
+        self.attr(&format!("sys/bus/event_source/devices/{name}/{file}"), content)
+    }
+
+    /// A PCI function below `chain` (its upstream bridges, root port first), with attribute
+    /// files and an optional driver.
+    pub fn pci(&self, chain: &[&str], bdf: &str, attrs: &[(&str, &str)], driver: Option<&str>) -> io::Result<()> {
+        let first = chain.first().copied().unwrap_or(bdf);
+        let host = format!("pci{}", first.get(..7).unwrap_or(first)); // pci0000:30
+        let mut dir = format!("sys/devices/{host}");
+        for c in chain {
+            dir.push('/');
+            dir.push_str(c);
+        }
+        dir.push('/');
+        dir.push_str(bdf);
+        for (k, v) in attrs {
+            self.attr(&format!("{dir}/{k}"), v)?;
+        }
+        fs::create_dir_all(self.root.join(&dir))?;
+        if let Some(d) = driver {
+            fs::create_dir_all(self.root.join(format!("sys/bus/pci/drivers/{d}")))?;
+            let up = "../".repeat(dir.split('/').count());
+            self.symlink(&format!("{dir}/driver"), &format!("{up}sys/bus/pci/drivers/{d}"))?;
+        }
+        self.symlink(&format!("sys/bus/pci/devices/{bdf}"), &format!("../../../../{dir}"))
+    }
+}
+
+/// Kernel variants of the DWC PMU's sysfs layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DwcVariant {
+    /// v1 patch / Yitian article: `pcie_bdf_*`, `eventid=0x21, type=0x1` (space, time events
+    /// without newline), lane events `type=0x2, lane=0x0`, 16-byte units.
+    V1,
+    /// Early upstream: mixed-case Group#1 names, typo'd lane names, 16-bit BDF names.
+    EarlyUpstream,
+    /// Current upstream (§6.1): lower-case names.
+    Upstream,
+    /// Newest: L1_AUX = 0x8, TX_RX_L0S = 0x9.
+    Newest,
+}
+
+const DWC_GROUP0: [(&str, u32); 10] = [
+    ("one_cycle", 0x0),
+    ("TX_L0S", 0x1),
+    ("RX_L0S", 0x2),
+    ("L0", 0x3),
+    ("L1", 0x4),
+    ("L1_1", 0x5),
+    ("L1_2", 0x6),
+    ("CFG_RCVRY", 0x7),
+    ("TX_RX_L0S", 0x8),
+    ("L1_AUX", 0x9),
+];
+
+const DWC_LANE: [(&str, u32); 29] = [
+    ("tx_ack_dllp", 0x600),
+    ("tx_update_fc_dllp", 0x601),
+    ("rx_ack_dllp", 0x602),
+    ("rx_update_fc_dllp", 0x603),
+    ("rx_nullified_tlp", 0x604),
+    ("tx_nullified_tlp", 0x605),
+    ("rx_duplicate_tlp", 0x606),
+    ("tx_memory_write", 0x700),
+    ("tx_memory_read", 0x701),
+    ("tx_configuration_write", 0x702),
+    ("tx_configuration_read", 0x703),
+    ("tx_io_write", 0x704),
+    ("tx_io_read", 0x705),
+    ("tx_completion_without_data", 0x706),
+    ("tx_completion_with_data", 0x707),
+    ("tx_message_tlp", 0x708),
+    ("tx_atomic", 0x709),
+    ("tx_tlp_with_prefix", 0x70a),
+    ("rx_memory_write", 0x70b),
+    ("rx_memory_read", 0x70c),
+    ("rx_io_write", 0x70f),
+    ("rx_io_read", 0x710),
+    ("rx_completion_without_data", 0x711),
+    ("rx_completion_with_data", 0x712),
+    ("rx_message_tlp", 0x713),
+    ("rx_atomic", 0x714),
+    ("rx_tlp_with_prefix", 0x715),
+    ("tx_ccix_tlp", 0x716),
+    ("rx_ccix_tlp", 0x717),
+];
+
+/// The DWC format terms (every variant).
+pub const DWC_FORMATS: [(&str, &str); 3] = [
+    ("eventid", "config:0-15"),
+    ("type", "config:16-19"),
+    ("lane", "config:20-27"),
+];
+
+/// A DWC PMU of `variant` named `name` (e.g. `dwc_rootport_3018`, `pcie_bdf_300300`).
+pub fn dwc_pmu(tree: &SysfsWriter, name: &str, type_id: u32, cpumask: &str, variant: DwcVariant) -> io::Result<()> {
+    let mut events: Vec<(String, String)> = Vec::new();
+    let (time_type, lane_type, lane) = match variant {
+        DwcVariant::V1 => (1, 2, "0x0"),
+        _ => (0, 1, "?"),
+    };
+    let sep = if variant == DwcVariant::V1 { ", " } else { "," };
+    for (n, id) in DWC_GROUP0 {
+        let id = match (variant, n) {
+            (DwcVariant::Newest, "TX_RX_L0S") => 0x9,
+            (DwcVariant::Newest, "L1_AUX") => 0x8,
+            _ => id,
+        };
+        events.push((n.to_string(), format!("eventid={id:#x}{sep}type={time_type:#x}")));
+    }
+    let payload: [(&str, u32); 4] = match variant {
+        DwcVariant::V1 | DwcVariant::EarlyUpstream => [
+            ("Tx_PCIe_TLP_Data_Payload", 0x20),
+            ("Rx_PCIe_TLP_Data_Payload", 0x21),
+            ("Tx_CCIX_TLP_Data_Payload", 0x22),
+            ("Rx_CCIX_TLP_Data_Payload", 0x23),
+        ],
+        _ => [
+            ("tx_pcie_tlp_data_payload", 0x20),
+            ("rx_pcie_tlp_data_payload", 0x21),
+            ("tx_ccix_tlp_data_payload", 0x22),
+            ("rx_ccix_tlp_data_payload", 0x23),
+        ],
+    };
+    for (n, id) in payload {
+        events.push((n.to_string(), format!("eventid={id:#x}{sep}type={time_type:#x}")));
+    }
+    for (n, id) in DWC_LANE {
+        let n = match (variant, n) {
+            (DwcVariant::V1 | DwcVariant::EarlyUpstream, "rx_nullified_tlp") => "rx_nulified_tlp",
+            (DwcVariant::V1 | DwcVariant::EarlyUpstream, "tx_nullified_tlp") => "tx_nulified_tlp",
+            (DwcVariant::V1 | DwcVariant::EarlyUpstream, "rx_duplicate_tlp") => "rx_duplicate_tl",
+            _ => n,
+        };
+        events.push((
+            n.to_string(),
+            format!("eventid={id:#x}{sep}type={lane_type:#x}{sep}lane={lane}"),
+        ));
+    }
+    let ev: Vec<(&str, &str)> = events.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    tree.pmu(
+        "platform/dwc_pcie_pmu.12312",
+        name,
+        type_id,
+        Some(cpumask),
+        &DWC_FORMATS,
+        &ev,
+    )?;
+    if variant == DwcVariant::V1 {
+        // The v1 driver printed time events without a trailing newline.
+        for (n, id) in DWC_GROUP0.iter().chain(payload.iter()) {
+            tree.raw(
+                &format!("sys/bus/event_source/devices/{name}/events/{n}"),
+                &format!("eventid={id:#x}, type=0x1"),
+            )?;
+        }
+    }
+    Ok(())
+}

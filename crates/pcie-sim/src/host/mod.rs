@@ -1,0 +1,411 @@
+//! A host with per-root-port PCIe PMUs (a Yitian 710 by default) running storage and NIC
+//! workloads.
+//!
+//! An event-driven simulation in picoseconds: fio-like jobs submit I/Os to the storage device
+//! behind a root port ([`storage`]: doorbells, command and scatter-list reads, data chunk by
+//! chunk as the media produces or takes it, completion entries, an MSI, reaping), and NICs move
+//! packets in batches ([`nic`]). Every TLP crosses the root port on a serialiser per direction ([`link`]), and each
+//! port's DWC counters ([`bank`]) count the payload and TLPs as they cross, multiplexed as perf
+//! does. Same profile, workloads and seed give the same counts.
+
+pub mod bank;
+pub mod link;
+mod nic;
+pub mod profile;
+mod storage;
+pub mod workload;
+
+use crate::engine::{ps, Ps, Sampler};
+use crate::rng::{mix_seed, Rng};
+use bank::{Bank, DllpRates, EventConfig, PortLink};
+use link::Direction;
+use pcie_model::{Generation, LinkConfig, LinkParams};
+use profile::PmuHostProfile;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use storage::{Io, Job, JobSet, Storage};
+use workload::{NicJob, Workload};
+
+/// A root port, its trained link and what is behind it.
+struct Port {
+    link: Option<LinkConfig>,
+    /// Rx: received by the root port (device to host); Tx: sent to the device.
+    rx: Direction,
+    tx: Direction,
+    storage: Option<Storage>,
+    lanes: u32,
+    /// Each port draws from its own stream, so a workload on one port does not change another's.
+    rng: Rng,
+}
+
+/// Where the i-th workload's state lives.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Storage(usize),
+    Nic(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// A job submits its next I/O (from its CPU, when free).
+    Submit(usize),
+    /// The host rings the device's doorbell for an I/O.
+    Doorbell(usize),
+    /// The device has read the command and scatter list.
+    Fetched(usize),
+    /// The device moves chunk `n` of an I/O's data.
+    Chunk(usize, u32),
+    /// The device posts the completion and interrupt.
+    Complete(usize),
+    /// The host's handler reaps the completion.
+    Reap(usize),
+    /// The job sees the I/O done.
+    Done(usize),
+    /// A NIC flow receives or sends its next batch of packets.
+    NicRx(usize),
+    NicTx(usize),
+}
+
+/// The simulated host.
+pub struct PmuHost {
+    profile: PmuHostProfile,
+    ports: Vec<Port>,
+    bank: Bank,
+    now: Ps,
+    queue: BinaryHeap<Reverse<(Ps, u64, Ev)>>,
+    seq: u64,
+    slots: Vec<Slot>,
+    sets: Vec<JobSet>,
+    flows: Vec<nic::Flow>,
+    jobs: Vec<Job>,
+    ios: Vec<Io>,
+    free_ios: Vec<usize>,
+    costs: HostCosts,
+}
+
+/// The host's side of every I/O, from the profile's `[host]`.
+struct HostCosts {
+    wire: Ps,
+    memory_read: Sampler,
+    submit: Sampler,
+    reap: Sampler,
+}
+
+/// The link a port trains with its device: the lower generation and width of both, MPS the
+/// smaller of both sides', MRRS the device's.
+fn train(host: &PmuHostProfile, port: &profile::PortSpec) -> Option<LinkConfig> {
+    let d = host.device_of(port)?;
+    let gen = port.gen.min(d.gen);
+    LinkConfig::new(&LinkParams {
+        gen: Generation::ALL[gen as usize - 1],
+        lanes: port.lanes.min(d.lanes),
+        mps: host.host.max_mps.min(d.max_mps),
+        mrrs: d.mrrs,
+        rcb: host.host.rcb,
+        ..LinkParams::default()
+    })
+    .ok()
+}
+
+impl PmuHost {
+    /// A host running `workloads` from time 0 (each checked against the profile).
+    pub fn new(profile: PmuHostProfile, workloads: &[Workload], seed: u64) -> PmuHost {
+        let ports: Vec<Port> = profile
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let link = train(&profile, p);
+                let fallback = LinkConfig::new(&LinkParams::default()).expect("default link is valid");
+                let l = link.as_ref().unwrap_or(&fallback);
+                let storage = profile.device_of(p).and_then(|d| d.storage.clone()).map(Storage::new);
+                Port {
+                    rx: Direction::new(l),
+                    tx: Direction::new(l),
+                    link,
+                    storage,
+                    lanes: p.lanes,
+                    rng: Rng::new(mix_seed(&[seed, i as u64])),
+                }
+            })
+            .collect();
+        let mut h = PmuHost {
+            bank: Bank::new(&profile.pmu, ports.len()),
+            costs: HostCosts {
+                wire: ps(profile.host.wire_ns),
+                memory_read: Sampler::triangular(&profile.host.memory_read),
+                submit: Sampler::triangular(&profile.host.submit),
+                reap: Sampler::triangular(&profile.host.reap),
+            },
+            ports,
+            now: 0,
+            queue: BinaryHeap::new(),
+            seq: 0,
+            slots: Vec::new(),
+            sets: Vec::new(),
+            flows: Vec::new(),
+            jobs: Vec::new(),
+            ios: Vec::new(),
+            free_ios: Vec::new(),
+            profile,
+        };
+        for w in workloads {
+            let Some(port) = h.profile.ports.iter().position(|p| p.bdf == w.port()) else {
+                continue;
+            };
+            match w {
+                Workload::Storage(j) => h.add_storage(j, port),
+                Workload::Nic(j) => h.add_nic(j, port),
+            }
+        }
+        h
+    }
+
+    fn add_nic(&mut self, job: &NicJob, port: usize) {
+        let Some(spec) = self
+            .profile
+            .device_of(&self.profile.ports[port])
+            .and_then(|d| d.nic.clone())
+        else {
+            return;
+        };
+        let i = self.flows.len();
+        self.slots.push(Slot::Nic(i));
+        let f = nic::Flow {
+            job: job.clone(),
+            port,
+            spec,
+            stop: job.runtime.map(|s| self.now + (s * 1e12) as Ps),
+            rx_bytes: 0,
+            tx_bytes: 0,
+        };
+        let (rx, tx) = (f.every(job.rx_gbps), f.every(job.tx_gbps));
+        self.flows.push(f);
+        if let Some(e) = rx {
+            self.at(self.now + e, Ev::NicRx(i));
+        }
+        if let Some(e) = tx {
+            self.at(self.now + e, Ev::NicTx(i));
+        }
+    }
+
+    pub fn profile(&self) -> &PmuHostProfile {
+        &self.profile
+    }
+
+    /// The link port `i` trained to with its device (`None` for an empty port).
+    pub fn link(&self, i: usize) -> Option<&LinkConfig> {
+        self.ports[i].link.as_ref()
+    }
+
+    /// Simulated nanoseconds since the start.
+    pub fn now_ns(&self) -> u64 {
+        self.now / 1000
+    }
+
+    /// True when every workload has stopped and its I/Os have completed.
+    pub fn workloads_done(&self) -> bool {
+        (0..self.slots.len()).all(|i| self.workload_finished(i))
+    }
+
+    /// True when workload `i` (in the order given) has stopped submitting and its I/Os have
+    /// completed; a NIC workload when its runtime is over.
+    pub fn workload_finished(&self, i: usize) -> bool {
+        match self.slots[i] {
+            Slot::Storage(s) => self.sets[s].finished(),
+            Slot::Nic(f) => self.flows[f].stop.is_some_and(|s| self.now >= s),
+        }
+    }
+
+    /// Bytes workload `i` moved to and from the host: a storage workload's completed reads and
+    /// writes (fio's `io_bytes`), a NIC's received and sent packet bytes.
+    pub fn workload_bytes(&self, i: usize) -> (u64, u64) {
+        match self.slots[i] {
+            Slot::Storage(s) => self.sets[s].bytes(),
+            Slot::Nic(f) => (self.flows[f].rx_bytes, self.flows[f].tx_bytes),
+        }
+    }
+
+    fn at(&mut self, t: Ps, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse((t, self.seq, ev)));
+    }
+
+    /// Run the simulation until `ns` nanoseconds (never backwards).
+    pub fn advance_to(&mut self, ns: u64) {
+        let t = (ns * 1000).max(self.now);
+        while let Some(&Reverse((te, _, ev))) = self.queue.peek() {
+            if te > t {
+                break;
+            }
+            self.queue.pop();
+            self.now = te;
+            self.handle(ev);
+        }
+        self.now = t;
+        for (i, p) in self.ports.iter_mut().enumerate() {
+            let link = p.link.as_ref().map(|l| PortLink {
+                rx: &mut p.rx,
+                tx: &mut p.tx,
+                dllps: DllpRates::of(l),
+            });
+            self.bank.advance(i, t, link);
+        }
+    }
+
+    /// Open a counter on port `i` for a DWC `perf_event_attr.config`, at the current time.
+    /// `Err` names what the hardware does not have.
+    pub fn open(&mut self, i: usize, config: u64) -> Result<usize, String> {
+        let p = &self.ports[i];
+        let m = EventConfig::decode(self.profile.pmu.driver, config)
+            .and_then(|c| c.measure(p.link.is_some(), p.lanes))
+            .ok_or_else(|| format!("config {config:#x}: no such event or lane on this root port"))?;
+        Ok(self.bank.open(i, m, self.now))
+    }
+
+    /// A counter's value, enabled and running nanoseconds now.
+    pub fn read(&self, id: usize) -> (u64, u64, u64) {
+        self.bank.read(id, self.now)
+    }
+
+    fn handle(&mut self, ev: Ev) {
+        let t = self.now;
+        match ev {
+            Ev::Submit(j) => self.submit_io(j, t),
+            Ev::Doorbell(io) => self.doorbell(io, t),
+            Ev::Fetched(io) => self.fetched(io, t),
+            Ev::Chunk(io, n) => self.chunk(io, n, t),
+            Ev::Complete(io) => self.complete(io, t),
+            Ev::Reap(io) => self.reap_io(io, t),
+            Ev::Done(io) => self.done(io, t),
+            Ev::NicRx(f) | Ev::NicTx(f) => self.nic_batch(f, ev, t),
+        }
+    }
+
+    fn nic_batch(&mut self, i: usize, ev: Ev, t: Ps) {
+        let f = &mut self.flows[i];
+        if f.stop.is_some_and(|s| t >= s) {
+            return;
+        }
+        let port = &mut self.ports[f.port];
+        let l = port.link.clone().expect("NIC ports have a link");
+        let every = if ev == Ev::NicRx(i) {
+            nic::receive(f, &self.costs, &l, port, t);
+            f.every(f.job.rx_gbps)
+        } else {
+            nic::transmit(f, &self.costs, &l, port, t);
+            f.every(f.job.tx_gbps)
+        };
+        if let Some(e) = every {
+            self.at(t + e, ev);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(jobs: &[&str]) -> PmuHost {
+        let p = profile::PmuHostProfile::load("yitian710").unwrap();
+        let jobs: Vec<Workload> = jobs.iter().map(|j| Workload::parse(&p, j).unwrap()).collect();
+        PmuHost::new(p, &jobs, 7)
+    }
+
+    fn port(h: &PmuHost, bdf: &str) -> usize {
+        h.profile().ports.iter().position(|p| p.bdf == bdf).unwrap()
+    }
+
+    #[test]
+    fn a_read_workload_moves_its_bytes_upstream_at_the_media_rate() {
+        let mut h = host(&["port=00:02.0,rw=read,bs=1M,iodepth=32,numjobs=1,runtime=1s"]);
+        let p = port(&h, "0000:00:02.0");
+        let rx = h.open(p, 0x21).unwrap();
+        let tx = h.open(p, 0x20).unwrap();
+        h.advance_to(3_000_000_000);
+        assert!(h.workloads_done());
+        let (read, written) = h.workload_bytes(0);
+        assert_eq!(written, 0);
+        // About 1 s at 560 MB/s, whole 1 MiB I/Os.
+        assert!(
+            read % (1 << 20) == 0 && (450e6..600e6).contains(&(read as f64)),
+            "{read}"
+        );
+        // Both payload events share the counter: each ran about half the time.
+        let (rx_v, en, run) = h.read(rx);
+        assert_eq!(en, 3_000_000_000);
+        assert!((run as f64 / en as f64 - 0.5).abs() < 0.01, "{run} of {en}");
+        assert!(
+            rx_v > 0 && rx_v % 16 == 0,
+            "upstream payload is in bytes, counted in 16 B units"
+        );
+        let (tx_v, _, _) = h.read(tx);
+        assert!(tx_v < rx_v / 1000, "reads send little downstream: {tx_v}");
+    }
+
+    #[test]
+    fn one_event_counts_every_payload_byte_and_the_protocol_overhead() {
+        let mut h = host(&["port=00:02.0,rw=write,bs=1M,iodepth=4,numjobs=1,size=16M"]);
+        let p = port(&h, "0000:00:02.0");
+        let tx = h.open(p, 0x20).unwrap();
+        let mrd = h.open(p, 0x1070c).unwrap();
+        h.advance_to(2_000_000_000);
+        assert!(h.workloads_done());
+        assert_eq!(h.workload_bytes(0), (0, 16 << 20));
+        let (tx_v, en, run) = h.read(tx);
+        assert_eq!(en, run, "alone on the time-based counter");
+        // Per 1 MiB write: PxSACT + PxCI doorbells (8 B), command header + CFIS + one PRD
+        // (68 B), PxIS + IS clears (8 B) = 84 B on top of the data.
+        assert_eq!(tx_v, 16 * ((1 << 20) + 84));
+        // Read requests: 2048 of 512 B for the data, three command reads, none for reaping.
+        assert_eq!(h.read(mrd).0, 16 * (2048 + 3));
+    }
+
+    #[test]
+    fn a_nic_moves_packets_descriptors_and_completions() {
+        let mut h = host(&["port=30:03.0,rx=40,pkt=1500,runtime=100ms"]);
+        let p = port(&h, "0000:30:03.0");
+        let rx = h.open(p, 0x21).unwrap();
+        let tx = h.open(p, 0x10707).unwrap(); // tx_completion_with_data, lane 0
+        h.advance_to(200_000_000);
+        assert!(h.workloads_done());
+        // A batch of 64 packets every 64 × 1500 B × 8 / 40 Gb/s = 19.2 µs, 100 ms long.
+        let batches = 100_000_000 / 19_200;
+        assert_eq!(h.workload_bytes(0), (batches * 64 * 1500, 0));
+        // Upstream: the packets, a 64 B completion each and a 4 B MSI-X per batch.
+        assert_eq!(h.read(rx).0, batches * (64 * (1500 + 64) + 4));
+        // Downstream completions: the 64 receive descriptors (1 KiB) of each batch, cut at MPS.
+        assert_eq!(h.read(tx).0, batches * 2);
+    }
+
+    #[test]
+    fn dllps_follow_the_spec_rates() {
+        // Lane events on the lane counter take turns; count each in a run of its own.
+        let count = |config: u64| {
+            let mut h = host(&["port=00:02.0,rw=read,bs=1M,iodepth=4,size=16M"]);
+            let id = h.open(port(&h, "0000:00:02.0"), config).unwrap();
+            h.advance_to(1_000_000_000);
+            h.read(id).0
+        };
+        let (data_tlps, acks_sent, fcs_sent) = (count(0x1070b), count(0x10600), count(0x10601));
+        // Gen3 x2, MPS 256: an Ack every 313 symbol times x 2 lanes = 626 link bytes, and a
+        // 256 B memory write takes 280 on the link: 0.45 Acks per data TLP.
+        let per_tlp = acks_sent as f64 / data_tlps as f64;
+        assert!((0.44..0.46).contains(&per_tlp), "{acks_sent} Acks for {data_tlps} TLPs");
+        assert!(fcs_sent > 0 && fcs_sent <= data_tlps, "{fcs_sent}");
+        // Downstream the root port sends few TLPs, so it receives few Acks.
+        assert!(count(0x10602) < acks_sent / 100);
+    }
+
+    #[test]
+    fn same_seed_same_counts() {
+        let run = || {
+            let mut h = host(&["port=00:01.0,rw=readwrite,bs=128k,iodepth=16,numjobs=2,runtime=50ms"]);
+            let p = port(&h, "0000:00:01.0");
+            let id = h.open(p, 0x21).unwrap();
+            h.advance_to(100_000_000);
+            (h.read(id), h.workload_bytes(0))
+        };
+        assert_eq!(run(), run());
+    }
+}

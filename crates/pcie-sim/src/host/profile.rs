@@ -1,0 +1,461 @@
+//! The PMU host profile: root ports, the devices behind them, their PCIe PMUs and the host-side
+//! costs of a storage workload, as TOML data (`data/profiles/yitian710.toml`). A profile may
+//! `inherit` a built-in one and override some of its tables (`yitian710-narrow`).
+
+use crate::profile::{non_negative, one_of, positive, spread, ProfileError, Spread};
+use serde::Deserialize;
+
+/// How the kernel driver presents each root port's PMU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PmuDriver {
+    /// Upstream `dwc_rootport_<sbdf>`: lower-case events, payload multiplied by 16 into bytes,
+    /// 64-bit counts accumulated by the kernel.
+    DwcRootport,
+    /// The pre-upstream `pcie_bdf_<bdf>` driver of the seed study: `type=0x1` time events, raw
+    /// 16 B units, and the hardware register returned as it is (a narrowed one wraps).
+    PcieBdf,
+}
+
+/// The DWC RAS-DES counters of every root port.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PmuSpec {
+    pub driver: PmuDriver,
+    /// Width of the time-based (Group#0/#1) counter: 64, or 32 for the narrowed throughput counter.
+    pub throughput_bits: u32,
+    /// Width of the lane event counter.
+    pub lane_bits: u32,
+    /// perf's rotation period when events share a counter (`perf_event_mux_interval_ms`).
+    pub mux_interval_ms: f64,
+    /// The controller clock Group#0 residency events count.
+    pub core_clock_mhz: f64,
+    /// CPUs per die: a PMU's `cpumask` is the first CPU of its root port's die.
+    pub cpus_per_die: u32,
+    /// perf `type` of the first PMU; the others follow.
+    pub first_type: u32,
+}
+
+/// Host-side costs (CPU and memory) of the storage path.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSide {
+    /// Largest MPS the root ports support; a link uses the smaller of both sides'.
+    pub max_mps: u32,
+    /// Read completion boundary of the root ports.
+    pub rcb: u32,
+    /// One way over the link: PHY and data link layer pipelines plus flight time.
+    pub wire_ns: f64,
+    /// From a device's read request reaching the root port to its first completion leaving it.
+    pub memory_read: Spread,
+    /// CPU time a job spends to submit one I/O (fio + block layer + driver), before its doorbell.
+    pub submit: Spread,
+    /// From the interrupt to the job seeing the I/O complete (handler + fio's reaping).
+    pub reap: Spread,
+}
+
+/// One root port.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortSpec {
+    /// `dddd:bb:dd.f`
+    pub bdf: String,
+    pub die: u32,
+    pub gen: u32,
+    pub lanes: u32,
+    /// A `[[device]]` name, when something is plugged in.
+    pub device: Option<String>,
+    /// The device's address (on the port's secondary bus).
+    pub device_bdf: Option<String>,
+}
+
+/// A storage controller's queues, media and the host-memory structures its commands use.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageSpec {
+    /// Hardware submission queues, and commands each accepts at once (AHCI NCQ: 1 × 32).
+    pub queues: u32,
+    pub queue_depth: u32,
+    /// Media bandwidth (MB/s = 10^6 B/s), shared by `channels` parallel units.
+    pub read_mbps: f64,
+    pub write_mbps: f64,
+    pub channels: u32,
+    /// Data moves over PCIe in pieces of this size as the media produces or takes them
+    /// (a SATA data FIS, a flash page).
+    pub chunk_bytes: u32,
+    /// Media latency before a read's first data, and after a write's last data.
+    pub read_latency: Spread,
+    pub write_latency: Spread,
+    /// Host-memory structures the device reads per command (AHCI command header and CFIS;
+    /// NVMe submission entry), one read request each.
+    pub command_reads: Vec<u32>,
+    /// Scatter-gather entries: bytes each, bytes of buffer each covers, entries carried inside
+    /// the command (the rest are read from a list in host memory).
+    pub sg_entry_bytes: u32,
+    pub sg_segment_bytes: u32,
+    pub sg_inline: u32,
+    /// Register writes the host does to submit a command (AHCI PxCI; NVMe SQ tail doorbell).
+    pub doorbell_writes: Vec<u32>,
+    /// Memory writes the device does to complete one (AHCI D2H register FIS; NVMe CQE).
+    pub completion_writes: Vec<u32>,
+    /// MSI/MSI-X message data bytes per completion.
+    pub interrupt_bytes: u32,
+    /// Register writes and reads the host does to reap a completion (AHCI PxIS clear and
+    /// PxSACT read; NVMe CQ head doorbell).
+    pub reap_writes: Vec<u32>,
+    pub reap_reads: Vec<u32>,
+}
+
+/// A NIC's descriptor, completion and interrupt traffic per batch of packets.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicSpec {
+    /// Ethernet line rate in Gb/s (bounds `rx=` and `tx=`).
+    pub line_gbps: f64,
+    /// Packets per doorbell, descriptor read and interrupt.
+    pub batch: u32,
+    /// Receive and send descriptors the NIC reads from host memory, one per packet.
+    pub rx_descriptor_bytes: u32,
+    pub tx_descriptor_bytes: u32,
+    /// Completion entry the NIC writes per packet.
+    pub completion_bytes: u32,
+    /// Doorbell the driver writes per batch, and MSI-X data per batch.
+    pub doorbell_bytes: u32,
+    pub interrupt_bytes: u32,
+}
+
+/// A device that can sit behind a root port.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSpec {
+    pub name: String,
+    pub description: String,
+    pub vendor: u32,
+    pub device: u32,
+    pub class: u32,
+    pub driver: String,
+    pub gen: u32,
+    pub lanes: u32,
+    pub max_mps: u32,
+    pub mrrs: u32,
+    /// Present for storage controllers ...
+    pub storage: Option<StorageSpec>,
+    /// ... and for NICs; a device with neither carries no workload.
+    pub nic: Option<NicSpec>,
+}
+
+/// A host with per-root-port PCIe PMUs.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PmuHostProfile {
+    pub name: String,
+    pub description: String,
+    pub sources: Vec<String>,
+    /// A built-in profile this one starts from; its tables are overridden key by key.
+    pub inherit: Option<String>,
+    pub pmu: PmuSpec,
+    pub host: HostSide,
+    #[serde(rename = "port")]
+    pub ports: Vec<PortSpec>,
+    #[serde(rename = "device")]
+    pub devices: Vec<DeviceSpec>,
+}
+
+const BUILTIN: [(&str, &str); 2] = [
+    ("yitian710", include_str!("../../../../data/profiles/yitian710.toml")),
+    (
+        "yitian710-narrow",
+        include_str!("../../../../data/profiles/yitian710-narrow.toml"),
+    ),
+];
+
+/// Names of the built-in PMU host profiles.
+pub fn builtin_pmu_hosts() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(n, _)| *n).collect()
+}
+
+/// `over`'s keys replace `base`'s; tables merge recursively, arrays are replaced whole.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+fn table(file: &str, text: &str, depth: u32) -> Result<toml::Table, ProfileError> {
+    let err = |message: String| ProfileError {
+        file: file.to_string(),
+        message,
+    };
+    let mut t: toml::Table = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+    let Some(base) = t.remove("inherit") else {
+        return Ok(t);
+    };
+    let base = base
+        .as_str()
+        .ok_or_else(|| err("inherit: must be a profile name".into()))?;
+    let Some((n, text)) = BUILTIN.iter().find(|(n, _)| *n == base) else {
+        return Err(err(format!(
+            "inherit = {base:?}: must be one of {}",
+            builtin_pmu_hosts().join(", ")
+        )));
+    };
+    if depth > 4 {
+        return Err(err("inherit: too deep".into()));
+    }
+    let mut merged = table(&format!("{n}.toml"), text, depth + 1)?;
+    merge(&mut merged, t);
+    Ok(merged)
+}
+
+impl PmuHostProfile {
+    /// A built-in profile by name, or a TOML file when `name` contains `/` or ends in `.toml`.
+    pub fn load(name: &str) -> Result<PmuHostProfile, ProfileError> {
+        let (file, text) = if name.contains('/') || name.ends_with(".toml") {
+            let text = std::fs::read_to_string(name).map_err(|e| ProfileError {
+                file: name.to_string(),
+                message: format!("cannot read: {e}"),
+            })?;
+            (name.to_string(), text)
+        } else {
+            match BUILTIN.iter().find(|(n, _)| *n == name) {
+                Some((n, t)) => (format!("{n}.toml"), t.to_string()),
+                None => {
+                    return Err(ProfileError {
+                        file: name.to_string(),
+                        message: format!(
+                            "unknown PMU host profile; built-in ones are {} (or give a path to a .toml file)",
+                            builtin_pmu_hosts().join(", ")
+                        ),
+                    })
+                }
+            }
+        };
+        Self::parse(&file, &text)
+    }
+
+    /// Parse and check a profile's text (`file` names it in errors).
+    pub fn parse(file: &str, text: &str) -> Result<PmuHostProfile, ProfileError> {
+        let err = |message: String| ProfileError {
+            file: file.to_string(),
+            message,
+        };
+        let t = table(file, text, 0)?;
+        let p: PmuHostProfile = t
+            .try_into()
+            .map_err(|e: toml::de::Error| err(e.to_string().trim_end().into()))?;
+        p.check().map_err(err)?;
+        Ok(p)
+    }
+
+    /// The device plugged into `port`, if any.
+    pub fn device_of(&self, port: &PortSpec) -> Option<&DeviceSpec> {
+        port.device
+            .as_ref()
+            .and_then(|d| self.devices.iter().find(|x| &x.name == d))
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let p = &self.pmu;
+        one_of("pmu.throughput_bits", p.throughput_bits, &[32, 64])?;
+        one_of("pmu.lane_bits", p.lane_bits, &[32, 64])?;
+        positive("pmu.mux_interval_ms", p.mux_interval_ms)?;
+        positive("pmu.core_clock_mhz", p.core_clock_mhz)?;
+        if p.cpus_per_die == 0 {
+            return Err("pmu.cpus_per_die = 0: must be at least 1".into());
+        }
+        let h = &self.host;
+        one_of("host.max_mps", h.max_mps, &SIZES)?;
+        one_of("host.rcb", h.rcb, &[64, 128])?;
+        non_negative("host.wire_ns", h.wire_ns)?;
+        spread("host.memory_read", &h.memory_read)?;
+        spread("host.submit", &h.submit)?;
+        spread("host.reap", &h.reap)?;
+        if self.ports.is_empty() {
+            return Err("port: a host needs at least one [[port]]".into());
+        }
+        for (i, port) in self.ports.iter().enumerate() {
+            let key = format!("port[{i}]");
+            parse_bdf(&port.bdf).ok_or_else(|| format!("{key}.bdf = {:?}: must be dddd:bb:dd.f", port.bdf))?;
+            one_of(&format!("{key}.gen"), port.gen, &[1, 2, 3, 4, 5, 6])?;
+            one_of(&format!("{key}.lanes"), port.lanes, &[1, 2, 4, 8, 16])?;
+            if self.ports[..i].iter().any(|q| q.bdf == port.bdf) {
+                return Err(format!("{key}.bdf = {:?}: listed twice", port.bdf));
+            }
+            match (&port.device, &port.device_bdf) {
+                (None, None) => {}
+                (Some(d), Some(b)) => {
+                    if self.device_of(port).is_none() {
+                        let names: Vec<&str> = self.devices.iter().map(|d| d.name.as_str()).collect();
+                        return Err(format!("{key}.device = {d:?}: must be one of {}", names.join(", ")));
+                    }
+                    parse_bdf(b).ok_or_else(|| format!("{key}.device_bdf = {b:?}: must be dddd:bb:dd.f"))?;
+                }
+                _ => return Err(format!("{key}: device and device_bdf go together")),
+            }
+        }
+        for (i, d) in self.devices.iter().enumerate() {
+            let key = format!("device[{i}] ({})", d.name);
+            one_of(&format!("{key}.gen"), d.gen, &[1, 2, 3, 4, 5, 6])?;
+            one_of(&format!("{key}.lanes"), d.lanes, &[1, 2, 4, 8, 16])?;
+            one_of(&format!("{key}.max_mps"), d.max_mps, &SIZES)?;
+            one_of(&format!("{key}.mrrs"), d.mrrs, &SIZES)?;
+            if let Some(s) = &d.storage {
+                check_storage(&key, s)?;
+            }
+            if let Some(n) = &d.nic {
+                check_nic(&key, n)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
+
+fn check_storage(key: &str, s: &StorageSpec) -> Result<(), String> {
+    for (k, v) in [
+        ("queues", s.queues),
+        ("queue_depth", s.queue_depth),
+        ("channels", s.channels),
+        ("sg_entry_bytes", s.sg_entry_bytes),
+        ("sg_segment_bytes", s.sg_segment_bytes),
+    ] {
+        if v == 0 {
+            return Err(format!("{key}.storage.{k} = 0: must be at least 1"));
+        }
+    }
+    if s.chunk_bytes < 512 || !s.chunk_bytes.is_power_of_two() {
+        return Err(format!(
+            "{key}.storage.chunk_bytes = {}: must be a power of two of at least 512",
+            s.chunk_bytes
+        ));
+    }
+    positive(&format!("{key}.storage.read_mbps"), s.read_mbps)?;
+    positive(&format!("{key}.storage.write_mbps"), s.write_mbps)?;
+    spread(&format!("{key}.storage.read_latency"), &s.read_latency)?;
+    spread(&format!("{key}.storage.write_latency"), &s.write_latency)?;
+    let lists = [
+        ("command_reads", &s.command_reads),
+        ("doorbell_writes", &s.doorbell_writes),
+        ("completion_writes", &s.completion_writes),
+        ("reap_writes", &s.reap_writes),
+        ("reap_reads", &s.reap_reads),
+    ];
+    for (k, list) in lists {
+        if let Some(b) = list.iter().find(|&&b| b == 0 || b > 4096 || !b.is_multiple_of(4)) {
+            return Err(format!(
+                "{key}.storage.{k}: {b} bytes: each must be a multiple of 4 between 4 and 4096"
+            ));
+        }
+    }
+    if !s.interrupt_bytes.is_multiple_of(4) || s.interrupt_bytes > 64 {
+        return Err(format!(
+            "{key}.storage.interrupt_bytes = {}: must be 0 or a multiple of 4 up to 64",
+            s.interrupt_bytes
+        ));
+    }
+    Ok(())
+}
+
+fn check_nic(key: &str, n: &NicSpec) -> Result<(), String> {
+    positive(&format!("{key}.nic.line_gbps"), n.line_gbps)?;
+    if n.batch == 0 || n.batch > 4096 {
+        return Err(format!("{key}.nic.batch = {}: must be between 1 and 4096", n.batch));
+    }
+    for (k, v) in [
+        ("rx_descriptor_bytes", n.rx_descriptor_bytes),
+        ("tx_descriptor_bytes", n.tx_descriptor_bytes),
+        ("completion_bytes", n.completion_bytes),
+        ("doorbell_bytes", n.doorbell_bytes),
+        ("interrupt_bytes", n.interrupt_bytes),
+    ] {
+        if v == 0 || v > 4096 || !v.is_multiple_of(4) {
+            return Err(format!(
+                "{key}.nic.{k} = {v}: must be a multiple of 4 between 4 and 4096"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `dddd:bb:dd.f` → (domain, bus, device, function).
+pub fn parse_bdf(s: &str) -> Option<(u32, u32, u32, u32)> {
+    let (dom, rest) = s.split_once(':')?;
+    let (bus, rest) = rest.split_once(':')?;
+    let (dev, func) = rest.split_once('.')?;
+    let hex = |x: &str, max: u32, len: usize| {
+        (x.len() == len)
+            .then(|| u32::from_str_radix(x, 16).ok())
+            .flatten()
+            .filter(|v| *v <= max)
+    };
+    Some((
+        hex(dom, 0xffff, 4)?,
+        hex(bus, 0xff, 2)?,
+        hex(dev, 0x1f, 2)?,
+        hex(func, 7, 1)?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_profiles_load_and_the_narrow_one_inherits() {
+        let y = PmuHostProfile::load("yitian710").unwrap();
+        assert_eq!(y.ports.len(), 18);
+        assert_eq!(y.ports.iter().filter(|p| p.lanes == 16).count(), 2);
+        assert_eq!(y.pmu.throughput_bits, 64);
+        let n = PmuHostProfile::load("yitian710-narrow").unwrap();
+        assert_eq!(n.pmu.throughput_bits, 32);
+        assert_eq!(n.pmu.driver, PmuDriver::PcieBdf);
+        assert_eq!(n.ports, y.ports, "the narrow profile keeps the base profile's ports");
+    }
+
+    #[test]
+    fn bad_profiles_name_file_and_key() {
+        let e = PmuHostProfile::load("skylake").unwrap_err().to_string();
+        assert!(e.contains("unknown PMU host profile") && e.contains("yitian710"), "{e}");
+        let e = PmuHostProfile::parse("x.toml", "inherit = \"nope\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("x.toml: inherit = \"nope\": must be one of yitian710"),
+            "{e}"
+        );
+        let e = PmuHostProfile::parse("x.toml", "inherit = \"yitian710\"\n[pmu]\nthroughput_bits = 48\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pmu.throughput_bits = 48: must be one of 32, 64"), "{e}");
+        let e = PmuHostProfile::parse("x.toml", "inherit = \"yitian710\"\n[pmu]\nturbo = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("turbo"), "{e}");
+    }
+
+    #[test]
+    fn an_inheriting_profile_overrides_key_by_key() {
+        let p = PmuHostProfile::parse(
+            "mine.toml",
+            "inherit = \"yitian710\"\nname = \"mine\"\n[pmu]\nmux_interval_ms = 10.0\n",
+        )
+        .unwrap();
+        let base = PmuHostProfile::load("yitian710").unwrap();
+        assert_eq!((p.name.as_str(), p.pmu.mux_interval_ms), ("mine", 10.0));
+        assert_eq!(p.pmu.driver, base.pmu.driver, "keys not given are inherited");
+        assert_eq!((p.ports, p.devices), (base.ports, base.devices));
+    }
+
+    #[test]
+    fn bdfs_parse() {
+        assert_eq!(parse_bdf("0001:30:03.0"), Some((1, 0x30, 3, 0)));
+        assert_eq!(parse_bdf("00:02.0"), None);
+        assert_eq!(parse_bdf("0000:30:20.0"), None);
+    }
+}

@@ -1,0 +1,326 @@
+//! Storage I/O on the simulated host: fio-like jobs, the host's doorbells and reaping, and a
+//! storage device's command fetches, media and data movement (steps 1 to 6 in
+//! simulator.md's "PMU host and storage models").
+
+use super::profile::StorageSpec;
+use super::workload::{Rw, StorageJob};
+use super::{Ev, HostCosts, PmuHost, Port, Slot};
+use crate::engine::{Pool, Ps, Sampler};
+use pcie_model::{LinkConfig, TlpKind};
+use std::collections::VecDeque;
+
+/// A storage device's state.
+pub(super) struct Storage {
+    spec: StorageSpec,
+    media: Pool,
+    /// Command slots free in the device's queues; I/Os beyond them wait in the host's queue.
+    slots: u32,
+    waiting: VecDeque<usize>,
+    read_latency: Sampler,
+    write_latency: Sampler,
+    /// Media time per byte of one channel.
+    read_ps_per_byte: f64,
+    write_ps_per_byte: f64,
+}
+
+impl Storage {
+    pub(super) fn new(s: StorageSpec) -> Storage {
+        Storage {
+            media: Pool {
+                free: vec![0; s.channels as usize],
+            },
+            slots: s.queues * s.queue_depth,
+            waiting: VecDeque::new(),
+            read_latency: Sampler::triangular(&s.read_latency),
+            write_latency: Sampler::triangular(&s.write_latency),
+            read_ps_per_byte: 1e6 * s.channels as f64 / s.read_mbps,
+            write_ps_per_byte: 1e6 * s.channels as f64 / s.write_mbps,
+            spec: s,
+        }
+    }
+}
+
+/// One `--workload`: its jobs share these totals.
+pub(super) struct JobSet {
+    job: StorageJob,
+    port: usize,
+    stop: Option<Ps>,
+    /// Bytes of completed I/Os, as fio counts them.
+    read_bytes: u64,
+    write_bytes: u64,
+    outstanding: u32,
+    /// Jobs still submitting.
+    active: u32,
+}
+
+/// One fio job: submits from one CPU, keeps `iodepth` I/Os in flight.
+pub(super) struct Job {
+    set: usize,
+    cpu_free: Ps,
+    issued: u64,
+    stopped: bool,
+}
+
+pub(super) struct Io {
+    job: usize,
+    write: bool,
+    data_start: Ps,
+}
+
+impl JobSet {
+    /// Stopped submitting and every I/O completed.
+    pub(super) fn finished(&self) -> bool {
+        self.active == 0 && self.outstanding == 0
+    }
+
+    /// Bytes of completed reads and writes.
+    pub(super) fn bytes(&self) -> (u64, u64) {
+        (self.read_bytes, self.write_bytes)
+    }
+}
+
+impl PmuHost {
+    /// The host rings the doorbell: the command goes to the device, or waits in the host's
+    /// queue while every command slot is taken.
+    pub(super) fn doorbell(&mut self, io: usize, t: Ps) {
+        let p = self.port_of(io);
+        let s = self.ports[p].storage.as_mut().expect("jobs run on storage ports");
+        if s.slots == 0 {
+            s.waiting.push_back(io);
+        } else {
+            s.slots -= 1;
+            self.start_command(io, t);
+        }
+    }
+
+    pub(super) fn add_storage(&mut self, job: &StorageJob, port: usize) {
+        let set = self.sets.len();
+        self.slots.push(Slot::Storage(set));
+        self.sets.push(JobSet {
+            job: job.clone(),
+            port,
+            stop: job.runtime.map(|s| self.now + (s * 1e12) as Ps),
+            read_bytes: 0,
+            write_bytes: 0,
+            outstanding: 0,
+            active: job.numjobs,
+        });
+        for _ in 0..job.numjobs {
+            let j = self.jobs.len();
+            self.jobs.push(Job {
+                set,
+                cpu_free: self.now,
+                issued: 0,
+                stopped: false,
+            });
+            for _ in 0..job.iodepth {
+                self.at(self.now, Ev::Submit(j));
+            }
+        }
+    }
+
+    fn port_of(&self, io: usize) -> usize {
+        self.sets[self.jobs[self.ios[io].job].set].port
+    }
+
+    /// The host's costs, and the link and port of an I/O's device.
+    fn io_port(&mut self, io: usize) -> (&HostCosts, LinkConfig, &mut Port) {
+        let p = self.port_of(io);
+        let port = &mut self.ports[p];
+        let l = port.link.clone().expect("storage ports have a link");
+        (&self.costs, l, port)
+    }
+
+    pub(super) fn submit_io(&mut self, j: usize, t: Ps) {
+        let set = &self.sets[self.jobs[j].set];
+        let bs = set.job.bs as u64;
+        let over_size = set.job.size.is_some_and(|s| self.jobs[j].issued + bs > s);
+        let over_time = set.stop.is_some_and(|s| t >= s);
+        let rw = set.job.rw;
+        if over_size || over_time {
+            if !self.jobs[j].stopped {
+                self.jobs[j].stopped = true;
+                self.sets[self.jobs[j].set].active -= 1;
+            }
+            return;
+        }
+        let write = match rw {
+            Rw::Read => false,
+            Rw::Write => true,
+            Rw::ReadWrite => self.ports[set.port].rng.chance(0.5),
+        };
+        let start = t.max(self.jobs[j].cpu_free);
+        let rung = start
+            + self
+                .costs
+                .submit
+                .draw(&mut self.ports[self.sets[self.jobs[j].set].port].rng);
+        let job = &mut self.jobs[j];
+        job.cpu_free = rung;
+        job.issued += bs;
+        self.sets[job.set].outstanding += 1;
+        let io = Io {
+            job: j,
+            write,
+            data_start: 0,
+        };
+        let id = match self.free_ios.pop() {
+            Some(i) => {
+                self.ios[i] = io;
+                i
+            }
+            None => {
+                self.ios.push(io);
+                self.ios.len() - 1
+            }
+        };
+        self.at(rung, Ev::Doorbell(id));
+    }
+
+    /// Doorbells down; the device reads the command structures and the scatter list it needs.
+    fn start_command(&mut self, io: usize, t: Ps) {
+        let bs = self.sets[self.jobs[self.ios[io].job].set].job.bs;
+        let (c, l, port) = self.io_port(io);
+        let (wire, mem) = (c.wire, c.memory_read.draw(&mut port.rng));
+        let s = &port.storage.as_ref().expect("storage port").spec;
+        let mut at_dev = t;
+        for &b in &s.doorbell_writes {
+            at_dev = port.tx.send(&l, t, TlpKind::MWr, b, 1) + wire;
+        }
+        let entries = bs.div_ceil(s.sg_segment_bytes);
+        let list = entries.saturating_sub(s.sg_inline) * s.sg_entry_bytes;
+        let mut fetched = at_dev;
+        let reads: Vec<u32> = s
+            .command_reads
+            .iter()
+            .copied()
+            .chain((list > 0).then_some(list))
+            .collect();
+        for b in reads {
+            let asked = port.rx.send_cut(&l, at_dev, TlpKind::MRd, b, l.mrrs, 1) + wire;
+            fetched = fetched.max(port.tx.send_cut(&l, asked + mem, TlpKind::CplD, b, l.mps, 1) + wire);
+        }
+        self.at(fetched, Ev::Fetched(io));
+    }
+
+    pub(super) fn fetched(&mut self, io: usize, t: Ps) {
+        let write = self.ios[io].write;
+        let bs = self.sets[self.jobs[self.ios[io].job].set].job.bs as f64;
+        let port = &mut self.ports[self.sets[self.jobs[self.ios[io].job].set].port];
+        let rng = &mut port.rng;
+        let s = port.storage.as_mut().expect("storage port");
+        let data_start = if write {
+            s.media.serve(t, (bs * s.write_ps_per_byte) as Ps)
+        } else {
+            let lat = s.read_latency.draw(rng);
+            s.media.serve(t + lat, (bs * s.read_ps_per_byte) as Ps)
+        };
+        self.ios[io].data_start = data_start;
+        let first = self.chunk_time(io, 0);
+        self.at(first, Ev::Chunk(io, 0));
+    }
+
+    /// When chunk `n` moves: a read's chunk once the media has produced it, a write's when
+    /// the media is ready to take it.
+    fn chunk_time(&self, io: usize, n: u32) -> Ps {
+        let o = &self.ios[io];
+        let set = &self.sets[self.jobs[o.job].set];
+        let s = self.ports[set.port].storage.as_ref().expect("storage port");
+        let chunk = s.spec.chunk_bytes as u64;
+        let (bytes, per) = if o.write {
+            (n as u64 * chunk, s.write_ps_per_byte)
+        } else {
+            (((n as u64 + 1) * chunk).min(set.job.bs as u64), s.read_ps_per_byte)
+        };
+        o.data_start + (bytes as f64 * per) as Ps
+    }
+
+    pub(super) fn chunk(&mut self, io: usize, n: u32, t: Ps) {
+        let (write, data_start) = (self.ios[io].write, self.ios[io].data_start);
+        let bs = self.sets[self.jobs[self.ios[io].job].set].job.bs;
+        let (c, l, port) = self.io_port(io);
+        let (wire, mem) = (c.wire, c.memory_read.draw(&mut port.rng));
+        let s = port.storage.as_ref().expect("storage port");
+        let chunk = s.spec.chunk_bytes;
+        let bytes = chunk.min(bs - n * chunk);
+        let last = (n + 1) * chunk >= bs;
+        let moved = if write {
+            let asked = port.rx.send_cut(&l, t, TlpKind::MRd, bytes, l.mrrs, 1) + wire;
+            port.tx.send_cut(&l, asked + mem, TlpKind::CplD, bytes, l.mps, 1) + wire
+        } else {
+            port.rx.send_cut(&l, t, TlpKind::MWr, bytes, l.mps, 1)
+        };
+        if !last {
+            let next = self.chunk_time(io, n + 1);
+            self.at(next, Ev::Chunk(io, n + 1));
+            return;
+        }
+        let done = if write {
+            let media_end = data_start + (bs as f64 * s.write_ps_per_byte) as Ps;
+            let lat = s.write_latency.draw(&mut port.rng);
+            moved.max(media_end) + lat
+        } else {
+            moved
+        };
+        self.at(done, Ev::Complete(io));
+    }
+
+    /// The device writes its completion entries and the interrupt (after the data: posted
+    /// writes stay in order).
+    pub(super) fn complete(&mut self, io: usize, t: Ps) {
+        let (c, l, port) = self.io_port(io);
+        let wire = c.wire;
+        let s = &port.storage.as_ref().expect("storage port").spec;
+        let mut end = t;
+        for &b in s
+            .completion_writes
+            .iter()
+            .chain((s.interrupt_bytes > 0).then_some(&s.interrupt_bytes))
+        {
+            end = port.rx.send(&l, t, TlpKind::MWr, b, 1);
+        }
+        let handled = end + wire + c.reap.draw(&mut port.rng);
+        self.at(handled, Ev::Reap(io));
+    }
+
+    /// The host acknowledges the completion: register writes, and register reads answered by
+    /// the device.
+    pub(super) fn reap_io(&mut self, io: usize, t: Ps) {
+        let (c, l, port) = self.io_port(io);
+        let wire = c.wire;
+        let s = &port.storage.as_ref().expect("storage port").spec;
+        let mut done = t;
+        for &b in &s.reap_writes {
+            port.tx.send(&l, t, TlpKind::MWr, b, 1);
+        }
+        for &b in &s.reap_reads {
+            let asked = port.tx.send(&l, t, TlpKind::MRd, b, 1) + wire;
+            done = done.max(port.rx.send(&l, asked, TlpKind::CplD, b, 1) + wire);
+        }
+        self.at(done, Ev::Done(io));
+    }
+
+    pub(super) fn done(&mut self, io: usize, t: Ps) {
+        let o = &self.ios[io];
+        let (j, write) = (o.job, o.write);
+        let set = &mut self.sets[self.jobs[j].set];
+        let bs = set.job.bs as u64;
+        if write {
+            set.write_bytes += bs;
+        } else {
+            set.read_bytes += bs;
+        }
+        set.outstanding -= 1;
+        self.free_ios.push(io);
+        let port = set.port;
+        let s = self.ports[port].storage.as_mut().expect("storage port");
+        let next = s.waiting.pop_front();
+        if next.is_none() {
+            s.slots += 1;
+        }
+        if let Some(next) = next {
+            self.start_command(next, t);
+        }
+        self.at(t, Ev::Submit(j));
+    }
+}

@@ -1,0 +1,562 @@
+//! `pcieperf pmu validate`: the seed study's accuracy check in one command. A storage workload
+//! with fio's options runs behind one root port while that port's PMU counts Rx and/or Tx
+//! payload (multiplexed on the port's one time-based counter when both are asked for); the
+//! PMU's bytes are compared with the workload's own byte count. On `--source perf` the
+//! workload is `fio --output-format=json` and the PMU the kernel's; on `--source sim` both are
+//! simulated, as fast as the simulation runs.
+
+use super::source::{self, Source, SourceArgs};
+use super::monitor::unpolled_width;
+use crate::error::CliError;
+use crate::output::{json, Cell, Format, Table};
+use clap::Args;
+use pcie_pmu::sim::workload::{self, Rw, StorageJob, Workload, WorkloadError};
+use pcie_pmu::{Accumulator, CounterError, CounterId, CounterSource, PerfEvents, ResolvedEvent, System};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Root port the storage device is behind (00:02.0 or 0000:00:02.0)
+    #[arg(long, value_name = "BDF")]
+    port: String,
+    /// fio's rw: read, write or readwrite (half each)
+    #[arg(long, default_value = "read")]
+    rw: String,
+    /// fio's block size (suffixes k, m)
+    #[arg(long, default_value = "1M")]
+    bs: String,
+    /// I/Os each job keeps in flight
+    #[arg(long, default_value = "64")]
+    iodepth: String,
+    /// Jobs submitting in parallel
+    #[arg(long, default_value = "4")]
+    numjobs: String,
+    /// Stop submitting after this long (20s unless --size is given)
+    #[arg(long, conflicts_with = "size")]
+    runtime: Option<String>,
+    /// Bytes each job moves (fio's size, e.g. 2G)
+    #[arg(long)]
+    size: Option<String>,
+    /// Payload events to compare: rx, tx, or rx,tx (both share the port's one counter)
+    #[arg(long, default_value = "rx,tx")]
+    events: String,
+    /// File or device fio works on with --source perf (default: the block device below the
+    /// port; writes need it given explicitly, they destroy its data)
+    #[arg(long, value_name = "PATH")]
+    filename: Option<PathBuf>,
+    /// Background workloads on other ports of the simulated host (repeatable, same syntax as
+    /// `pmu stat --workload`: storage, or NIC traffic)
+    #[arg(long = "workload", value_name = "SPEC")]
+    workloads: Vec<String>,
+    /// Read the counters every MS milliseconds
+    #[arg(short = 'I', long = "interval", value_name = "MS", default_value_t = 100)]
+    interval: u64,
+    /// Seed of the simulated host
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output format
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+}
+
+/// Direction of a payload event: `rx` device to host, `tx` host to device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Rx,
+    Tx,
+}
+
+impl Dir {
+    fn name(self) -> &'static str {
+        match self {
+            Dir::Rx => "rx",
+            Dir::Tx => "tx",
+        }
+    }
+
+    fn metric(self) -> &'static str {
+        match self {
+            Dir::Rx => "rx_bytes",
+            Dir::Tx => "tx_bytes",
+        }
+    }
+}
+
+fn parse_events(text: &str) -> Result<Vec<Dir>, CliError> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let d = match part {
+            "rx" => Dir::Rx,
+            "tx" => Dir::Tx,
+            _ => {
+                return Err(CliError::Usage(format!(
+                    "--events {text}: {part:?} is not an event; use rx, tx or rx,tx"
+                )))
+            }
+        };
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
+
+/// A workload option as the user typed it (`--bs 1000: must be ...`).
+fn option_err(e: WorkloadError) -> CliError {
+    if e.key.is_empty() {
+        CliError::Usage(e.reason)
+    } else {
+        CliError::Usage(format!("--{} {}: {}", e.key, e.value, e.reason))
+    }
+}
+
+/// The workload from the options, not yet checked against a host.
+fn job(a: &ValidateArgs) -> Result<StorageJob, CliError> {
+    let runtime = match (&a.runtime, &a.size) {
+        (Some(r), _) => Some(workload::parse_runtime(r).map_err(option_err)?),
+        (None, None) => Some(20.0),
+        (None, Some(_)) => None,
+    };
+    Ok(StorageJob {
+        port: workload::check_port(&a.port).map_err(option_err)?,
+        rw: workload::parse_rw(&a.rw).map_err(option_err)?,
+        bs: workload::parse_bs(&a.bs).map_err(option_err)?,
+        iodepth: workload::parse_count("iodepth", &a.iodepth, 4096).map_err(option_err)?,
+        numjobs: workload::parse_count("numjobs", &a.numjobs, 256).map_err(option_err)?,
+        runtime,
+        size: a
+            .size
+            .as_deref()
+            .map(workload::parse_job_size)
+            .transpose()
+            .map_err(option_err)?,
+    })
+}
+
+/// One compared event.
+struct Compared {
+    dir: Dir,
+    ev: ResolvedEvent,
+    bytes_per_count: f64,
+    id: CounterId,
+    acc: Accumulator,
+}
+
+/// The port's PMU and its payload events for `dirs`; a port without a PMU is a usage error.
+fn payload_events(sys: &System, port: &str, dirs: &[Dir]) -> Result<Vec<(Dir, ResolvedEvent, f64)>, CliError> {
+    let views = sys.pcie_pmus()?;
+    let Some(view) = views
+        .iter()
+        .find(|v| v.root_ports.iter().any(|r| r.bdf.to_string() == port))
+    else {
+        let ports: Vec<String> = views
+            .iter()
+            .flat_map(|v| v.root_ports.iter().map(|r| r.bdf.to_string()))
+            .collect();
+        return Err(CliError::Usage(format!(
+            "--port {port}: no PCIe PMU watches this root port; root ports with one: {}",
+            if ports.is_empty() {
+                "none".to_string()
+            } else {
+                ports.join(", ")
+            }
+        )));
+    };
+    let mut out = Vec::new();
+    for &d in dirs {
+        let e = view
+            .events
+            .iter()
+            .find(|e| e.metric.as_deref() == Some(d.metric()) && e.bytes_per_count.is_some())
+            .ok_or_else(|| {
+                CliError::Usage(format!(
+                    "--events {}: PMU {} has no {} payload event",
+                    d.name(),
+                    view.pmu.name,
+                    d.name()
+                ))
+            })?;
+        let ev = sys.resolve(&format!("{}/{}/", view.pmu.name, e.name))?;
+        out.push((d, ev, e.bytes_per_count.unwrap_or(1.0)));
+    }
+    Ok(out)
+}
+
+fn counter_err(e: CounterError) -> CliError {
+    if e.is_input() {
+        CliError::Usage(e.to_string())
+    } else {
+        CliError::Runtime(e.to_string())
+    }
+}
+
+/// Open the events, read them every `interval` until `finished` says the workload is over
+/// (then once more, for TLPs still on the wire), and return the seconds counted.
+fn measure<S: CounterSource + ?Sized>(
+    src: &mut S,
+    events: Vec<(Dir, ResolvedEvent, f64)>,
+    interval: Duration,
+    mut finished: impl FnMut(&mut S) -> Result<bool, CliError>,
+) -> Result<(Vec<Compared>, f64), CliError> {
+    let mut compared = Vec::new();
+    for (dir, ev, bytes_per_count) in events {
+        let id = src.open(&ev).map_err(counter_err)?;
+        compared.push(Compared {
+            dir,
+            acc: Accumulator::new(unpolled_width(&ev).unwrap_or(64)),
+            ev,
+            bytes_per_count,
+            id,
+        });
+    }
+    let start = src.elapsed();
+    let read_all = |src: &mut S, compared: &mut [Compared]| -> Result<(), CliError> {
+        for c in compared.iter_mut() {
+            c.acc.update(src.read(c.id).map_err(counter_err)?);
+        }
+        Ok(())
+    };
+    read_all(src, &mut compared)?;
+    let mut last = false;
+    loop {
+        src.sleep(interval).map_err(counter_err)?;
+        read_all(src, &mut compared)?;
+        if last {
+            break;
+        }
+        last = finished(src)?;
+    }
+    Ok((compared, (src.elapsed() - start).as_secs_f64()))
+}
+
+/// What a run counted: the events, the seconds counted, and the workload's read and written bytes.
+struct Run {
+    compared: Vec<Compared>,
+    secs: f64,
+    read: u64,
+    written: u64,
+}
+
+/// One row of the study's table.
+#[derive(Debug, Serialize)]
+struct Row {
+    event: &'static str,
+    pmu: String,
+    pmu_event: String,
+    workload_bytes: u64,
+    pmu_bytes: f64,
+    /// `100 × (pmu − workload) / workload`; absent when the workload moved nothing this way.
+    error_pct: Option<f64>,
+    running_pct: f64,
+    raw: u64,
+    enabled_ns: u64,
+    running_ns: u64,
+}
+
+fn rows(compared: &[Compared], read_bytes: u64, write_bytes: u64) -> Vec<Row> {
+    compared
+        .iter()
+        .map(|c| {
+            let t = c.acc.total();
+            let pmu_bytes = t.bytes(c.bytes_per_count).unwrap_or(0.0);
+            let workload_bytes = match c.dir {
+                Dir::Rx => read_bytes,
+                Dir::Tx => write_bytes,
+            };
+            Row {
+                event: c.dir.name(),
+                pmu: c.ev.pmu.clone(),
+                pmu_event: c.ev.event.clone().unwrap_or_default(),
+                workload_bytes,
+                pmu_bytes,
+                error_pct: (workload_bytes > 0)
+                    .then(|| 100.0 * (pmu_bytes - workload_bytes as f64) / workload_bytes as f64),
+                running_pct: t.running_pct(),
+                raw: t.raw,
+                enabled_ns: t.enabled_ns,
+                running_ns: t.running_ns,
+            }
+        })
+        .collect()
+}
+
+fn table(rows: &[Row], human: bool) -> Table {
+    let mut t = if human {
+        Table::new(&[
+            ("event", "Event"),
+            ("pmu_event", "PMU event"),
+            ("workload_mb", "Workload MB"),
+            ("pmu_mb", "PMU MB"),
+            ("error_pct", "Error %"),
+            ("running_pct", "Counted %"),
+        ])
+    } else {
+        Table::new(&[
+            ("event", "event"),
+            ("pmu", "pmu"),
+            ("pmu_event", "pmu_event"),
+            ("workload_bytes", "workload_bytes"),
+            ("pmu_bytes", "pmu_bytes"),
+            ("error_pct", "error_pct"),
+            ("running_pct", "running_pct"),
+            ("raw", "raw"),
+            ("enabled_ns", "enabled_ns"),
+            ("running_ns", "running_ns"),
+        ])
+    };
+    for r in rows {
+        let err = r.error_pct.map_or(Cell::Empty, |e| Cell::num(e, 4));
+        t.push(if human {
+            vec![
+                Cell::text(r.event),
+                Cell::text(format!("{}/{}/", r.pmu, r.pmu_event)),
+                Cell::num(r.workload_bytes as f64 / 1e6, 3),
+                Cell::num(r.pmu_bytes / 1e6, 3),
+                err,
+                Cell::num(r.running_pct, 2),
+            ]
+        } else {
+            vec![
+                Cell::text(r.event),
+                Cell::text(r.pmu.as_str()),
+                Cell::text(r.pmu_event.as_str()),
+                Cell::Int(r.workload_bytes),
+                Cell::num(r.pmu_bytes, 0),
+                err,
+                Cell::num(r.running_pct, 4),
+                Cell::Int(r.raw),
+                Cell::Int(r.enabled_ns),
+                Cell::Int(r.running_ns),
+            ]
+        });
+    }
+    t
+}
+
+fn describe(j: &StorageJob, a: &ValidateArgs) -> String {
+    let limit = match (&j.runtime, &a.size) {
+        (_, Some(s)) => format!("size={s}"),
+        (Some(r), None) => format!("runtime={r}s"),
+        (None, None) => String::new(),
+    };
+    format!(
+        "port {}: rw={} bs={} iodepth={} numjobs={} {limit}",
+        j.port,
+        j.rw.name(),
+        a.bs,
+        j.iodepth,
+        j.numjobs
+    )
+}
+
+pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
+    if a.interval == 0 {
+        return Err(CliError::Usage("-I 0: the interval must be at least 1 ms".into()));
+    }
+    let dirs = parse_events(&a.events)?;
+    let j = job(a)?;
+    let interval = Duration::from_millis(a.interval);
+    let (run, what) = match Source::parse(&a.source.source)? {
+        Source::Sim(p) => {
+            if a.filename.is_some() {
+                return Err(CliError::Usage("--filename: only with --source perf".into()));
+            }
+            if a.source.sysfs != Path::new("/") {
+                return Err(CliError::Usage("--sysfs: only with --source perf".into()));
+            }
+            let profile = source::load_profile(&p)?;
+            let mut jobs = vec![Workload::Storage(
+                StorageJob::new(&profile, j.clone()).map_err(option_err)?,
+            )];
+            for w in &a.workloads {
+                let b = Workload::parse(&profile, w).map_err(source::workload_err)?;
+                if b.port() == j.port {
+                    return Err(CliError::Usage(format!(
+                        "--workload {w}: runs on the validated port {}; give background workloads other ports",
+                        j.port
+                    )));
+                }
+                jobs.push(b);
+            }
+            let (sys, mut host) = source::start_sim(profile, &jobs, a.seed, false)?;
+            let events = payload_events(&sys, &j.port, &dirs)?;
+            // The validated workload is the first; background ones may run on.
+            let (compared, secs) = measure(&mut host, events, interval, |h| Ok(h.host().workload_finished(0)))?;
+            let (read, written) = host.host().workload_bytes(0);
+            let run = Run {
+                compared,
+                secs,
+                read,
+                written,
+            };
+            (run, "simulated")
+        }
+        Source::Perf => {
+            if let Some(w) = a.workloads.first() {
+                return Err(CliError::Usage(format!("--workload {w}: only with --source sim")));
+            }
+            (perf(a, &j, &dirs, interval)?, "measured")
+        }
+    };
+    let secs = run.secs;
+    let rows = rows(&run.compared, run.read, run.written);
+    Ok(match a.format {
+        Format::Table => format!(
+            "{}\n{}; {secs:.3} s {what}\n",
+            table(&rows, true).to_human(),
+            describe(&j, a)
+        ),
+        Format::Csv => table(&rows, false).to_csv(),
+        Format::Json => json(&rows),
+    })
+}
+
+/// The block device whose sysfs path runs through one of `devices` (PCI addresses).
+fn block_device_below(root: &Path, devices: &[String]) -> Option<PathBuf> {
+    let mut names: Vec<_> = std::fs::read_dir(root.join("sys/block")).ok()?.flatten().collect();
+    names.sort_by_key(|e| e.file_name());
+    names.into_iter().find_map(|e| {
+        let real = std::fs::canonicalize(e.path()).ok()?;
+        let s = real.to_string_lossy();
+        devices
+            .iter()
+            .any(|d| s.contains(&format!("/{d}/")))
+            .then(|| PathBuf::from("/dev").join(e.file_name()))
+    })
+}
+
+/// Real counting while `fio --output-format=json` runs; returns fio's read and write bytes.
+fn perf(a: &ValidateArgs, j: &StorageJob, dirs: &[Dir], interval: Duration) -> Result<Run, CliError> {
+    let sys = source::discover_perf(&a.source.sysfs)?;
+    let events = payload_events(&sys, &j.port, dirs)?;
+    if let Err(e) = Command::new("fio").arg("--version").output() {
+        return Err(CliError::Runtime(format!(
+            "cannot run fio ({e}): install fio (e.g. apt install fio) or use --source sim"
+        )));
+    }
+    let filename = match &a.filename {
+        Some(f) => f.clone(),
+        None => {
+            let devices: Vec<String> = sys
+                .pcie_pmus()?
+                .iter()
+                .flat_map(|v| v.root_ports.iter())
+                .filter(|r| r.bdf.to_string() == j.port)
+                .flat_map(|r| r.devices.iter().map(|d| d.bdf.to_string()))
+                .collect();
+            let dev = block_device_below(&a.source.sysfs, &devices).ok_or_else(|| {
+                CliError::Usage(format!(
+                    "--port {}: no block device below this root port; give --filename",
+                    j.port
+                ))
+            })?;
+            if j.rw != Rw::Read {
+                return Err(CliError::Usage(format!(
+                    "--rw {}: writing to {} would destroy its data; give --filename explicitly for write runs",
+                    j.rw.name(),
+                    dev.display()
+                )));
+            }
+            dev
+        }
+    };
+    let mut cmd = Command::new("fio");
+    cmd.args([
+        "--name=pcieperf-validate",
+        "--ioengine=libaio",
+        "--direct=1",
+        "--group_reporting",
+        "--output-format=json",
+    ])
+    .arg(format!("--filename={}", filename.display()))
+    .arg(format!("--rw={}", j.rw.name()))
+    .arg(format!("--bs={}", j.bs))
+    .arg(format!("--iodepth={}", j.iodepth))
+    .arg(format!("--numjobs={}", j.numjobs));
+    if let Some(r) = j.runtime {
+        cmd.arg(format!("--runtime={}ms", (r * 1000.0).round() as u64));
+    }
+    if let Some(s) = j.size {
+        cmd.arg(format!("--size={s}"));
+    }
+    // fio writes its report to a file (a pipe could fill up while nobody reads it); its
+    // messages go to our stderr.
+    let report = std::env::temp_dir().join(format!("pcieperf-validate-{}.json", std::process::id()));
+    cmd.arg(format!("--output={}", report.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    let mut src = PerfEvents::new();
+    let mut child: Option<std::process::Child> = None;
+    let mut status = None;
+    let (compared, secs) = measure(&mut src, events, interval, |_| {
+        let ch = match child.as_mut() {
+            Some(c) => c,
+            None => {
+                // Started after the counters are open and read, so they see all of it.
+                child = Some(
+                    cmd.spawn()
+                        .map_err(|e| CliError::Runtime(format!("cannot run fio: {e}")))?,
+                );
+                return Ok(false);
+            }
+        };
+        status = ch
+            .try_wait()
+            .map_err(|e| CliError::Runtime(format!("waiting for fio: {e}")))?;
+        Ok(status.is_some())
+    })?;
+    let text = std::fs::read_to_string(&report);
+    let _ = std::fs::remove_file(&report);
+    match status {
+        Some(s) if s.success() => {}
+        s => {
+            return Err(CliError::Runtime(format!(
+                "fio failed ({}); its messages are above",
+                s.map_or("no status".to_string(), |s| s.to_string())
+            )))
+        }
+    }
+    let text = text.map_err(|e| CliError::Runtime(format!("reading fio's report {}: {e}", report.display())))?;
+    let (read, written) = fio_bytes(&text)?;
+    Ok(Run {
+        compared,
+        secs,
+        read,
+        written,
+    })
+}
+
+/// fio's read and write `io_bytes` from its JSON output (one group-reported job).
+fn fio_bytes(text: &str) -> Result<(u64, u64), CliError> {
+    // fio may print notes before the JSON object.
+    let json_start = text.find('{').unwrap_or(0);
+    let v: serde_json::Value = serde_json::from_str(&text[json_start..])
+        .map_err(|e| CliError::Runtime(format!("fio's JSON output does not parse: {e}")))?;
+    let jobs = v["jobs"]
+        .as_array()
+        .filter(|j| !j.is_empty())
+        .ok_or_else(|| CliError::Runtime("fio's JSON output has no jobs".into()))?;
+    let sum = |dir: &str| jobs.iter().filter_map(|j| j[dir]["io_bytes"].as_u64()).sum();
+    Ok((sum("read"), sum("write")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_and_fio_output_parse() {
+        assert_eq!(parse_events("rx,tx").unwrap(), vec![Dir::Rx, Dir::Tx]);
+        assert_eq!(parse_events("tx").unwrap(), vec![Dir::Tx]);
+        let e = parse_events("rx,bytes").unwrap_err().to_string();
+        assert!(e.contains("--events rx,bytes: \"bytes\" is not an event"), "{e}");
+        let out = "note: both iodepth >= 1 and synchronous I/O engine\n{\"jobs\": [{\"read\": {\"io_bytes\": 2097152}, \"write\": {\"io_bytes\": 1048576}}]}";
+        assert_eq!(fio_bytes(out).unwrap(), (2097152, 1048576));
+        assert!(fio_bytes("{\"jobs\": []}").is_err());
+    }
+}

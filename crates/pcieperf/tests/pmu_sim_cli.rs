@@ -1,0 +1,295 @@
+//! The simulated Yitian 710 as a PMU source: `pmu list/stat --source sim` and
+//! `pmu validate --source sim` (the seed study's accuracy checks), and their refusals.
+
+mod common;
+use common::{ok, pcieperf, refused, stderr};
+
+use pcie_pmu::fixture::{self, DwcVariant, Tree};
+use serde_json::Value;
+
+fn validate(args: &[&str]) -> Vec<Value> {
+    let mut all = vec!["pmu", "validate", "--format", "json"];
+    all.extend_from_slice(args);
+    let v: Value = serde_json::from_str(&ok(&all)).unwrap();
+    v.as_array().unwrap().clone()
+}
+
+fn num(r: &Value, k: &str) -> f64 {
+    r[k].as_f64().unwrap_or_else(|| panic!("{k} in {r}"))
+}
+
+#[test]
+fn multiplexed_rx_and_tx_stay_within_one_percent() {
+    for rw in ["read", "write", "readwrite"] {
+        let rows = validate(&["--source", "sim", "--port", "00:02.0", "--rw", rw, "--runtime", "20s"]);
+        assert_eq!(rows.len(), 2);
+        for r in &rows {
+            // Both payload events share the port's one time-based counter.
+            assert!((num(r, "running_pct") - 50.0).abs() < 1.0, "{rw}: {r}");
+            let carries = match rw {
+                "read" => r["event"] == "rx",
+                "write" => r["event"] == "tx",
+                _ => true,
+            };
+            if carries {
+                assert!(num(r, "workload_bytes") > 5e9, "{rw}: {r}");
+                assert!(num(r, "error_pct").abs() <= 1.0, "{rw}: {r}");
+            } else {
+                assert_eq!(num(r, "workload_bytes"), 0.0);
+                assert!(r["error_pct"].is_null(), "no error without workload bytes: {r}");
+            }
+        }
+    }
+}
+
+#[test]
+fn one_event_counts_the_data_and_exactly_the_protocol_payload() {
+    // Per 1 MiB I/O on the AHCI port, besides the data: upstream an 8 B Set Device Bits FIS, a
+    // 4 B MSI and two 4 B register reads answered (20 B); downstream two 4 B doorbells, the 32 B
+    // command header, the 20 B CFIS, one 16 B PRD and two 4 B interrupt clears (84 B).
+    for (rw, event) in [
+        ("read", "rx"),
+        ("write", "tx"),
+        ("readwrite", "rx"),
+        ("readwrite", "tx"),
+    ] {
+        let rows = validate(&["--source", "sim", "--port", "00:02.0", "--rw", rw, "--events", event]);
+        let r = &rows[0];
+        assert_eq!(num(r, "running_pct"), 100.0);
+        let ios = rows_ios(rw, event, r);
+        let per_io = if event == "rx" { 20.0 } else { 84.0 };
+        // The counter counts 16 B units of the payload that crossed: at most 15 B short.
+        let expected = num(r, "workload_bytes") + per_io * ios;
+        let pmu = num(r, "pmu_bytes");
+        assert!(
+            pmu <= expected && pmu > expected - 16.0,
+            "{rw} {event}: {r}, expected {expected}"
+        );
+        if rw != "readwrite" || event == "rx" {
+            assert!(num(r, "error_pct").abs() < 0.01, "{rw} {event}: {r}");
+        }
+    }
+}
+
+/// I/Os in a run: one per MiB of data; in a readwrite run the other direction's I/Os count too,
+/// so run it again for them (same seed, same run).
+fn rows_ios(rw: &str, event: &str, r: &Value) -> f64 {
+    let mine = num(r, "workload_bytes") / 1048576.0;
+    if rw != "readwrite" {
+        return mine;
+    }
+    let other = if event == "rx" { "tx" } else { "rx" };
+    let rows = validate(&["--source", "sim", "--port", "00:02.0", "--rw", rw, "--events", other]);
+    mine + num(&rows[0], "workload_bytes") / 1048576.0
+}
+
+#[test]
+fn busy_neighbours_do_not_leak_into_the_port() {
+    let sata = [
+        "--source",
+        "sim",
+        "--port",
+        "00:02.0",
+        "--runtime",
+        "2s",
+        "--events",
+        "rx",
+    ];
+    let alone = validate(&sata);
+    let neighbours = [
+        "--workload",
+        "port=00:01.0,rw=read,bs=128k,iodepth=32",
+        "--workload",
+        "port=00:03.0,rw=write",
+    ];
+    let busy = validate(&[&sata[..], &neighbours[..]].concat());
+    // Other ports have their own links and PMUs; the SATA port's run is the same I/O for I/O.
+    assert_eq!(alone[0]["workload_bytes"], busy[0]["workload_bytes"]);
+    assert!(num(&busy[0], "error_pct").abs() < 0.01, "{}", busy[0]);
+}
+
+#[test]
+fn a_narrowed_32_bit_counter_wraps_and_stays_exact() {
+    // pcie_bdf_* returns the 32-bit register in 16 B units: at the NVMe port's 6.9 GB/s it
+    // wraps every 10 s.
+    let rows = validate(&[
+        "--source",
+        "sim:yitian710-narrow",
+        "--port",
+        "00:01.0",
+        "--runtime",
+        "20s",
+        "--events",
+        "rx",
+    ]);
+    let r = &rows[0];
+    assert_eq!(r["pmu"], "pcie_bdf_100");
+    assert!(
+        num(r, "raw") > 2.0 * 4294967296.0,
+        "the counter wrapped at least twice: {r}"
+    );
+    assert!(num(r, "error_pct").abs() < 0.01, "{r}");
+}
+
+#[test]
+fn list_and_stat_on_the_simulated_host() {
+    let v: Value = serde_json::from_str(&ok(&["pmu", "list", "--source", "sim", "--format", "json"])).unwrap();
+    let mut ports: Vec<String> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["root_ports"][0].as_str().unwrap().to_string())
+        .collect();
+    ports.dedup();
+    assert_eq!(ports.len(), 18, "{ports:?}");
+    let table = ok(&["pmu", "list", "--source", "sim"]);
+    assert!(
+        table.contains("root port 0000:00:02.0") && table.contains("ahci"),
+        "{table}"
+    );
+    assert!(
+        table.contains("dwc_rootport_13018") && table.contains("mlx5_core"),
+        "{table}"
+    );
+
+    let out = ok(&[
+        "pmu",
+        "stat",
+        "--source",
+        "sim",
+        "--fast",
+        "--workload",
+        "port=00:02.0,rw=read,bs=1M,iodepth=32",
+        "--workload",
+        "port=0001:30:03.0,rx=40",
+        "-e",
+        "dwc_rootport/rx_pcie_tlp_data_payload/",
+        "--duration",
+        "2",
+        "--format",
+        "json",
+    ]);
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 18, "every instance of dwc_rootport");
+    for r in rows {
+        let g = num(r, "gbps");
+        if r["pmu"] == "dwc_rootport_10" {
+            // The SATA SSD reads at 560 MB/s = 4.48 Gb/s once its first I/Os are in.
+            assert!((4.2..4.5).contains(&g), "{r}");
+        } else if r["pmu"] == "dwc_rootport_13018" {
+            // 40 Gb/s of 1500 B packets plus a 64 B completion each and an MSI-X per 64.
+            assert!((41.6..41.8).contains(&g), "{r}");
+        } else {
+            assert_eq!(g, 0.0, "{r}");
+        }
+    }
+}
+
+#[test]
+fn stat_carries_the_wraps_of_a_narrow_counter() {
+    // 25 s at 6.9 GB/s is 2.5 wraps of a 32-bit counter of 16 B units; read every second.
+    let out = ok(&[
+        "pmu",
+        "stat",
+        "--source",
+        "sim:yitian710-narrow",
+        "--fast",
+        "--workload",
+        "port=00:01.0,rw=read,bs=1M,iodepth=64",
+        "-e",
+        "pcie_bdf_100/Rx_PCIe_TLP_Data_Payload/",
+        "--duration",
+        "25",
+        "--format",
+        "json",
+    ]);
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let r = &rows[0];
+    assert!(num(r, "raw") > 2.0 * 4294967296.0, "{r}");
+    assert!((55.0..55.3).contains(&num(r, "gbps")), "6.9 GB/s once running: {r}");
+}
+
+#[test]
+fn bad_input_exits_2_and_names_it() {
+    let t = Tree::new("validate");
+    fixture::common_pmus(&t);
+    fixture::dwc_pmu(&t, "dwc_rootport_3018", 27, "0", DwcVariant::Upstream);
+    t.root_port("0000:30:03.0", "0");
+    let root = t.path().to_str().unwrap();
+    let sim = |extra: &[&str]| {
+        let mut a = vec!["pmu", "validate"];
+        if !extra.contains(&"--source") {
+            a.extend(["--source", "sim"]);
+        }
+        if !extra.contains(&"--port") {
+            a.extend(["--port", "00:02.0"]);
+        }
+        a.extend_from_slice(extra);
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let stat_workload = |w: &str| {
+        ["pmu", "stat", "--source", "sim", "-e", "x/y/", "--workload", w]
+            .map(String::from)
+            .to_vec()
+    };
+    let cases: Vec<(Vec<String>, &[&str])> = vec![
+        (
+            sim(&["--port", "00:09.0"]),
+            &["0000:00:09.0", "no such root port", "0000:00:02.0"],
+        ),
+        (sim(&["--port", "30:03.0"]), &["cx5", "0000:00:02.0"]),
+        (sim(&["--port", "x"]), &["--port x"]),
+        (sim(&["--rw", "randread"]), &["--rw randread", "read, write, readwrite"]),
+        (sim(&["--bs", "1000"]), &["--bs 1000", "multiple of 512"]),
+        (sim(&["--iodepth", "0"]), &["--iodepth 0", "1 to 4096"]),
+        (sim(&["--numjobs", "many"]), &["--numjobs many"]),
+        (sim(&["--runtime", "soon"]), &["--runtime soon"]),
+        (sim(&["--size", "0"]), &["--size 0"]),
+        (sim(&["--events", "rx,bytes"]), &["--events rx,bytes"]),
+        (sim(&["-I", "0"]), &["-I 0"]),
+        (sim(&["--workload", "port=00:02.0"]), &["validated port 0000:00:02.0"]),
+        (sim(&["--workload", "port=00:01.0,bs=3"]), &["bs=3"]),
+        (
+            sim(&["--source", "sim:pentium"]),
+            &["sim:pentium", "yitian710, yitian710-narrow"],
+        ),
+        (sim(&["--source", "simulator"]), &["--source simulator"]),
+        (sim(&["--sysfs", root]), &["--sysfs"]),
+        (
+            ["pmu", "list", "--source", "sim:nope"].map(String::from).to_vec(),
+            &["sim:nope"],
+        ),
+        (
+            stat_workload("port=00:02.0,rw=trim"),
+            &["rw=trim", "read, write, readwrite"],
+        ),
+        (stat_workload("port=30:03.0,rx=400"), &["rx=400", "0 to 100"]),
+        (
+            ["pmu", "stat", "-e", "msr/tsc/", "--workload", "port=00:02.0"]
+                .map(String::from)
+                .to_vec(),
+            &["--workload", "--source sim"],
+        ),
+    ];
+    for (args, expected) in &cases {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let e = refused(&a);
+        assert!(expected.iter().all(|x| e.contains(x)), "{args:?}: {e}");
+    }
+    // On a real host: a port without a PMU; fio missing, or no block device below the port.
+    let e = refused(&["pmu", "validate", "--sysfs", root, "--port", "00:02.0"]);
+    assert!(
+        e.contains("--port 0000:00:02.0: no PCIe PMU") && e.contains("0000:30:03.0"),
+        "{e}"
+    );
+    let o = pcieperf(&["pmu", "validate", "--sysfs", root, "--port", "30:03.0"]);
+    let e = stderr(&o);
+    if std::process::Command::new("fio").arg("--version").output().is_err() {
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        assert!(e.contains("cannot run fio") && e.contains("--source sim"), "{e}");
+    } else {
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert!(e.contains("no block device below this root port"), "{e}");
+    }
+}
