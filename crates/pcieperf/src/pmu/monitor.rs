@@ -11,8 +11,7 @@ use pcie_model::{stream, Generation, LinkConfig, LinkParams, Op};
 use pcie_pmu::accumulate::{gbps, max_interval_secs};
 use pcie_pmu::counter::event_name;
 use pcie_pmu::{
-    Accumulator, CounterError, CounterId, CounterSource, Delta, PciDevice, PcieView, PmuError,
-    ResolvedEvent, System,
+    Accumulator, CounterError, CounterId, CounterSource, Delta, PciDevice, PcieView, PmuError, ResolvedEvent, System,
 };
 use serde::Serialize;
 use std::collections::VecDeque;

@@ -3,8 +3,8 @@
 //! Ctrl-C; `-I MS` prints one row per event per interval as it goes.
 
 use super::monitor::{
-    self, cancel_on_signals, check_duration, check_interval, csv_lines, json_lines, resolve_events,
-    Monitor, Plan, Row, Schedule, Sink,
+    self, cancel_on_signals, check_duration, check_interval, csv_lines, json_lines, resolve_events, Monitor, Plan, Row,
+    Schedule, Sink,
 };
 use super::source::{self, SimArgs, SourceArgs};
 use crate::error::CliError;

@@ -5,8 +5,8 @@
 //! workload is `fio --output-format=json` and the PMU the kernel's; on `--source sim` both are
 //! simulated, as fast as the simulation runs.
 
-use super::source::{self, Source, SourceArgs};
 use super::monitor::unpolled_width;
+use super::source::{self, Source, SourceArgs};
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
