@@ -108,6 +108,12 @@ impl std::error::Error for CounterError {}
 pub trait CounterSource {
     /// Open one counter for a resolved event; counting starts now.
     fn open(&mut self, event: &ResolvedEvent) -> Result<CounterId, CounterError>;
+    /// Open events that must count over the same intervals (a perf event group: the first is
+    /// the leader, and the kernel schedules them all or none, as HiSilicon's flux/time pairs
+    /// need). A source without groups opens them one by one.
+    fn open_group(&mut self, events: &[&ResolvedEvent]) -> Result<Vec<CounterId>, CounterError> {
+        events.iter().map(|e| self.open(e)).collect()
+    }
     /// The counter's current cumulative value and times.
     fn read(&mut self, id: CounterId) -> Result<Reading, CounterError>;
     /// Time on the source's clock since the source was created.
@@ -217,6 +223,37 @@ mod linux {
 
     impl CounterSource for PerfEvents {
         fn open(&mut self, e: &ResolvedEvent) -> Result<CounterId, CounterError> {
+            self.open_in(e, None)
+        }
+
+        fn open_group(&mut self, events: &[&ResolvedEvent]) -> Result<Vec<CounterId>, CounterError> {
+            let Some((leader, rest)) = events.split_first() else {
+                return Ok(Vec::new());
+            };
+            let first = self.open_in(leader, None)?;
+            let mut ids = vec![first];
+            for e in rest {
+                ids.push(self.open_in(e, Some(first))?);
+            }
+            Ok(ids)
+        }
+
+        fn read(&mut self, id: CounterId) -> Result<Reading, CounterError> {
+            self.read_fd(id)
+        }
+
+        fn elapsed(&self) -> Duration {
+            self.start.elapsed()
+        }
+    }
+
+    impl PerfEvents {
+        /// perf_event_open `e`, alone or as a member of `leader`'s group.
+        fn open_in(&mut self, e: &ResolvedEvent, leader: Option<CounterId>) -> Result<CounterId, CounterError> {
+            let group_fd = match leader {
+                Some(id) => self.fds[id.0].0.as_raw_fd(),
+                None => -1,
+            };
             let attr = PerfEventAttr {
                 type_: e.type_id,
                 size: ATTR_SIZE,
@@ -236,7 +273,7 @@ mod linux {
                     &attr as *const PerfEventAttr,
                     -1 as libc::pid_t,
                     cpu as libc::c_int,
-                    -1 as libc::c_int,
+                    group_fd as libc::c_int,
                     PERF_FLAG_FD_CLOEXEC,
                 )
             };
@@ -270,7 +307,7 @@ mod linux {
             Ok(CounterId(self.fds.len() - 1))
         }
 
-        fn read(&mut self, id: CounterId) -> Result<Reading, CounterError> {
+        fn read_fd(&mut self, id: CounterId) -> Result<Reading, CounterError> {
             let (fd, name) = self.fds.get(id.0).ok_or_else(|| CounterError::Os {
                 what: format!("read counter {}: no such counter", id.0),
                 errno: libc::EBADF,
@@ -302,10 +339,6 @@ mod linux {
                 enabled: buf[1],
                 running: buf[2],
             })
-        }
-
-        fn elapsed(&self) -> Duration {
-            self.start.elapsed()
         }
     }
 }

@@ -123,3 +123,36 @@ fn a_config_the_pmu_rejects_names_event_and_pmu() {
         }
     }
 }
+
+#[test]
+fn a_group_counts_its_members_together() {
+    let Some(sys) = system() else { return };
+    if !sys.pmus.iter().any(|p| p.name == "software") {
+        eprintln!("skipped: no software PMU");
+        return;
+    }
+    let clock = sys.resolve("software/cpu-clock/").unwrap();
+    let mut src = PerfEvents::new();
+    let ids = match src.open_group(&[&clock, &clock]) {
+        Ok(ids) => ids,
+        Err(e) if skip(&e) => return,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(ids.len(), 2);
+    std::thread::sleep(Duration::from_millis(100));
+    let (l, m) = (src.read(ids[0]).unwrap(), src.read(ids[1]).unwrap());
+    // Scheduled as one: both enabled and running all along, from the same moment.
+    assert!(l.value > 0 && l.running == l.enabled, "{l:?}");
+    assert!(m.value > 0 && m.running == m.enabled, "{m:?}");
+    assert!(l.enabled.abs_diff(m.enabled) < 5_000_000, "{l:?} {m:?}");
+
+    // Members really join the leader: the kernel refuses a member bound to another CPU,
+    // which it accepts as an event of its own.
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+        let mut other_cpu = clock.clone();
+        other_cpu.cpumask = vec![1];
+        assert!(PerfEvents::new().open(&other_cpu).is_ok());
+        let e = PerfEvents::new().open_group(&[&clock, &other_cpu]).unwrap_err();
+        assert!(matches!(e, CounterError::Rejected { cpu: 1, .. }), "{e}");
+    }
+}

@@ -200,3 +200,54 @@ fn not_permitted_explains_paranoid_and_cap_perfmon() {
     );
     assert!(e.contains("CAP_PERFMON"), "{e}");
 }
+
+/// HiSilicon's flux/time pairs count as one perf event group: on a fixture HiSilicon PMU that
+/// is the software PMU in disguise (every event cpu-clock), the pair opens as a group and the
+/// lone latency event does not; the kernel accepts the group, so the pair really counts.
+#[test]
+fn flux_and_time_open_as_one_group() {
+    let t = Tree::new("stat-hisi-group");
+    fixture::common_pmus(&t);
+    fixture::hisi_pmu(&t, "hisi_pcie0_core0", 1, "0x0", None);
+    let events = "sys/bus/event_source/devices/hisi_pcie0_core0/events";
+    for e in ["rx_mwr_flux", "rx_mwr_time", "rx_mwr_latency"] {
+        t.attr(&format!("{events}/{e}"), "config=0x0");
+    }
+    let root = t.path().to_str().unwrap();
+    let pmu = "hisi_pcie0_core0";
+    let spec =
+        format!("{pmu}/rx_mwr_flux,port=0xffff/,{pmu}/rx_mwr_latency,port=0xffff/,{pmu}/rx_mwr_time,port=0xffff/");
+    let Some(out) = real(&[
+        "pmu",
+        "stat",
+        "--sysfs",
+        root,
+        "-e",
+        &spec,
+        "--duration",
+        "0.1",
+        "--format",
+        "json",
+    ]) else {
+        return;
+    };
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rows = v.as_array().unwrap();
+    let group = |event: &str| {
+        rows.iter()
+            .find(|r| r["event"].as_str().unwrap().starts_with(event))
+            .unwrap()["group"]
+            .clone()
+    };
+    let pair = "rx_mwr_bw: rx_mwr_flux, rx_mwr_time";
+    assert_eq!(group("rx_mwr_flux"), pair, "{out}");
+    assert_eq!(group("rx_mwr_time"), pair, "{out}");
+    assert!(group("rx_mwr_latency").is_null(), "{out}");
+    assert!(
+        rows.iter()
+            .all(|r| r["raw"].as_u64().unwrap() > 0 && r["running_pct"] == 100.0),
+        "{out}"
+    );
+    let table = real(&["pmu", "stat", "--sysfs", root, "-e", &spec, "--duration", "0.05"]).unwrap();
+    assert!(table.contains(&format!("{pair}: counted as one perf event group\n")), "{table}");
+}

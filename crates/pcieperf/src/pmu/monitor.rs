@@ -11,7 +11,8 @@ use pcie_model::{stream, Generation, LinkConfig, LinkParams, Op};
 use pcie_pmu::accumulate::{gbps, max_interval_secs};
 use pcie_pmu::counter::event_name;
 use pcie_pmu::{
-    Accumulator, CounterError, CounterId, CounterSource, Delta, PciDevice, PcieView, PmuError, ResolvedEvent, System,
+    Accumulator, CounterError, CounterId, CounterSource, Delta, PciDevice, PcieView, PmuError, PmuEvent, ResolvedEvent,
+    System,
 };
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -153,17 +154,13 @@ pub fn payload_events(sys: &System, place: &str) -> Result<Vec<ResolvedEvent>, C
 /// variant's unit), else the kernel's `.scale` with a byte `.unit`; and the catalog's metric.
 /// `views` are the system's [`System::pcie_pmus`].
 pub fn payload(views: &[PcieView], ev: &ResolvedEvent) -> (Option<f64>, Option<String>) {
-    if let Some(name) = &ev.event {
-        for v in views.iter().filter(|v| v.pmu.name == ev.pmu) {
-            if let Some(e) = v.events.iter().find(|e| e.name.eq_ignore_ascii_case(name)) {
-                let bpc = if e.unit.as_deref() == Some("bytes") {
-                    e.bytes_per_count
-                } else {
-                    None
-                };
-                return (bpc, e.metric.clone());
-            }
-        }
+    if let Some(e) = catalog_event(views, ev) {
+        let bpc = if e.unit.as_deref() == Some("bytes") {
+            e.bytes_per_count
+        } else {
+            None
+        };
+        return (bpc, e.metric.clone());
     }
     let mult = match ev.unit.as_deref() {
         Some("MiB") => Some(1048576.0),
@@ -172,6 +169,15 @@ pub fn payload(views: &[PcieView], ev: &ResolvedEvent) -> (Option<f64>, Option<S
         _ => None,
     };
     (mult.map(|m| m * ev.scale.unwrap_or(1.0)), None)
+}
+
+/// The annotated event a resolved one names, when its PMU is a PCIe PMU.
+fn catalog_event<'a>(views: &'a [PcieView], ev: &ResolvedEvent) -> Option<&'a PmuEvent> {
+    let name = ev.event.as_ref()?;
+    views
+        .iter()
+        .filter(|v| v.pmu.name == ev.pmu)
+        .find_map(|v| v.events.iter().find(|e| e.name.eq_ignore_ascii_case(name)))
 }
 
 /// What a link can carry, from sysfs `current_link_speed` ("32.0 GT/s PCIe") and width.
@@ -234,6 +240,9 @@ pub struct Watch {
     pub metric: Option<String>,
     /// Index into [`Plan::ports`] for PCIe PMUs that name their root ports.
     pub port: Option<usize>,
+    /// The catalog's group: events of one group on one PMU, with the same filter terms, are
+    /// opened as one perf event group (HiSilicon's flux/time pairs must count together).
+    pub group: Option<String>,
 }
 
 /// The events to count and the root ports they belong to.
@@ -275,11 +284,13 @@ impl Plan {
                     plan.ports.len() - 1
                 })
             });
+            let group = catalog_event(&views, &ev).and_then(|e| e.group.clone());
             plan.watches.push(Watch {
                 ev,
                 bytes_per_count,
                 metric,
                 port,
+                group,
             });
         }
         Ok(plan)
@@ -343,6 +354,9 @@ pub struct Row {
     pub running_ns: u64,
     pub bytes: Option<f64>,
     pub gbps: Option<f64>,
+    /// The perf event group the event was opened in, with its members (JSON only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     #[serde(skip)]
     pub port: Option<usize>,
 }
@@ -481,6 +495,8 @@ struct Counter {
     id: CounterId,
     acc: Accumulator,
     event: String,
+    /// `name: member, member` when opened in a group.
+    group: Option<String>,
 }
 
 /// Opened counters and their accumulators.
@@ -490,18 +506,49 @@ pub struct Monitor {
 }
 
 impl Monitor {
-    /// Open every planned event on `src`.
+    /// Open every planned event on `src`; events of one catalog group (same PMU and filter
+    /// terms) as one perf event group, in plan order, the first as leader.
     pub fn open(src: &mut dyn CounterSource, plan: Plan) -> Result<Monitor, CliError> {
-        let mut counters = Vec::new();
-        for watch in plan.watches {
-            let id = src.open(&watch.ev).map_err(counter_err)?;
-            counters.push(Counter {
-                event: short_event(&watch.ev),
-                acc: Accumulator::new(unpolled_width(&watch.ev).unwrap_or(64)),
-                watch,
-                id,
+        let watches = plan.watches;
+        let together = |a: &Watch, b: &Watch| {
+            a.group.is_some() && a.group == b.group && a.ev.pmu == b.ev.pmu && a.ev.config[1..] == b.ev.config[1..]
+        };
+        let mut opened: Vec<Option<(CounterId, Option<String>)>> = vec![None; watches.len()];
+        for i in 0..watches.len() {
+            if opened[i].is_some() {
+                continue;
+            }
+            let members: Vec<usize> = (i..watches.len())
+                .filter(|&j| j == i || together(&watches[i], &watches[j]))
+                .collect();
+            let evs: Vec<&ResolvedEvent> = members.iter().map(|&j| &watches[j].ev).collect();
+            let ids = src.open_group(&evs).map_err(counter_err)?;
+            let label = (members.len() > 1).then(|| {
+                let names: Vec<String> = evs.iter().map(|e| short_event(e)).collect();
+                format!(
+                    "{}: {}",
+                    watches[i].group.as_deref().unwrap_or_default(),
+                    names.join(", ")
+                )
             });
+            for (&j, id) in members.iter().zip(ids) {
+                opened[j] = Some((id, label.clone()));
+            }
         }
+        let counters = watches
+            .into_iter()
+            .zip(opened)
+            .map(|(watch, o)| {
+                let (id, group) = o.expect("every watch was opened");
+                Counter {
+                    event: short_event(&watch.ev),
+                    acc: Accumulator::new(unpolled_width(&watch.ev).unwrap_or(64)),
+                    watch,
+                    id,
+                    group,
+                }
+            })
+            .collect();
         Ok(Monitor {
             counters,
             ports: plan.ports,
@@ -531,6 +578,7 @@ impl Monitor {
             running_ns: d.running_ns,
             bytes,
             gbps: bytes.map(|b| gbps(b, interval_s)),
+            group: c.group.clone(),
             port: c.watch.port,
         }
     }

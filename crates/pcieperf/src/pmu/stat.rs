@@ -61,7 +61,13 @@ fn human_totals(rows: &[Row], elapsed: f64) -> String {
             r.gbps.map_or(Cell::Empty, Cell::gbps),
         ]);
     }
-    format!("{}\n{elapsed:.3} s elapsed\n", t.to_human())
+    let mut groups: Vec<&str> = rows.iter().filter_map(|r| r.group.as_deref()).collect();
+    groups.dedup();
+    let notes: String = groups
+        .iter()
+        .map(|g| format!("{g}: counted as one perf event group\n"))
+        .collect();
+    format!("{}\n{notes}{elapsed:.3} s elapsed\n", t.to_human())
 }
 
 /// Fixed-width lines for interval mode, so rows printed as they come stay aligned.
@@ -215,6 +221,7 @@ mod tests {
                 bytes_per_count: Some(16.0),
                 metric: Some("rx_bytes".into()),
                 port: None,
+                group: None,
             }],
             ports: vec![],
         };
