@@ -249,5 +249,8 @@ fn flux_and_time_open_as_one_group() {
         "{out}"
     );
     let table = real(&["pmu", "stat", "--sysfs", root, "-e", &spec, "--duration", "0.05"]).unwrap();
-    assert!(table.contains(&format!("{pair}: counted as one perf event group\n")), "{table}");
+    assert!(
+        table.contains(&format!("{pair}: counted as one perf event group\n")),
+        "{table}"
+    );
 }
