@@ -1,0 +1,185 @@
+//! Opened counters: events opened on a source (catalog groups as perf event groups), read
+//! every interval into wrap-safe, multiplex-scaled deltas and rows.
+
+use super::*;
+
+/// One counter being read.
+pub(super) struct Counter {
+    watch: Watch,
+    id: CounterId,
+    acc: Accumulator,
+    event: String,
+    /// `name: member, member` when opened in a group.
+    group: Option<String>,
+}
+
+/// Opened counters and their accumulators.
+pub struct Monitor {
+    counters: Vec<Counter>,
+    pub ports: Vec<Port>,
+}
+
+impl Monitor {
+    /// Open every planned event on `src`; events of one catalog group (same PMU and filter
+    /// terms) as one perf event group, in plan order, the first as leader.
+    pub fn open(src: &mut dyn CounterSource, plan: Plan) -> Result<Monitor, CliError> {
+        let watches = plan.watches;
+        let together = |a: &Watch, b: &Watch| {
+            a.group.is_some() && a.group == b.group && a.ev.pmu == b.ev.pmu && a.ev.config[1..] == b.ev.config[1..]
+        };
+        let mut opened: Vec<Option<(CounterId, Option<String>)>> = vec![None; watches.len()];
+        for i in 0..watches.len() {
+            if opened[i].is_some() {
+                continue;
+            }
+            let members: Vec<usize> = (i..watches.len())
+                .filter(|&j| j == i || together(&watches[i], &watches[j]))
+                .collect();
+            let evs: Vec<&ResolvedEvent> = members.iter().map(|&j| &watches[j].ev).collect();
+            let ids = src.open_group(&evs).map_err(counter_err)?;
+            let label = (members.len() > 1).then(|| {
+                let names: Vec<String> = evs.iter().map(|e| short_event(e)).collect();
+                format!(
+                    "{}: {}",
+                    watches[i].group.as_deref().unwrap_or_default(),
+                    names.join(", ")
+                )
+            });
+            for (&j, id) in members.iter().zip(ids) {
+                opened[j] = Some((id, label.clone()));
+            }
+        }
+        let counters = watches
+            .into_iter()
+            .zip(opened)
+            .map(|(watch, o)| {
+                let (id, group) = o.expect("every watch was opened");
+                Counter {
+                    event: short_event(&watch.ev),
+                    acc: Accumulator::new(unpolled_width(&watch.ev).unwrap_or(64)),
+                    watch,
+                    id,
+                    group,
+                }
+            })
+            .collect();
+        Ok(Monitor {
+            counters,
+            ports: plan.ports,
+        })
+    }
+
+    /// (PMU, event) of every counter, as rows name them.
+    pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.counters
+            .iter()
+            .map(|c| (c.watch.ev.pmu.as_str(), c.event.as_str()))
+    }
+
+    fn row(&self, c: &Counter, d: &Delta, time_s: f64, interval_s: f64) -> Row {
+        let bytes = c.watch.bytes_per_count.and_then(|b| d.bytes(b));
+        Row {
+            time_s,
+            interval_s,
+            pmu: c.watch.ev.pmu.clone(),
+            event: c.event.clone(),
+            root_port: c.watch.port.map(|p| self.ports[p].name.clone()),
+            metric: c.watch.metric.clone(),
+            raw: d.raw,
+            scaled: d.scaled,
+            running_pct: d.running_pct(),
+            enabled_ns: d.enabled_ns,
+            running_ns: d.running_ns,
+            bytes,
+            gbps: bytes.map(|b| gbps(b, interval_s)),
+            group: c.group.clone(),
+            port: c.watch.port,
+        }
+    }
+
+    /// Read every counter and fold the reads into the totals (drivers without a poller update
+    /// their 64-bit count from a narrow hardware counter only when read).
+    pub fn refresh(&mut self, src: &mut dyn CounterSource) -> Result<(), CliError> {
+        self.read(src).map(drop)
+    }
+
+    fn read(&mut self, src: &mut dyn CounterSource) -> Result<Vec<Option<Delta>>, CliError> {
+        let mut out = Vec::with_capacity(self.counters.len());
+        for c in self.counters.iter_mut() {
+            out.push(c.acc.update(src.read(c.id).map_err(counter_err)?));
+        }
+        Ok(out)
+    }
+
+    /// Close an interval of `interval_s` ending `time_s` after the start: one row per event.
+    pub fn sample(&mut self, src: &mut dyn CounterSource, time_s: f64, interval_s: f64) -> Result<Vec<Row>, CliError> {
+        let deltas = self.read(src)?;
+        Ok(self
+            .counters
+            .iter()
+            .zip(deltas)
+            .filter_map(|(c, d)| d.map(|d| self.row(c, &d, time_s, interval_s)))
+            .collect())
+    }
+
+    /// The whole run so far, one row per event.
+    pub fn totals(&mut self, src: &mut dyn CounterSource, elapsed: f64) -> Result<Vec<Row>, CliError> {
+        self.refresh(src)?;
+        Ok(self
+            .counters
+            .iter()
+            .map(|c| self.row(c, &c.acc.total(), elapsed, elapsed))
+            .collect())
+    }
+
+    /// Sum an interval's rows per root port (events without one stay on their own).
+    pub fn targets(&self, rows: &[Row]) -> Vec<Target> {
+        let mut out: Vec<Target> = Vec::new();
+        for r in rows {
+            let name = r.root_port.clone().unwrap_or_else(|| format!("{}/{}/", r.pmu, r.event));
+            let i = out.iter().position(|t| t.name == name).unwrap_or_else(|| {
+                let port = r.port.map(|p| &self.ports[p]);
+                out.push(Target {
+                    name,
+                    pmus: String::new(),
+                    link: port.and_then(|p| p.link.clone()),
+                    rx_gbps: None,
+                    tx_gbps: None,
+                    rx_pct: None,
+                    tx_pct: None,
+                    rate: None,
+                    running_pct: 100.0,
+                });
+                out.len() - 1
+            });
+            let t = &mut out[i];
+            if !t.pmus.split(',').any(|p| p == r.pmu) {
+                if !t.pmus.is_empty() {
+                    t.pmus.push(',');
+                }
+                t.pmus.push_str(&r.pmu);
+            }
+            t.running_pct = t.running_pct.min(r.running_pct);
+            let add = |x: &mut Option<f64>, v: f64| *x = Some(x.unwrap_or(0.0) + v);
+            match (r.metric.as_deref(), r.gbps) {
+                (Some("rx_bytes"), Some(g)) => add(&mut t.rx_gbps, g),
+                (Some("tx_bytes"), Some(g)) => add(&mut t.tx_gbps, g),
+                (_, Some(_)) => {}
+                (_, None) if r.interval_s > 0.0 => add(&mut t.rate, r.scaled.unwrap_or(0.0) / r.interval_s),
+                (_, None) => {}
+            }
+        }
+        for t in out.iter_mut() {
+            let model = rows
+                .iter()
+                .find(|r| r.root_port.as_deref() == Some(t.name.as_str()))
+                .and_then(|r| r.port)
+                .and_then(|p| self.ports[p].model);
+            if let Some(m) = model {
+                t.rx_pct = t.rx_gbps.map(|g| 100.0 * g / m.rx_gbps);
+                t.tx_pct = t.tx_gbps.map(|g| 100.0 * g / m.tx_gbps);
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,102 @@
+//! Which events to count and what they measure: `-e` text split and resolved, the default
+//! payload events, bytes per count and metric from the catalogs, and narrow unpolled counters.
+
+use super::*;
+
+/// Split `-e` text at the commas that separate events, not those between an event's slashes.
+pub fn split_events(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut slashes = 0;
+    for c in text.chars() {
+        match c {
+            '/' => {
+                slashes += 1;
+                cur.push(c);
+            }
+            ',' if slashes % 2 == 0 => {
+                out.push(std::mem::take(&mut cur));
+                slashes = 0;
+            }
+            _ => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out.into_iter().map(|s| s.trim().to_string()).collect()
+}
+
+/// Resolve every `-e` spec (a PMU base name may give several events).
+pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<ResolvedEvent>, CliError> {
+    let mut events = Vec::new();
+    for text in specs {
+        for spec in split_events(text) {
+            if spec.is_empty() {
+                return Err(usage(format!("-e {text:?}: empty event between commas")));
+            }
+            events.extend(sys.resolve_all(&spec)?);
+        }
+    }
+    Ok(events)
+}
+
+/// The payload events (catalog metric `rx_bytes`/`tx_bytes` in bytes, no required parameter)
+/// of every PCIe PMU: what the live commands count without `-e`.
+pub fn payload_events(sys: &System, place: &str) -> Result<Vec<ResolvedEvent>, CliError> {
+    let mut out = Vec::new();
+    for v in sys.pcie_pmus()? {
+        for e in &v.events {
+            let payload = matches!(e.metric.as_deref(), Some("rx_bytes" | "tx_bytes"));
+            if payload && e.unit.as_deref() == Some("bytes") && e.required_params.is_empty() {
+                let spec = match e.origin {
+                    pcie_pmu::catalog::Origin::Sysfs => format!("{}/{}/", v.pmu.name, e.name),
+                    pcie_pmu::catalog::Origin::Catalog => format!("{}/{}/", v.pmu.name, e.encoding),
+                };
+                out.push(sys.resolve(&spec)?);
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(usage(format!(
+            "{place}: no PCIe PMU with rx_bytes/tx_bytes payload events here; name events with -e \
+             (e.g. -e software/cpu-clock/), see `pcieperf pmu list`"
+        )));
+    }
+    Ok(out)
+}
+
+/// Bytes per count of a payload event: the family catalog's value (which knows each kernel
+/// variant's unit), else the kernel's `.scale` with a byte `.unit`; and the catalog's metric.
+/// `views` are the system's [`System::pcie_pmus`].
+pub fn payload(views: &[PcieView], ev: &ResolvedEvent) -> (Option<f64>, Option<String>) {
+    if let Some(e) = catalog_event(views, ev) {
+        let bpc = if e.unit.as_deref() == Some("bytes") {
+            e.bytes_per_count
+        } else {
+            None
+        };
+        return (bpc, e.metric.clone());
+    }
+    let mult = match ev.unit.as_deref() {
+        Some("MiB") => Some(1048576.0),
+        Some("KiB") => Some(1024.0),
+        Some("B" | "Bytes" | "bytes") => Some(1.0),
+        _ => None,
+    };
+    (mult.map(|m| m * ev.scale.unwrap_or(1.0)), None)
+}
+
+/// The annotated event a resolved one names, when its PMU is a PCIe PMU.
+pub(super) fn catalog_event<'a>(views: &'a [PcieView], ev: &ResolvedEvent) -> Option<&'a PmuEvent> {
+    let name = ev.event.as_ref()?;
+    views
+        .iter()
+        .filter(|v| v.pmu.name == ev.pmu)
+        .find_map(|v| v.events.iter().find(|e| e.name.eq_ignore_ascii_case(name)))
+}
+
+/// Bits of the hardware register behind an event whose driver does not poll it: the
+/// pre-upstream DWC driver (`pcie_bdf_*`) reads only the low 32 bits of the payload counter,
+/// so its values are accumulated modulo 2^32.
+pub(in crate::pmu) fn unpolled_width(ev: &ResolvedEvent) -> Option<u32> {
+    ev.pmu.starts_with("pcie_bdf_").then_some(32)
+}
