@@ -369,7 +369,7 @@ impl<'a> Machine<'a> {
     /// miss): returns when the address is translated. The path is taken once, up front, for
     /// everything the request will use, so it never waits on its own future. A hit on an entry
     /// whose walk is still running waits for that walk.
-    fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps) -> Ps {
+    fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> Ps {
         let Some(tlb) = self.iotlb.as_mut() else {
             return self.fabric.serve(arrival, busy);
         };
@@ -378,8 +378,9 @@ impl<'a> Machine<'a> {
             Some(ready) => self.fabric.serve(arrival, busy).max(ready),
             None => {
                 let accepted = self.fabric.serve(arrival, busy + self.costs.walk_busy);
-                let walk = self.costs.walk;
-                let done = self.walkers.serve(accepted, walk) + walk;
+                // The walk reads the page table from memory, which has DRAM's rare hiccups.
+                let walk = self.costs.walk + draw_tail(&mut self.rng, &self.host.memory.dram_tail);
+                let done = self.walkers.serve(accepted - early, walk) + walk;
                 tlb.walked(page, done);
                 done
             }
@@ -467,7 +468,7 @@ impl<'a> Machine<'a> {
             self.down.owe(self.dllp_per_byte[1] * mrd);
             let arrival = sent + wire + half_fixed;
             let lines = (addr + len as u64 - 1) / LINE - addr / LINE + 1;
-            let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines);
+            let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines, 0);
             let translated = translated.max(not_before);
             let mut ready = translated;
             let mut last_arrival = translated;
@@ -528,7 +529,10 @@ impl<'a> Machine<'a> {
             // Lines not yet in the LLC need a DDIO allocation (and evict an older IO line).
             let allocated = (first..=last).filter(|&l| self.llc.device_write(l as u32)).count() as u64;
             let busy = wline_ps * (last - first + 1) + self.costs.allocate * allocated;
-            let translated = self.enter_fabric(arrival, addr, busy);
+            // The port decodes the header, and the IOMMU starts a miss's walk, while the
+            // payload is still arriving.
+            let payload = self.up.serialisation(len as f64);
+            let translated = self.enter_fabric(arrival, addr, busy, payload);
             let processed = translated + busy;
             self.posted.push_back(processed);
             sent_last = sent;
@@ -563,7 +567,8 @@ impl<'a> Machine<'a> {
         let (start, not_before) = if write_first {
             let mwr = Tlp::request(self.link, TlpKind::MWr, d.addr, d.size).wire_bytes(self.link) as f64;
             let sent = self.up.send(issue, mwr);
-            let translated = self.enter_fabric(sent + c.wire, d.addr, c.write_line);
+            let payload = self.up.serialisation(d.size as f64);
+            let translated = self.enter_fabric(sent + c.wire, d.addr, c.write_line, payload);
             self.llc.device_write((d.addr / LINE) as u32);
             (sent, translated + c.write_line + c.commit)
         } else {
@@ -571,7 +576,7 @@ impl<'a> Machine<'a> {
         };
         let mrd = Tlp::request(self.link, TlpKind::MRd, d.addr, d.size).wire_bytes(self.link) as f64;
         let sent = self.up.send(start, mrd);
-        let translated = self.enter_fabric(sent + c.wire + c.half_fixed, d.addr, c.request + c.line);
+        let translated = self.enter_fabric(sent + c.wire + c.half_fixed, d.addr, c.request + c.line, 0);
         let line = d.addr / LINE;
         let asked = translated.max(not_before) + c.line;
         let ready = asked + self.line_latency(line) + self.read_hiccup(line);
