@@ -185,6 +185,8 @@ struct Costs {
     line: Ps,
     write_line: Ps,
     commit: Ps,
+    /// `None`: no ownership term.
+    own: Option<Ps>,
     allocate: Ps,
     walk: Ps,
     walk_busy: Ps,
@@ -216,6 +218,7 @@ impl Costs {
             line: ps(rc.line_ns) + remote_line,
             write_line: ps(rc.write_line_ns),
             commit: ps(rc.write_commit_ns),
+            own: rc.write_own_ns.map(ps),
             allocate: ps(host.memory.ddio_allocate_ns),
             walk: ps(host.iommu.walk_ns),
             walk_busy: ps(host.iommu.walk_busy_ns),
@@ -366,23 +369,27 @@ impl<'a> Machine<'a> {
     }
 
     /// Enter the fabric path at `arrival` for `busy` (plus a page walk's share on an IO-TLB
-    /// miss): returns when the address is translated. The path is taken once, up front, for
+    /// miss): returns (when the path accepted the request, when its address is translated). The path is taken once, up front, for
     /// everything the request will use, so it never waits on its own future. A hit on an entry
     /// whose walk is still running waits for that walk.
-    fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> Ps {
+    fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
         let Some(tlb) = self.iotlb.as_mut() else {
-            return self.fabric.serve(arrival, busy);
+            let accepted = self.fabric.serve(arrival, busy);
+            return (accepted, accepted);
         };
         let page = tlb.page_of(addr);
         match tlb.lookup(page) {
-            Some(ready) => self.fabric.serve(arrival, busy).max(ready),
+            Some(ready) => {
+                let accepted = self.fabric.serve(arrival, busy);
+                (accepted, accepted.max(ready))
+            }
             None => {
                 let accepted = self.fabric.serve(arrival, busy + self.costs.walk_busy);
                 // The walk reads the page table from memory, which has DRAM's rare hiccups.
                 let walk = self.costs.walk + draw_tail(&mut self.rng, &self.host.memory.dram_tail);
                 let done = self.walkers.serve(accepted - early, walk) + walk;
                 tlb.walked(page, done);
-                done
+                (accepted, done)
             }
         }
     }
@@ -395,6 +402,17 @@ impl<'a> Machine<'a> {
             LineState::Memory => self.dram.draw(&mut self.rng),
         };
         base + self.remote_ps
+    }
+
+    /// How long the memory system takes to grant a posted write ownership of `line`: the typical
+    /// latency of where the line is (no data is read, so no DRAM hiccups).
+    fn own_latency(&self, line: u64) -> Ps {
+        let m = &self.host.memory;
+        match self.llc.state(line as u32) {
+            LineState::Cpu => ps(m.llc_hit.mode_ns) + self.cpu_remote_ps,
+            LineState::Io => ps(m.io_line.mode_ns),
+            LineState::Memory => ps(m.dram.mode_ns),
+        }
     }
 
     /// Rare delays that hit a whole read rather than each line: a DRAM hiccup (refresh, bank
@@ -468,7 +486,7 @@ impl<'a> Machine<'a> {
             self.down.owe(self.dllp_per_byte[1] * mrd);
             let arrival = sent + wire + half_fixed;
             let lines = (addr + len as u64 - 1) / LINE - addr / LINE + 1;
-            let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines, 0);
+            let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines, 0).1;
             let translated = translated.max(not_before);
             let mut ready = translated;
             let mut last_arrival = translated;
@@ -526,17 +544,26 @@ impl<'a> Machine<'a> {
             let sent = self.up.send(ready, mwr);
             self.down.owe(self.dllp_per_byte[0] * mwr);
             let arrival = sent + wire;
+            // Ownership of the lines is granted after their memory latency: the LLC's if cached,
+            // DRAM's if not (read before the write changes it).
+            let own = self
+                .costs
+                .own
+                .map(|c| c + (first..=last).map(|l| self.own_latency(l)).max().unwrap_or(0));
             // Lines not yet in the LLC need a DDIO allocation (and evict an older IO line).
             let allocated = (first..=last).filter(|&l| self.llc.device_write(l as u32)).count() as u64;
             let busy = wline_ps * (last - first + 1) + self.costs.allocate * allocated;
             // The port decodes the header, and the IOMMU starts a miss's walk, while the
             // payload is still arriving.
             let payload = self.up.serialisation(len as f64);
-            let translated = self.enter_fabric(arrival, addr, busy, payload);
+            let (accepted, translated) = self.enter_fabric(arrival, addr, busy, payload);
             let processed = translated + busy;
             self.posted.push_back(processed);
             sent_last = sent;
-            committed = committed.max(processed + commit_ps);
+            // The commit pipeline runs from acceptance, in parallel with a page walk; ownership
+            // can only be asked for once the address is translated.
+            let visible = (accepted + busy + commit_ps).max(own.map_or(0, |o| processed + o));
+            committed = committed.max(visible);
         }
         (sent_last, committed)
     }
@@ -568,15 +595,19 @@ impl<'a> Machine<'a> {
             let mwr = Tlp::request(self.link, TlpKind::MWr, d.addr, d.size).wire_bytes(self.link) as f64;
             let sent = self.up.send(issue, mwr);
             let payload = self.up.serialisation(d.size as f64);
-            let translated = self.enter_fabric(sent + c.wire, d.addr, c.write_line, payload);
+            let own = c.own.map(|o| o + self.own_latency(d.addr / LINE));
+            let (accepted, translated) = self.enter_fabric(sent + c.wire, d.addr, c.write_line, payload);
             self.llc.device_write((d.addr / LINE) as u32);
-            (sent, translated + c.write_line + c.commit)
+            let visible = (accepted + c.write_line + c.commit).max(own.map_or(0, |o| translated + c.write_line + o));
+            (sent, visible)
         } else {
             (issue, 0)
         };
         let mrd = Tlp::request(self.link, TlpKind::MRd, d.addr, d.size).wire_bytes(self.link) as f64;
         let sent = self.up.send(start, mrd);
-        let translated = self.enter_fabric(sent + c.wire + c.half_fixed, d.addr, c.request + c.line, 0);
+        let translated = self
+            .enter_fabric(sent + c.wire + c.half_fixed, d.addr, c.request + c.line, 0)
+            .1;
         let line = d.addr / LINE;
         let asked = translated.max(not_before) + c.line;
         let ready = asked + self.line_latency(line) + self.read_hiccup(line);
