@@ -187,6 +187,7 @@ struct Costs {
     commit: Ps,
     /// `None`: no ownership term.
     own: Option<Ps>,
+    own_line: Ps,
     allocate: Ps,
     walk: Ps,
     walk_busy: Ps,
@@ -219,6 +220,7 @@ impl Costs {
             write_line: ps(rc.write_line_ns),
             commit: ps(rc.write_commit_ns),
             own: rc.write_own_ns.map(ps),
+            own_line: ps(rc.write_own_line_ns),
             allocate: ps(host.memory.ddio_allocate_ns),
             walk: ps(host.iommu.walk_ns),
             walk_busy: ps(host.iommu.walk_busy_ns),
@@ -546,10 +548,14 @@ impl<'a> Machine<'a> {
             let arrival = sent + wire;
             // Ownership of the lines is granted after their memory latency: the LLC's if cached,
             // DRAM's if not (read before the write changes it).
-            let own = self
-                .costs
-                .own
-                .map(|c| c + (first..=last).map(|l| self.own_latency(l)).max().unwrap_or(0));
+            let own_line = self.costs.own_line;
+            let own = self.costs.own.map(|c| {
+                c + (first..=last)
+                    .enumerate()
+                    .map(|(k, l)| self.own_latency(l) + own_line * k as u64)
+                    .max()
+                    .unwrap_or(0)
+            });
             // Lines not yet in the LLC need a DDIO allocation (and evict an older IO line).
             let allocated = (first..=last).filter(|&l| self.llc.device_write(l as u32)).count() as u64;
             let busy = wline_ps * (last - first + 1) + self.costs.allocate * allocated;

@@ -56,6 +56,9 @@ pub struct RootComplex {
     /// `write_commit_ns`.
     #[serde(default)]
     pub write_own_ns: Option<f64>,
+    /// A write's ownership requests leave one line after another, this far apart.
+    #[serde(default)]
+    pub write_own_line_ns: f64,
 }
 
 /// Caches and memory.
@@ -357,6 +360,7 @@ impl Checked for HostProfile {
         non_negative("root_complex.write_commit_ns", rc.write_commit_ns)?;
         if let Some(own) = rc.write_own_ns {
             non_negative("root_complex.write_own_ns", own)?;
+            non_negative("root_complex.write_own_line_ns", rc.write_own_line_ns)?;
         }
         let m = &self.memory;
         if m.llc_bytes < 64 * 1024 {
