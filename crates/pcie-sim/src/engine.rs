@@ -371,9 +371,11 @@ impl<'a> Machine<'a> {
     }
 
     /// Enter the fabric path at `arrival` for `busy` (plus a page walk's share on an IO-TLB
-    /// miss): returns (when the path accepted the request, when its address is translated). The path is taken once, up front, for
-    /// everything the request will use, so it never waits on its own future. A hit on an entry
-    /// whose walk is still running waits for that walk.
+    /// miss): returns (when the path accepted the request, when its address is translated).
+    /// The path is taken once, up front, for everything the request will use, so it never waits
+    /// on its own future. A hit on an entry whose walk is still running waits for that walk. A
+    /// miss's walk starts `early` before `arrival` (a write's header is decoded while its
+    /// payload still arrives).
     fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
         let Some(tlb) = self.iotlb.as_mut() else {
             let accepted = self.fabric.serve(arrival, busy);
