@@ -102,10 +102,16 @@ const SAMPLER_STEPS: usize = 1024;
 impl Sampler {
     /// Triangular between `min_ns` and `max_ns` with mode `mode_ns`.
     pub(crate) fn triangular(s: &Spread) -> Sampler {
+        Sampler::triangular_max(s, 1)
+    }
+
+    /// The largest of `n` independent triangular draws (its CDF is the triangle's to the
+    /// power `n`), so a completion waiting for the slowest of its lines costs one lookup.
+    pub(crate) fn triangular_max(s: &Spread, n: u32) -> Sampler {
         let (a, c, b) = (s.min_ns, s.mode_ns, s.max_ns);
         let mut table = Box::new([0; SAMPLER_STEPS]);
         for (i, slot) in table.iter_mut().enumerate() {
-            let u = (i as f64 + 0.5) / SAMPLER_STEPS as f64;
+            let u = ((i as f64 + 0.5) / SAMPLER_STEPS as f64).powf(1.0 / n as f64);
             let ns = if b <= a {
                 a
             } else if u < (c - a) / (b - a) {
@@ -274,6 +280,8 @@ pub struct Machine<'a> {
     /// Reverse-direction DLLP bytes per TLP byte, per TLP kind (MWr, MRd, CplD).
     dllp_per_byte: [f64; 3],
     llc_hit: Sampler,
+    /// `llc_hit_max[n - 1]`: the slowest of `n` lines a core wrote, built when first needed.
+    llc_hit_max: Vec<Option<Sampler>>,
     io_line: Sampler,
     dram: Sampler,
     jitter: Sampler,
@@ -328,6 +336,7 @@ impl<'a> Machine<'a> {
             cpu_remote_ps: if w.remote_cpu { ps(host.memory.remote_ns) } else { 0 },
             dllp_per_byte: [TlpKind::MWr, TlpKind::MRd, TlpKind::CplD].map(|k| reverse_dllp_bytes(link, k, 1.0)),
             llc_hit: Sampler::triangular(&host.memory.llc_hit),
+            llc_hit_max: Vec::new(),
             io_line: Sampler::triangular(&host.memory.io_line),
             dram: Sampler::triangular(&host.memory.dram),
             jitter: Sampler::triangular(&dev.dma.jitter),
@@ -400,12 +409,28 @@ impl<'a> Machine<'a> {
 
     /// Time for the memory system to deliver one line once the RC asks for it.
     fn line_latency(&mut self, line: u64) -> Ps {
-        let base = match self.llc.state(line as u32) {
+        self.line_latency_in(line).0
+    }
+
+    /// Latency of the slowest of `n` lines a core wrote.
+    fn slowest_cpu_line(&mut self, n: usize) -> Ps {
+        if self.llc_hit_max.len() < n {
+            self.llc_hit_max.resize_with(n, || None);
+        }
+        let spread = &self.host.memory.llc_hit;
+        let sampler = self.llc_hit_max[n - 1].get_or_insert_with(|| Sampler::triangular_max(spread, n as u32));
+        sampler.draw(&mut self.rng) + self.cpu_remote_ps + self.remote_ps
+    }
+
+    /// [`Machine::line_latency`] and where the line is.
+    fn line_latency_in(&mut self, line: u64) -> (Ps, LineState) {
+        let state = self.llc.state(line as u32);
+        let base = match state {
             LineState::Cpu => self.llc_hit.draw(&mut self.rng) + self.cpu_remote_ps,
             LineState::Io => self.io_line.draw(&mut self.rng),
             LineState::Memory => self.dram.draw(&mut self.rng),
         };
-        base + self.remote_ps
+        (base + self.remote_ps, state)
     }
 
     /// How long the memory system takes to grant a posted write ownership of `line`: the typical
@@ -496,12 +521,20 @@ impl<'a> Machine<'a> {
             let mut last_arrival = translated;
             let mut asked = translated;
             // The RC asks for the request's lines back to back and memory serves them in
-            // parallel: one latency, drawn for the request's last line, applies to all of them.
-            let latency = self.line_latency((addr + len as u64 - 1) / LINE);
+            // parallel: one latency, drawn for the request's last line, applies to all of them
+            // (DRAM lines of one request share a row).
+            let (latency, state) = self.line_latency_in((addr + len as u64 - 1) / LINE);
             for (caddr, clen) in split_completions(self.link, addr, len) {
                 let first = caddr / LINE;
                 let last = (caddr + clen as u64 - 1) / LINE;
                 asked += line_ps * (last - first + 1);
+                // Lines a core wrote are snooped in its caches line by line: a completion waits
+                // for the slowest of its lines.
+                let latency = if state == LineState::Cpu && last > first {
+                    self.slowest_cpu_line((last - first + 1) as usize)
+                } else {
+                    latency
+                };
                 ready = ready.max(asked + latency);
                 let cpl = Tlp::completion(caddr, clen).wire_bytes(self.link) as f64;
                 let sent = self.down.send(ready + half_fixed, cpl);
