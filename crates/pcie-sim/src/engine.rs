@@ -102,10 +102,16 @@ const SAMPLER_STEPS: usize = 1024;
 impl Sampler {
     /// Triangular between `min_ns` and `max_ns` with mode `mode_ns`.
     pub(crate) fn triangular(s: &Spread) -> Sampler {
+        Sampler::triangular_max(s, 1)
+    }
+
+    /// The largest of `n` independent triangular draws (its CDF is the triangle's to the
+    /// power `n`), so a completion waiting for the slowest of its lines costs one lookup.
+    pub(crate) fn triangular_max(s: &Spread, n: u32) -> Sampler {
         let (a, c, b) = (s.min_ns, s.mode_ns, s.max_ns);
         let mut table = Box::new([0; SAMPLER_STEPS]);
         for (i, slot) in table.iter_mut().enumerate() {
-            let u = (i as f64 + 0.5) / SAMPLER_STEPS as f64;
+            let u = ((i as f64 + 0.5) / SAMPLER_STEPS as f64).powf(1.0 / n as f64);
             let ns = if b <= a {
                 a
             } else if u < (c - a) / (b - a) {
@@ -185,6 +191,9 @@ struct Costs {
     line: Ps,
     write_line: Ps,
     commit: Ps,
+    /// `None`: no ownership term.
+    own: Option<Ps>,
+    own_line: Ps,
     allocate: Ps,
     walk: Ps,
     walk_busy: Ps,
@@ -216,6 +225,8 @@ impl Costs {
             line: ps(rc.line_ns) + remote_line,
             write_line: ps(rc.write_line_ns),
             commit: ps(rc.write_commit_ns),
+            own: rc.write_own_ns.map(ps),
+            own_line: ps(rc.write_own_line_ns),
             allocate: ps(host.memory.ddio_allocate_ns),
             walk: ps(host.iommu.walk_ns),
             walk_busy: ps(host.iommu.walk_busy_ns),
@@ -269,6 +280,8 @@ pub struct Machine<'a> {
     /// Reverse-direction DLLP bytes per TLP byte, per TLP kind (MWr, MRd, CplD).
     dllp_per_byte: [f64; 3],
     llc_hit: Sampler,
+    /// `llc_hit_max[n - 1]`: the slowest of `n` lines a core wrote, built when first needed.
+    llc_hit_max: Vec<Option<Sampler>>,
     io_line: Sampler,
     dram: Sampler,
     jitter: Sampler,
@@ -323,6 +336,7 @@ impl<'a> Machine<'a> {
             cpu_remote_ps: if w.remote_cpu { ps(host.memory.remote_ns) } else { 0 },
             dllp_per_byte: [TlpKind::MWr, TlpKind::MRd, TlpKind::CplD].map(|k| reverse_dllp_bytes(link, k, 1.0)),
             llc_hit: Sampler::triangular(&host.memory.llc_hit),
+            llc_hit_max: Vec::new(),
             io_line: Sampler::triangular(&host.memory.io_line),
             dram: Sampler::triangular(&host.memory.dram),
             jitter: Sampler::triangular(&dev.dma.jitter),
@@ -366,34 +380,68 @@ impl<'a> Machine<'a> {
     }
 
     /// Enter the fabric path at `arrival` for `busy` (plus a page walk's share on an IO-TLB
-    /// miss): returns when the address is translated. The path is taken once, up front, for
-    /// everything the request will use, so it never waits on its own future. A hit on an entry
-    /// whose walk is still running waits for that walk.
-    fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps) -> Ps {
+    /// miss): returns (when the path accepted the request, when its address is translated).
+    /// The path is taken once, up front, for everything the request will use, so it never waits
+    /// on its own future. A hit on an entry whose walk is still running waits for that walk. A
+    /// miss's walk starts `early` before `arrival` (a write's header is decoded while its
+    /// payload still arrives).
+    fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
         let Some(tlb) = self.iotlb.as_mut() else {
-            return self.fabric.serve(arrival, busy);
+            let accepted = self.fabric.serve(arrival, busy);
+            return (accepted, accepted);
         };
         let page = tlb.page_of(addr);
         match tlb.lookup(page) {
-            Some(ready) => self.fabric.serve(arrival, busy).max(ready),
+            Some(ready) => {
+                let accepted = self.fabric.serve(arrival, busy);
+                (accepted, accepted.max(ready))
+            }
             None => {
                 let accepted = self.fabric.serve(arrival, busy + self.costs.walk_busy);
-                let walk = self.costs.walk;
-                let done = self.walkers.serve(accepted, walk) + walk;
+                // The walk reads the page table from memory, which has DRAM's rare hiccups.
+                let walk = self.costs.walk + draw_tail(&mut self.rng, &self.host.memory.dram_tail);
+                let done = self.walkers.serve(accepted - early, walk) + walk;
                 tlb.walked(page, done);
-                done
+                (accepted, done)
             }
         }
     }
 
     /// Time for the memory system to deliver one line once the RC asks for it.
     fn line_latency(&mut self, line: u64) -> Ps {
-        let base = match self.llc.state(line as u32) {
+        self.line_latency_in(line).0
+    }
+
+    /// Latency of the slowest of `n` lines a core wrote.
+    fn slowest_cpu_line(&mut self, n: usize) -> Ps {
+        if self.llc_hit_max.len() < n {
+            self.llc_hit_max.resize_with(n, || None);
+        }
+        let spread = &self.host.memory.llc_hit;
+        let sampler = self.llc_hit_max[n - 1].get_or_insert_with(|| Sampler::triangular_max(spread, n as u32));
+        sampler.draw(&mut self.rng) + self.cpu_remote_ps + self.remote_ps
+    }
+
+    /// [`Machine::line_latency`] and where the line is.
+    fn line_latency_in(&mut self, line: u64) -> (Ps, LineState) {
+        let state = self.llc.state(line as u32);
+        let base = match state {
             LineState::Cpu => self.llc_hit.draw(&mut self.rng) + self.cpu_remote_ps,
             LineState::Io => self.io_line.draw(&mut self.rng),
             LineState::Memory => self.dram.draw(&mut self.rng),
         };
-        base + self.remote_ps
+        (base + self.remote_ps, state)
+    }
+
+    /// How long the memory system takes to grant a posted write ownership of `line`: the typical
+    /// latency of where the line is (no data is read, so no DRAM hiccups).
+    fn own_latency(&self, line: u64) -> Ps {
+        let m = &self.host.memory;
+        match self.llc.state(line as u32) {
+            LineState::Cpu => ps(m.llc_hit.mode_ns) + self.cpu_remote_ps,
+            LineState::Io => ps(m.io_line.mode_ns),
+            LineState::Memory => ps(m.dram.mode_ns),
+        }
     }
 
     /// Rare delays that hit a whole read rather than each line: a DRAM hiccup (refresh, bank
@@ -467,18 +515,26 @@ impl<'a> Machine<'a> {
             self.down.owe(self.dllp_per_byte[1] * mrd);
             let arrival = sent + wire + half_fixed;
             let lines = (addr + len as u64 - 1) / LINE - addr / LINE + 1;
-            let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines);
+            let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines, 0).1;
             let translated = translated.max(not_before);
             let mut ready = translated;
             let mut last_arrival = translated;
             let mut asked = translated;
             // The RC asks for the request's lines back to back and memory serves them in
-            // parallel: one latency, drawn for the request's last line, applies to all of them.
-            let latency = self.line_latency((addr + len as u64 - 1) / LINE);
+            // parallel: one latency, drawn for the request's last line, applies to all of them
+            // (DRAM lines of one request share a row).
+            let (latency, state) = self.line_latency_in((addr + len as u64 - 1) / LINE);
             for (caddr, clen) in split_completions(self.link, addr, len) {
                 let first = caddr / LINE;
                 let last = (caddr + clen as u64 - 1) / LINE;
                 asked += line_ps * (last - first + 1);
+                // Lines a core wrote are snooped in its caches line by line: a completion waits
+                // for the slowest of its lines.
+                let latency = if state == LineState::Cpu && last > first {
+                    self.slowest_cpu_line((last - first + 1) as usize)
+                } else {
+                    latency
+                };
                 ready = ready.max(asked + latency);
                 let cpl = Tlp::completion(caddr, clen).wire_bytes(self.link) as f64;
                 let sent = self.down.send(ready + half_fixed, cpl);
@@ -525,14 +581,30 @@ impl<'a> Machine<'a> {
             let sent = self.up.send(ready, mwr);
             self.down.owe(self.dllp_per_byte[0] * mwr);
             let arrival = sent + wire;
+            // Ownership of the lines is granted after their memory latency: the LLC's if cached,
+            // DRAM's if not (read before the write changes it).
+            let own_line = self.costs.own_line;
+            let own = self.costs.own.map(|c| {
+                c + (first..=last)
+                    .enumerate()
+                    .map(|(k, l)| self.own_latency(l) + own_line * k as u64)
+                    .max()
+                    .unwrap_or(0)
+            });
             // Lines not yet in the LLC need a DDIO allocation (and evict an older IO line).
             let allocated = (first..=last).filter(|&l| self.llc.device_write(l as u32)).count() as u64;
             let busy = wline_ps * (last - first + 1) + self.costs.allocate * allocated;
-            let translated = self.enter_fabric(arrival, addr, busy);
+            // The port decodes the header, and the IOMMU starts a miss's walk, while the
+            // payload is still arriving.
+            let payload = self.up.serialisation(len as f64);
+            let (accepted, translated) = self.enter_fabric(arrival, addr, busy, payload);
             let processed = translated + busy;
             self.posted.push_back(processed);
             sent_last = sent;
-            committed = committed.max(processed + commit_ps);
+            // The commit pipeline runs from acceptance, in parallel with a page walk; ownership
+            // can only be asked for once the address is translated.
+            let visible = (accepted + busy + commit_ps).max(own.map_or(0, |o| processed + o));
+            committed = committed.max(visible);
         }
         (sent_last, committed)
     }
@@ -563,15 +635,20 @@ impl<'a> Machine<'a> {
         let (start, not_before) = if write_first {
             let mwr = Tlp::request(self.link, TlpKind::MWr, d.addr, d.size).wire_bytes(self.link) as f64;
             let sent = self.up.send(issue, mwr);
-            let translated = self.enter_fabric(sent + c.wire, d.addr, c.write_line);
+            let payload = self.up.serialisation(d.size as f64);
+            let own = c.own.map(|o| o + self.own_latency(d.addr / LINE));
+            let (accepted, translated) = self.enter_fabric(sent + c.wire, d.addr, c.write_line, payload);
             self.llc.device_write((d.addr / LINE) as u32);
-            (sent, translated + c.write_line + c.commit)
+            let visible = (accepted + c.write_line + c.commit).max(own.map_or(0, |o| translated + c.write_line + o));
+            (sent, visible)
         } else {
             (issue, 0)
         };
         let mrd = Tlp::request(self.link, TlpKind::MRd, d.addr, d.size).wire_bytes(self.link) as f64;
         let sent = self.up.send(start, mrd);
-        let translated = self.enter_fabric(sent + c.wire + c.half_fixed, d.addr, c.request + c.line);
+        let translated = self
+            .enter_fabric(sent + c.wire + c.half_fixed, d.addr, c.request + c.line, 0)
+            .1;
         let line = d.addr / LINE;
         let asked = translated.max(not_before) + c.line;
         let ready = asked + self.line_latency(line) + self.read_hiccup(line);

@@ -50,6 +50,15 @@ pub struct RootComplex {
     pub posted_credits: u32,
     /// From a posted write's arrival until a later read of the same line sees it.
     pub write_commit_ns: f64,
+    /// After its address is translated, a posted write needs ownership of its lines, granted
+    /// after the line's memory latency (LLC or DRAM, the distributions' modes) plus this; the
+    /// write is visible no earlier than that. Absent: ownership is not modelled apart from
+    /// `write_commit_ns`.
+    #[serde(default)]
+    pub write_own_ns: Option<f64>,
+    /// A write's ownership requests leave one line after another, this far apart.
+    #[serde(default)]
+    pub write_own_line_ns: f64,
 }
 
 /// Caches and memory.
@@ -349,6 +358,10 @@ impl Checked for HostProfile {
             return Err("root_complex.posted_credits = 0: must be at least 1".into());
         }
         non_negative("root_complex.write_commit_ns", rc.write_commit_ns)?;
+        if let Some(own) = rc.write_own_ns {
+            non_negative("root_complex.write_own_ns", own)?;
+            non_negative("root_complex.write_own_line_ns", rc.write_own_line_ns)?;
+        }
         let m = &self.memory;
         if m.llc_bytes < 64 * 1024 {
             return Err(format!("memory.llc_bytes = {}: must be at least 65536", m.llc_bytes));
