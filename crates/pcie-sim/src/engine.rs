@@ -400,7 +400,7 @@ impl<'a> Machine<'a> {
                 let accepted = self.fabric.serve(arrival, busy + self.costs.walk_busy);
                 // The walk reads the page table from memory, which has DRAM's rare hiccups.
                 let walk = self.costs.walk + draw_tail(&mut self.rng, &self.host.memory.dram_tail);
-                let done = self.walkers.serve(accepted - early, walk) + walk;
+                let done = self.walkers.serve(accepted.saturating_sub(early), walk) + walk;
                 tlb.walked(page, done);
                 (accepted, done)
             }
