@@ -51,7 +51,7 @@ fn bounded_run_writes_csv_and_charts_whole() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "time_s,interval_s,pmu,event,root_port,metric,raw,scaled,running_pct,enabled_ns,running_ns,bytes,gbps"
+        "time_s,unix_time,interval_s,pmu,event,root_port,metric,raw,scaled,running_pct,enabled_ns,running_ns,bytes,gbps"
     );
     assert_eq!(lines.len(), if e.contains("recorded 5") { 11 } else { 9 }, "{text}");
     let times: Vec<f64> = lines[1..]
@@ -104,7 +104,15 @@ fn json_lines_while_a_command_runs() {
     let text = std::fs::read_to_string(&out).unwrap();
     let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!((4..=12).contains(&rows.len()), "{text}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
     for r in &rows {
+        // Wall-clock end of the interval: counting started moments ago.
+        let unix = r["unix_time"].as_f64().unwrap();
+        let since_start = now - unix + r["time_s"].as_f64().unwrap();
+        assert!((0.0..30.0).contains(&since_start), "{r}");
         for k in [
             "time_s",
             "interval_s",
@@ -145,7 +153,7 @@ fn unbounded_run_is_flushed_per_interval_and_ends_on_ctrl_c() {
     assert_eq!(child.wait().unwrap().code(), Some(0));
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(
-        text.ends_with('\n') && text.lines().skip(1).all(|l| l.split(',').count() == 13),
+        text.ends_with('\n') && text.lines().skip(1).all(|l| l.split(',').count() == 14),
         "{text}"
     );
     std::fs::remove_dir_all(&d).unwrap();

@@ -131,7 +131,7 @@ fn interval_rows_and_a_command() {
         return;
     };
     let lines: Vec<&str> = out.lines().collect();
-    assert!(lines[0].starts_with("time_s,interval_s,pmu,event,"), "{out}");
+    assert!(lines[0].starts_with("time_s,unix_time,interval_s,pmu,event,"), "{out}");
     // About 4 full intervals and a partial one, each a row (more on a loaded machine).
     assert!((4..=12).contains(&(lines.len() - 1)), "{out}");
     let times: Vec<f64> = lines[1..]

@@ -17,6 +17,14 @@ pub(super) struct Counter {
 pub struct Monitor {
     counters: Vec<Counter>,
     pub ports: Vec<Port>,
+    /// Unix time when the counters were opened: rows' `time_s` counts from here.
+    started: f64,
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 impl Monitor {
@@ -66,6 +74,7 @@ impl Monitor {
         Ok(Monitor {
             counters,
             ports: plan.ports,
+            started: unix_now(),
         })
     }
 
@@ -80,6 +89,7 @@ impl Monitor {
         let bytes = c.watch.bytes_per_count.and_then(|b| d.bytes(b));
         Row {
             time_s,
+            unix_time: ((self.started + time_s) * 1000.0).round() / 1000.0,
             interval_s,
             pmu: c.watch.ev.pmu.clone(),
             event: c.event.clone(),

@@ -8,6 +8,10 @@ use super::*;
 pub struct Row {
     /// Seconds since counting started (on the source's clock), at the end of the interval.
     pub time_s: f64,
+    /// The end of the interval as Unix time (seconds since 1970 UTC, ms resolution): the wall
+    /// clock when counting started plus `time_s`, so records line up with other time series
+    /// (a simulated host's clock starts at the wall-clock time the command started).
+    pub unix_time: f64,
     /// Length of the interval in seconds.
     pub interval_s: f64,
     pub pmu: String,
@@ -29,8 +33,9 @@ pub struct Row {
     pub port: Option<usize>,
 }
 
-const COLUMNS: [(&str, &str); 13] = [
+const COLUMNS: [(&str, &str); 14] = [
     ("time_s", "Time (s)"),
+    ("unix_time", "Unix time"),
     ("interval_s", "Interval (s)"),
     ("pmu", "PMU"),
     ("event", "Event"),
@@ -53,6 +58,7 @@ pub fn csv_table(rows: &[Row]) -> Table {
     for r in rows {
         t.push(vec![
             Cell::num(r.time_s, 6),
+            Cell::num(r.unix_time, 3),
             Cell::num(r.interval_s, 6),
             Cell::text(r.pmu.as_str()),
             Cell::text(r.event.as_str()),
