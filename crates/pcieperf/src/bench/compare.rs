@@ -75,7 +75,7 @@ pub struct Comparison {
     pub cdfs: Vec<CdfDistance>,
     /// Largest absolute difference first.
     pub differences: Vec<Difference>,
-    /// Points of the first run with no counterpart in the other (and the reverse).
+    /// Points of the first run with no counterpart in the other, plus the reverse.
     pub unmatched: usize,
 }
 
@@ -156,13 +156,16 @@ fn cdf_distances(first: &RunData, other: &RunData) -> Vec<CdfDistance> {
 pub fn compare(first: &RunData, other: &RunData, names: (&str, &str)) -> Comparison {
     let a = points(first);
     let b = points(other);
-    let index: std::collections::HashMap<(&str, RowKey, Metric), f64> =
-        b.iter().map(|(f, k, m, v)| ((f.as_str(), *k, *m), *v)).collect();
+    let key = |(f, k, m, _): &(String, RowKey, Metric, f64)| (f.clone(), *k, *m);
+    let index: std::collections::HashMap<_, f64> = b.iter().map(|p| (key(p), p.3)).collect();
+    let in_first: std::collections::HashSet<_> = a.iter().map(key).collect();
+    // Counted from the keys, so repeated rows in a file cannot make the count go negative.
+    let unmatched = a.iter().filter(|p| !index.contains_key(&key(p))).count()
+        + b.iter().filter(|p| !in_first.contains(&key(p))).count();
     let mut differences = Vec::new();
-    for (file, key, metric, va) in &a {
-        let Some(&vb) = index.get(&(file.as_str(), *key, *metric)) else {
-            continue;
-        };
+    for p in &a {
+        let Some(&vb) = index.get(&key(p)) else { continue };
+        let (file, key, metric, va) = p;
         if *va != 0.0 && va.is_finite() && vb.is_finite() {
             differences.push(Difference {
                 file: file.clone(),
@@ -174,7 +177,6 @@ pub fn compare(first: &RunData, other: &RunData, names: (&str, &str)) -> Compari
             });
         }
     }
-    let unmatched = a.len() + b.len() - 2 * differences.len();
     let mut summary: Vec<Summary> = Vec::new();
     for d in &differences {
         let abs = d.diff_pct.abs();

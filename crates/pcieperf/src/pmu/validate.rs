@@ -5,13 +5,13 @@
 //! workload is `fio --output-format=json` and the PMU the kernel's; on `--source sim` both are
 //! simulated, as fast as the simulation runs.
 
-use super::monitor::unpolled_width;
+use super::monitor::{counter_err, unpolled_width};
 use super::source::{self, Source, SourceArgs};
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
 use pcie_pmu::sim::workload::{self, Rw, StorageJob, Workload, WorkloadError};
-use pcie_pmu::{Accumulator, CounterError, CounterId, CounterSource, PerfEvents, ResolvedEvent, System};
+use pcie_pmu::{Accumulator, CounterId, CounterSource, PerfEvents, ResolvedEvent, System};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -185,14 +185,6 @@ fn payload_events(sys: &System, port: &str, dirs: &[Dir]) -> Result<Vec<(Dir, Re
         out.push((d, ev, e.bytes_per_count.unwrap_or(1.0)));
     }
     Ok(out)
-}
-
-fn counter_err(e: CounterError) -> CliError {
-    if e.is_input() {
-        CliError::Usage(e.to_string())
-    } else {
-        CliError::Runtime(e.to_string())
-    }
 }
 
 /// Open the events, read them every `interval` until `finished` says the workload is over
