@@ -184,6 +184,7 @@ struct Costs {
     issue: Ps,
     complete: Ps,
     move_read: Ps,
+    gather: Ps,
     move_write: Ps,
     wire: Ps,
     half_fixed: Ps,
@@ -197,6 +198,7 @@ struct Costs {
     allocate: Ps,
     walk: Ps,
     walk_busy: Ps,
+    replay: Ps,
     read_dma: Ps,
     read_request: Ps,
     read_line: Ps,
@@ -218,6 +220,7 @@ impl Costs {
             issue: ps(dma.issue_ns),
             complete: ps(dma.complete_ns),
             move_read: ps(dma.move_line_ns),
+            gather: ps(dma.write_gather_ns),
             move_write: ps(dma.write_move_line_ns),
             wire: ps(host.link.wire_ns),
             half_fixed: ps(rc.fixed_ns) / 2,
@@ -230,6 +233,7 @@ impl Costs {
             allocate: ps(host.memory.ddio_allocate_ns),
             walk: ps(host.iommu.walk_ns),
             walk_busy: ps(host.iommu.walk_busy_ns),
+            replay: ps(host.iommu.replay_ns),
             read_dma: ps(dma.read_dma_ns),
             read_request: ps(dma.read_request_ns),
             read_line: ps(dma.read_line_ns),
@@ -271,6 +275,8 @@ pub struct Machine<'a> {
     /// Release times of the posted credits in use, oldest first.
     posted: VecDeque<Ps>,
     walkers: Pool,
+    /// Re-entry of requests parked while their page was walked.
+    replayer: Server,
     llc: Llc,
     iotlb: Option<Iotlb>,
     remote_ps: Ps,
@@ -285,6 +291,24 @@ pub struct Machine<'a> {
     io_line: Sampler,
     dram: Sampler,
     jitter: Sampler,
+}
+
+/// A request in the root port: when its address is translated, and when its commit pipeline
+/// starts (when the fabric path accepted it, or at its re-entry when it was parked behind a
+/// walk).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    translated: Ps,
+    pipeline: Ps,
+}
+
+impl Entry {
+    fn at(accepted: Ps, translated: Ps) -> Entry {
+        Entry {
+            translated,
+            pipeline: accepted,
+        }
+    }
 }
 
 /// Per-transaction context: where its device-side data lives.
@@ -319,6 +343,7 @@ impl<'a> Machine<'a> {
             walkers: Pool {
                 free: vec![0; host.iommu.walkers as usize],
             },
+            replayer: Server::default(),
             llc: Llc::new((BUFFER_BYTES / LINE) as usize, llc_lines, host.memory.ddio_share),
             iotlb: w
                 .iommu_page
@@ -380,21 +405,27 @@ impl<'a> Machine<'a> {
     }
 
     /// Enter the fabric path at `arrival` for `busy` (plus a page walk's share on an IO-TLB
-    /// miss): returns (when the path accepted the request, when its address is translated).
-    /// The path is taken once, up front, for everything the request will use, so it never waits
-    /// on its own future. A hit on an entry whose walk is still running waits for that walk. A
-    /// miss's walk starts `early` before `arrival` (a write's header is decoded while its
-    /// payload still arrives).
-    fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
+    /// miss). The path is taken once, up front, for everything the request will use, so it
+    /// never waits on its own future. A miss's walk starts `early` before `arrival` (a write's
+    /// header is decoded while its payload still arrives). A request for a page whose walk is
+    /// still running is parked and re-enters after it, behind the other parked requests.
+    fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> Entry {
         let Some(tlb) = self.iotlb.as_mut() else {
             let accepted = self.fabric.serve(arrival, busy);
-            return (accepted, accepted);
+            return Entry::at(accepted, accepted);
         };
         let page = tlb.page_of(addr);
         match tlb.lookup(page) {
             Some(ready) => {
                 let accepted = self.fabric.serve(arrival, busy);
-                (accepted, accepted.max(ready))
+                if ready <= accepted {
+                    return Entry::at(accepted, accepted);
+                }
+                let replayed = self.replayer.serve(ready, self.costs.replay) + self.costs.replay;
+                Entry {
+                    translated: replayed,
+                    pipeline: replayed,
+                }
             }
             None => {
                 let accepted = self.fabric.serve(arrival, busy + self.costs.walk_busy);
@@ -402,7 +433,7 @@ impl<'a> Machine<'a> {
                 let walk = self.costs.walk + draw_tail(&mut self.rng, &self.host.memory.dram_tail);
                 let done = self.walkers.serve(accepted.saturating_sub(early), walk) + walk;
                 tlb.walked(page, done);
-                (accepted, done)
+                Entry::at(accepted, done)
             }
         }
     }
@@ -515,7 +546,7 @@ impl<'a> Machine<'a> {
             self.down.owe(self.dllp_per_byte[1] * mrd);
             let arrival = sent + wire + half_fixed;
             let lines = (addr + len as u64 - 1) / LINE - addr / LINE + 1;
-            let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines, 0).1;
+            let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines, 0).translated;
             let translated = translated.max(not_before);
             let mut ready = translated;
             let mut last_arrival = translated;
@@ -562,23 +593,19 @@ impl<'a> Machine<'a> {
             ..
         } = self.costs;
         let credits = self.host.root_complex.posted_credits as usize;
-        let (mut data_ready, mut sent_last, mut committed) = (start, start, start);
+        // The engine gathers the DMA's data, then its TLPs leave back to back.
+        let gathered = start + self.costs.gather + move_ps * pieces(d.addr, d.size, LINE as u32);
+        let (mut sent_last, mut committed) = (start, start);
         for (addr, len) in split_writes(self.link, d.addr, d.size) {
             let first = addr / LINE;
             let last = (addr + len as u64 - 1) / LINE;
-            let first_line = data_ready + move_ps;
-            data_ready += move_ps * (last - first + 1);
             let credit = if self.posted.len() == credits {
                 self.posted.pop_front().unwrap_or(0)
             } else {
                 0
             };
             let mwr = Tlp::request(self.link, TlpKind::MWr, addr, len).wire_bytes(self.link) as f64;
-            // Cut-through: the TLP may start once its first line is there, but not so early
-            // that it would run out of data before its last line is (TLPs cannot pause).
-            let ser = self.up.serialisation(mwr);
-            let ready = first_line.max(data_ready.saturating_sub(ser)).max(credit);
-            let sent = self.up.send(ready, mwr);
+            let sent = self.up.send(gathered.max(credit), mwr);
             self.down.owe(self.dllp_per_byte[0] * mwr);
             let arrival = sent + wire;
             // Ownership of the lines is granted after their memory latency: the LLC's if cached,
@@ -597,13 +624,13 @@ impl<'a> Machine<'a> {
             // The port decodes the header, and the IOMMU starts a miss's walk, while the
             // payload is still arriving.
             let payload = self.up.serialisation(len as f64);
-            let (accepted, translated) = self.enter_fabric(arrival, addr, busy, payload);
-            let processed = translated + busy;
+            let entry = self.enter_fabric(arrival, addr, busy, payload);
+            let processed = entry.translated + busy;
             self.posted.push_back(processed);
             sent_last = sent;
-            // The commit pipeline runs from acceptance, in parallel with a page walk; ownership
-            // can only be asked for once the address is translated.
-            let visible = (accepted + busy + commit_ps).max(own.map_or(0, |o| processed + o));
+            // The commit pipeline runs from the TLP's entry, in parallel with its own page walk;
+            // ownership can only be asked for once the address is translated.
+            let visible = (entry.pipeline + busy + commit_ps).max(own.map_or(0, |o| processed + o));
             committed = committed.max(visible);
         }
         (sent_last, committed)
@@ -637,9 +664,10 @@ impl<'a> Machine<'a> {
             let sent = self.up.send(issue, mwr);
             let payload = self.up.serialisation(d.size as f64);
             let own = c.own.map(|o| o + self.own_latency(d.addr / LINE));
-            let (accepted, translated) = self.enter_fabric(sent + c.wire, d.addr, c.write_line, payload);
+            let entry = self.enter_fabric(sent + c.wire, d.addr, c.write_line, payload);
             self.llc.device_write((d.addr / LINE) as u32);
-            let visible = (accepted + c.write_line + c.commit).max(own.map_or(0, |o| translated + c.write_line + o));
+            let visible =
+                (entry.pipeline + c.write_line + c.commit).max(own.map_or(0, |o| entry.translated + c.write_line + o));
             (sent, visible)
         } else {
             (issue, 0)
@@ -648,7 +676,7 @@ impl<'a> Machine<'a> {
         let sent = self.up.send(start, mrd);
         let translated = self
             .enter_fabric(sent + c.wire + c.half_fixed, d.addr, c.request + c.line, 0)
-            .1;
+            .translated;
         let line = d.addr / LINE;
         let asked = translated.max(not_before) + c.line;
         let ready = asked + self.line_latency(line) + self.read_hiccup(line);

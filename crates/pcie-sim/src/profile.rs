@@ -101,6 +101,10 @@ pub struct Iommu {
     pub walk_busy_ns: f64,
     /// Walks in flight at once.
     pub walkers: u32,
+    /// A request that arrives while its page is being walked is parked and, once the walk
+    /// ends, re-enters the root port's pipeline from the top: one such request after another,
+    /// this long each.
+    pub replay_ns: f64,
 }
 
 /// A host: CPU, root complex, memory, IOMMU.
@@ -156,8 +160,10 @@ pub struct Dma {
     pub bus_dma_ns: f64,
     pub bus_line_ns: f64,
     /// One DMA's data moves between the PCIe block and device memory line by line: read data
-    /// in, write data out.
+    /// in, write data out. The write engine gathers a whole DMA's data (`write_gather_ns` plus
+    /// `write_move_line_ns` per line) before its TLPs leave back to back.
     pub move_line_ns: f64,
+    pub write_gather_ns: f64,
     pub write_move_line_ns: f64,
     /// From the last data until the thread sees the DMA done.
     pub complete_ns: f64,
@@ -379,6 +385,7 @@ impl Checked for HostProfile {
             return Err("iommu.iotlb_entries and iommu.walkers must be at least 1".into());
         }
         non_negative("iommu.walk_busy_ns", self.iommu.walk_busy_ns)?;
+        non_negative("iommu.replay_ns", self.iommu.replay_ns)?;
         positive("iommu.walk_ns", self.iommu.walk_ns)
     }
 }
@@ -421,6 +428,7 @@ impl Checked for DeviceProfile {
             ("dma.bus_dma_ns", d.bus_dma_ns),
             ("dma.bus_line_ns", d.bus_line_ns),
             ("dma.move_line_ns", d.move_line_ns),
+            ("dma.write_gather_ns", d.write_gather_ns),
             ("dma.write_move_line_ns", d.write_move_line_ns),
             ("dma.read_slow_ns", d.read_slow_ns),
             ("dma.write_slow_ns", d.write_slow_ns),

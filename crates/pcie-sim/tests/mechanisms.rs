@@ -94,6 +94,33 @@ fn io_tlb_misses_cost_a_page_walk_and_bandwidth_beyond_its_reach() {
 }
 
 #[test]
+fn a_large_write_hides_part_of_its_walk_and_parked_tlps_re_enter_one_by_one() {
+    let penalty = |s: &Simulator, size: u32| {
+        let mut w = workload(Op::LatWriteRead, size, 64 << 20, CachePrep::Cold);
+        let off = median(s, &w);
+        w.iommu_page = Some(4096);
+        median(s, &w) - off
+    };
+    let s = sim();
+    let (small, large) = (penalty(&s, 64), penalty(&s, 2048));
+    assert!(
+        small > 200.0,
+        "a 64 B write's walk is on the critical path: +{small} ns"
+    );
+    assert!(
+        large > 90.0 && large < small - 60.0,
+        "2 KB: the other TLPs arrive during the walk (+{large} ns vs +{small})"
+    );
+    let mut no_replay = sim();
+    no_replay.host.iommu.replay_ns = 0.0;
+    let without = penalty(&no_replay, 2048);
+    assert!(
+        large - without > 100.0,
+        "7 parked TLPs re-enter one by one: +{large} ns with replays, +{without} without"
+    );
+}
+
+#[test]
 fn remote_memory_costs_reads_not_writes() {
     let s = sim();
     let mut rd = workload(Op::LatRead, 64, 8192, CachePrep::Cold);
