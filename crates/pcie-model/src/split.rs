@@ -3,16 +3,19 @@
 
 use crate::config::{CplSplit, LinkConfig, Mode};
 
-/// `(addr, len)` pieces of `[addr, addr + len)` cut at every multiple of `boundary`.
+/// `(addr, len)` pieces of `[addr, addr + len)` cut at every multiple of `boundary`, a power
+/// of two (as MPS, MRRS and RCB are): the next cut is found with a mask, not a division, since
+/// the simulator cuts every DMA it runs.
 pub fn aligned_chunks(addr: u64, len: u32, boundary: u32) -> impl Iterator<Item = (u64, u32)> {
+    debug_assert!(boundary.is_power_of_two(), "{boundary}");
     let end = addr + len as u64;
-    let b = boundary as u64;
+    let low = boundary as u64 - 1;
     let mut at = addr;
     std::iter::from_fn(move || {
         if at >= end {
             return None;
         }
-        let next = ((at / b + 1) * b).min(end);
+        let next = ((at | low) + 1).min(end);
         let piece = (at, (next - at) as u32);
         at = next;
         Some(piece)
@@ -74,9 +77,11 @@ impl Iterator for Completions {
         if self.at >= self.end {
             return None;
         }
+        // RCB is a power of two: masks instead of divisions.
+        let rcb_low = self.rcb - 1;
         let next = match self.split {
-            CplSplit::Rcb => (self.at / self.rcb + 1) * self.rcb,
-            CplSplit::Mps => match (self.at + self.mps) / self.rcb * self.rcb {
+            CplSplit::Rcb => (self.at | rcb_low) + 1,
+            CplSplit::Mps => match (self.at + self.mps) & !rcb_low {
                 n if n > self.at => n,
                 _ => self.at + self.mps, // RCB larger than MPS: MPS rules
             },

@@ -13,8 +13,9 @@ use crate::iommu::Iotlb;
 use crate::llc::{LineState, Llc};
 use crate::profile::{DeviceProfile, HostProfile, Spread, Tail};
 use crate::rng::Rng;
+use crate::tlp_time::TlpTimes;
 use crate::workload::{CachePrep, Op, Workload, BUFFER_BYTES};
-use pcie_model::{reverse_dllp_bytes, split_completions, split_read_requests, split_writes, LinkConfig, Tlp, TlpKind};
+use pcie_model::{split_completions, split_read_requests, split_writes, LinkConfig};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -72,21 +73,16 @@ struct Wire {
 }
 
 impl Wire {
-    fn send(&mut self, ready: Ps, bytes: f64) -> Ps {
-        let busy = self.serialisation(bytes);
+    /// Send a packet taking `busy` from `ready`: returns when its last byte has left.
+    fn send(&mut self, ready: Ps, busy: Ps) -> Ps {
         self.server.serve(ready, busy) + busy
-    }
-
-    /// Time `bytes` take on the wire.
-    fn serialisation(&self, bytes: f64) -> Ps {
-        (bytes * self.ps_per_byte + 0.5) as Ps
     }
 
     /// DLLPs owed for traffic in the other direction take link time here. They are folded
     /// into the busy time as it stands (Acks and UpdateFCs are scheduled around TLPs), rather
     /// than queued behind the future moment they were earned at.
-    fn owe(&mut self, bytes: f64) {
-        self.server.free += (bytes * self.ps_per_byte + 0.5) as Ps;
+    fn owe(&mut self, busy: Ps) {
+        self.server.free += busy;
     }
 }
 
@@ -250,10 +246,11 @@ impl Costs {
     }
 }
 
-/// How many pieces `[addr, addr + len)` is cut into at multiples of `boundary`.
+/// How many pieces `[addr, addr + len)` is cut into at multiples of `boundary`, a power of two
+/// (a line, MPS or MRRS): shifts, not divisions, as this runs for every DMA.
 fn pieces(addr: u64, len: u32, boundary: u32) -> u64 {
-    let b = boundary as u64;
-    (addr + len as u64 - 1) / b - addr / b + 1
+    let shift = boundary.trailing_zeros();
+    ((addr + len as u64 - 1) >> shift) - (addr >> shift) + 1
 }
 
 /// Everything with state.
@@ -283,8 +280,9 @@ pub struct Machine<'a> {
     costs: Costs,
     /// A snoop to the other socket when the warming core is not on the device's socket.
     cpu_remote_ps: Ps,
-    /// Reverse-direction DLLP bytes per TLP byte, per TLP kind (MWr, MRd, CplD).
-    dllp_per_byte: [f64; 3],
+    tlp: TlpTimes,
+    /// [`Machine::own_latency`] by [`LineState`], in its declaration order.
+    own_by_state: [Ps; 3],
     llc_hit: Sampler,
     /// `llc_hit_max[n - 1]`: the slowest of `n` lines a core wrote, built when first needed.
     llc_hit_max: Vec<Option<Sampler>>,
@@ -327,6 +325,7 @@ impl<'a> Machine<'a> {
             ps_per_byte: 8000.0 / cap,
         };
         let llc_lines = (host.memory.llc_bytes / LINE) as usize;
+        let cpu_remote_ps = if w.remote_cpu { ps(host.memory.remote_ns) } else { 0 };
         let mut m = Machine {
             host,
             dev,
@@ -358,8 +357,16 @@ impl<'a> Machine<'a> {
                     0
                 },
             ),
-            cpu_remote_ps: if w.remote_cpu { ps(host.memory.remote_ns) } else { 0 },
-            dllp_per_byte: [TlpKind::MWr, TlpKind::MRd, TlpKind::CplD].map(|k| reverse_dllp_bytes(link, k, 1.0)),
+            cpu_remote_ps,
+            tlp: TlpTimes::new(link, wire.ps_per_byte),
+            own_by_state: [LineState::Memory, LineState::Cpu, LineState::Io].map(|state| {
+                let m = &host.memory;
+                match state {
+                    LineState::Cpu => ps(m.llc_hit.mode_ns) + cpu_remote_ps,
+                    LineState::Io => ps(m.io_line.mode_ns),
+                    LineState::Memory => ps(m.dram.mode_ns),
+                }
+            }),
             llc_hit: Sampler::triangular(&host.memory.llc_hit),
             llc_hit_max: Vec::new(),
             io_line: Sampler::triangular(&host.memory.io_line),
@@ -467,12 +474,7 @@ impl<'a> Machine<'a> {
     /// How long the memory system takes to grant a posted write ownership of `line`: the typical
     /// latency of where the line is (no data is read, so no DRAM hiccups).
     fn own_latency(&self, line: u64) -> Ps {
-        let m = &self.host.memory;
-        match self.llc.state(line as u32) {
-            LineState::Cpu => ps(m.llc_hit.mode_ns) + self.cpu_remote_ps,
-            LineState::Io => ps(m.io_line.mode_ns),
-            LineState::Memory => ps(m.dram.mode_ns),
-        }
+        self.own_by_state[self.llc.state(line as u32) as usize]
     }
 
     /// Rare delays that hit a whole read rather than each line: a DRAM hiccup (refresh, bank
@@ -540,10 +542,10 @@ impl<'a> Machine<'a> {
         let mut device_done = start;
         let hiccup = self.read_hiccup(d.addr / LINE);
         for (addr, len) in split_read_requests(self.link, d.addr, d.size) {
-            let mrd = Tlp::request(self.link, TlpKind::MRd, addr, len).wire_bytes(self.link) as f64;
+            let mrd = self.tlp.mrd(addr, len);
             let tagged = self.claim_tag(start).max(after);
-            let sent = self.up.send(tagged, mrd);
-            self.down.owe(self.dllp_per_byte[1] * mrd);
+            let sent = self.up.send(tagged, mrd.wire);
+            self.down.owe(mrd.dllps);
             let arrival = sent + wire + half_fixed;
             let lines = (addr + len as u64 - 1) / LINE - addr / LINE + 1;
             let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines, 0).translated;
@@ -567,9 +569,9 @@ impl<'a> Machine<'a> {
                     latency
                 };
                 ready = ready.max(asked + latency);
-                let cpl = Tlp::completion(caddr, clen).wire_bytes(self.link) as f64;
-                let sent = self.down.send(ready + half_fixed, cpl);
-                self.up.owe(self.dllp_per_byte[2] * cpl);
+                let cpl = self.tlp.cpl(caddr, clen);
+                let sent = self.down.send(ready + half_fixed, cpl.wire);
+                self.up.owe(cpl.dllps);
                 let arrived = sent + wire;
                 last_arrival = arrived;
                 device_done = device_done.max(arrived) + move_ps * (last - first + 1);
@@ -604,26 +606,23 @@ impl<'a> Machine<'a> {
             } else {
                 0
             };
-            let mwr = Tlp::request(self.link, TlpKind::MWr, addr, len).wire_bytes(self.link) as f64;
-            let sent = self.up.send(gathered.max(credit), mwr);
-            self.down.owe(self.dllp_per_byte[0] * mwr);
+            let mwr = self.tlp.mwr(addr, len);
+            let sent = self.up.send(gathered.max(credit), mwr.wire);
+            self.down.owe(mwr.dllps);
             let arrival = sent + wire;
             // Ownership of the lines is granted after their memory latency: the LLC's if cached,
-            // DRAM's if not (read before the write changes it).
-            let own_line = self.costs.own_line;
-            let own = self.costs.own.map(|c| {
-                c + (first..=last)
-                    .enumerate()
-                    .map(|(k, l)| self.own_latency(l) + own_line * k as u64)
-                    .max()
-                    .unwrap_or(0)
-            });
-            // Lines not yet in the LLC need a DDIO allocation (and evict an older IO line).
-            let allocated = (first..=last).filter(|&l| self.llc.device_write(l as u32)).count() as u64;
+            // DRAM's if not (where the line was before this write). Lines not yet in the LLC
+            // need a DDIO allocation (and evict an older IO line).
+            let (mut slowest_own, mut allocated) = (0, 0);
+            for (k, l) in (first..=last).enumerate() {
+                slowest_own = slowest_own.max(self.own_latency(l) + self.costs.own_line * k as u64);
+                allocated += self.llc.device_write(l as u32) as u64;
+            }
+            let own = self.costs.own.map(|c| c + slowest_own);
             let busy = wline_ps * (last - first + 1) + self.costs.allocate * allocated;
             // The port decodes the header, and the IOMMU starts a miss's walk, while the
             // payload is still arriving.
-            let payload = self.up.serialisation(len as f64);
+            let payload = mwr.payload;
             let entry = self.enter_fabric(arrival, addr, busy, payload);
             let processed = entry.translated + busy;
             self.posted.push_back(processed);
@@ -660,9 +659,9 @@ impl<'a> Machine<'a> {
         let issue = t + ps(self.dev.cmd.issue_ns);
         let c = self.costs;
         let (start, not_before) = if write_first {
-            let mwr = Tlp::request(self.link, TlpKind::MWr, d.addr, d.size).wire_bytes(self.link) as f64;
-            let sent = self.up.send(issue, mwr);
-            let payload = self.up.serialisation(d.size as f64);
+            let mwr = self.tlp.mwr(d.addr, d.size);
+            let sent = self.up.send(issue, mwr.wire);
+            let payload = mwr.payload;
             let own = c.own.map(|o| o + self.own_latency(d.addr / LINE));
             let entry = self.enter_fabric(sent + c.wire, d.addr, c.write_line, payload);
             self.llc.device_write((d.addr / LINE) as u32);
@@ -672,15 +671,14 @@ impl<'a> Machine<'a> {
         } else {
             (issue, 0)
         };
-        let mrd = Tlp::request(self.link, TlpKind::MRd, d.addr, d.size).wire_bytes(self.link) as f64;
-        let sent = self.up.send(start, mrd);
+        let sent = self.up.send(start, self.tlp.mrd(d.addr, d.size).wire);
         let translated = self
             .enter_fabric(sent + c.wire + c.half_fixed, d.addr, c.request + c.line, 0)
             .translated;
         let line = d.addr / LINE;
         let asked = translated.max(not_before) + c.line;
         let ready = asked + self.line_latency(line) + self.read_hiccup(line);
-        let cpl = Tlp::completion(d.addr, d.size).wire_bytes(self.link) as f64;
+        let cpl = self.tlp.cpl(d.addr, d.size).wire;
         self.down.send(ready + c.half_fixed, cpl) + c.wire + ps(self.dev.cmd.complete_ns)
     }
 }

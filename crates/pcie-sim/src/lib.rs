@@ -11,6 +11,7 @@ mod iommu;
 mod llc;
 mod profile;
 mod rng;
+mod tlp_time;
 mod workload;
 
 pub use engine::Measured;
