@@ -383,7 +383,18 @@ impl<'a> Machine<'a> {
         match w.prep {
             CachePrep::Cold => {}
             CachePrep::HostWarm => {
-                for l in 0..window_lines.min((BUFFER_BYTES / LINE) as u32) {
+                let lines = window_lines.min((BUFFER_BYTES / LINE) as u32);
+                let mut order: Vec<u32> = (0..lines).collect();
+                // The LLC resists streams (adaptive insertion, not LRU): a window larger than
+                // the LLC leaves a scattered share of its lines resident, not the last ones
+                // written. Modelled as warming the lines in a random order.
+                if lines as usize > self.llc.cpu_capacity() {
+                    for i in (1..order.len()).rev() {
+                        let j = self.rng.below(i as u64 + 1) as usize;
+                        order.swap(i, j);
+                    }
+                }
+                for l in order {
                     self.llc.cpu_write(l);
                 }
             }
@@ -759,5 +770,53 @@ impl Machine<'_> {
             transactions: counted,
             time_cycles: (end as f64 / self.cycle_ps() + 0.5) as u64,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Simulator;
+
+    fn warmed(window: u64) -> (Simulator, Workload) {
+        let w = Workload {
+            op: Op::LatRead,
+            size: 64,
+            window,
+            host_offset: 0,
+            device_offset: 0,
+            random: true,
+            prep: CachePrep::HostWarm,
+            count: 1,
+            remote_memory: false,
+            remote_cpu: false,
+            iommu_page: None,
+        };
+        (Simulator::load("e5-2637v3", "nfp6000").unwrap(), w)
+    }
+
+    #[test]
+    fn a_host_warmed_window_beyond_the_llc_stays_resident_in_a_scattered_share() {
+        let (s, w) = warmed(64 << 20);
+        let m = Machine::new(&s.host, &s.device, &s.link, &w, 1);
+        let lines = (w.window / LINE) as u32;
+        let resident = (0..lines).filter(|&l| m.llc.state(l) == LineState::Cpu).count();
+        let share = resident as f64 / lines as f64;
+        let llc_share = s.host.memory.llc_bytes as f64 / w.window as f64;
+        assert!(
+            (share - llc_share).abs() < 0.01,
+            "{share} of the window, LLC {llc_share}"
+        );
+        // Not the last 15 MB written: resident lines are spread over every 1 MB of the window.
+        let per_mb = (lines / 64) as usize;
+        for mb in 0..64 {
+            let here = (mb * per_mb..(mb + 1) * per_mb)
+                .filter(|&l| m.llc.state(l as u32) == LineState::Cpu)
+                .count();
+            assert!(here as f64 > 0.15 * per_mb as f64, "MB {mb}: {here} of {per_mb} lines");
+        }
+        let (s, w) = warmed(8 << 20);
+        let m = Machine::new(&s.host, &s.device, &s.link, &w, 1);
+        assert!((0..(w.window / LINE) as u32).all(|l| m.llc.state(l) == LineState::Cpu));
     }
 }

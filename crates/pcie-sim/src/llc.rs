@@ -49,6 +49,11 @@ impl Llc {
         }
     }
 
+    /// Lines the cores' share of the LLC holds.
+    pub fn cpu_capacity(&self) -> usize {
+        self.cpu.capacity
+    }
+
     pub fn state(&self, line: u32) -> LineState {
         self.state[line as usize]
     }
