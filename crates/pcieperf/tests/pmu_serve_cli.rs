@@ -183,6 +183,21 @@ fn metrics_parse_grow_and_ctrl_c_ends_cleanly() {
 }
 
 #[test]
+fn a_silent_client_does_not_hold_up_a_scrape() {
+    let Some(server) = start(&["-e", "software/cpu-clock/", "-I", "100"]) else {
+        return;
+    };
+    // Connects and never sends its request: the server gives such a client 2 s.
+    let idle = TcpStream::connect(&server.addr).unwrap();
+    let (status, _, _) = get(&server.addr, "/metrics");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    // The scrape was answered while the silent connection is still open, not after its timeout.
+    idle.set_nonblocking(true).unwrap();
+    let open = matches!((&idle).read(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+    assert!(open, "the scrape waited for the silent client to time out");
+}
+
+#[test]
 fn listen_address_is_checked_and_non_loopback_warns() {
     let e = refused(&["pmu", "serve", "-e", "software/cpu-clock/", "--listen", "localhost"]);
     assert!(e.contains("--listen localhost") && e.contains("ADDRESS:PORT"), "{e}");

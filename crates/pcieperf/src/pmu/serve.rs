@@ -1,7 +1,8 @@
 //! `pcieperf pmu serve`: Prometheus text exposition (0.0.4) on `/metrics`, a live page on `/`
-//! polling `/api/targets`. The counters are sampled on the main thread every `-I`; a listener
-//! thread answers requests from the last published snapshot, so a slow scrape never delays a
-//! read (publishing swaps an `Arc` under a lock held for a pointer copy).
+//! polling `/api/targets`. The counters are sampled on the main thread every `-I`; each
+//! connection is answered on its own thread (at most [`MAX_CLIENTS`] at once) from the last
+//! published snapshot, so a slow scrape never delays a read and a silent client never delays
+//! another (publishing swaps an `Arc` under a lock held for a pointer copy).
 
 use super::monitor::{
     self, add_interval, cancel_on_signals, check_duration, Monitor, Row, Schedule, Sink, Target, Trend, WatchArgs,
@@ -12,6 +13,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -209,6 +211,9 @@ fn exposition(s: &Snapshot) -> String {
 
 const PAGE: &str = include_str!("serve_page.html");
 
+/// Connections answered at once; more are told to retry (503) rather than queued behind them.
+const MAX_CLIENTS: usize = 32;
+
 /// Read one request's head; answer GET `/metrics`, `/`, `/api/targets`.
 fn answer(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(2)))?;
@@ -243,13 +248,40 @@ fn answer(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         ),
         _ => ("405 Method Not Allowed", "text/plain", "only GET\n".to_string()),
     };
-    let mut w = stream;
+    respond(stream, status, ctype, &body)
+}
+
+fn respond(mut w: TcpStream, status: &str, ctype: &str, body: &str) -> std::io::Result<()> {
     write!(
         w,
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
     w.flush()
+}
+
+/// Answer every connection on its own thread, up to [`MAX_CLIENTS`] at once.
+fn listen(listener: TcpListener, shared: Shared) {
+    let busy = Arc::new(AtomicUsize::new(0));
+    for stream in listener.incoming().flatten() {
+        if busy.load(Ordering::Acquire) >= MAX_CLIENTS {
+            let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+            let _ = respond(
+                stream,
+                "503 Service Unavailable",
+                "text/plain",
+                "too many clients; retry\n",
+            );
+            continue;
+        }
+        busy.fetch_add(1, Ordering::AcqRel);
+        let (shared, busy) = (Arc::clone(&shared), Arc::clone(&busy));
+        std::thread::spawn(move || {
+            // A client that goes away mid-answer is its own problem.
+            let _ = answer(stream, &shared);
+            busy.fetch_sub(1, Ordering::AcqRel);
+        });
+    }
 }
 
 fn bind(listen: &str) -> Result<TcpListener, CliError> {
@@ -275,12 +307,7 @@ pub fn run(a: &ServeArgs) -> Result<String, CliError> {
         .local_addr()
         .map_err(|e| CliError::Runtime(format!("--listen {}: {e}", a.listen)))?;
     let for_server = Arc::clone(&shared);
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            // A client that goes away mid-answer is its own problem.
-            let _ = answer(stream, &for_server);
-        }
-    });
+    std::thread::spawn(move || listen(listener, for_server));
     eprintln!("pcieperf pmu serve: listening on http://{local}/ (Prometheus metrics on /metrics)");
     let mut publisher = Publisher {
         shared,
