@@ -13,7 +13,7 @@ pub mod stats;
 pub mod suite;
 
 pub use backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
-pub use exec::{ExecBackend, ExecOptions};
+pub use exec::{ExecBackend, ExecOptions, ProgramLog};
 pub use params::{CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams, BUFFER_BYTES};
 pub use results::{
     read_raw, rfc3339, BandwidthRow, CdfSection, HostInfo, LatencyRow, RawSample, ResultData, ResultFile, ResultsError,

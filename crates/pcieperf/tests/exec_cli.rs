@@ -158,6 +158,12 @@ fn a_crashing_program_is_reported_with_its_signal_and_the_test() {
         err.contains("its last stderr lines: pcieperf-refdev: crashing on purpose"),
         "{err}"
     );
+    // The program's stderr is also passed on as it comes, each line naming the program.
+    assert!(
+        err.lines()
+            .any(|l| l == "[pcieperf-refdev] pcieperf-refdev: crashing on purpose (--crash-after 2)"),
+        "{err}"
+    );
 }
 
 #[test]

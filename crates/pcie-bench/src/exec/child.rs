@@ -1,6 +1,7 @@
 //! One running device program: lines to its stdin, lines from its stdout with a deadline, and
 //! what became of it when it stops answering (exit status, signal, or killed after a timeout).
 
+use super::ProgramLog;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
@@ -24,9 +25,9 @@ pub(super) struct Child {
 }
 
 impl Child {
-    /// Starts `argv` with piped stdin/stdout. Its stderr lines are copied to ours, prefixed
-    /// with `label`, and the last few kept for error messages.
-    pub fn spawn(argv: &[String], label: &str) -> std::io::Result<Child> {
+    /// Starts `argv` with piped stdin/stdout. Its stderr lines go to `log`, prefixed with
+    /// `label`, and the last few are kept for error messages.
+    pub fn spawn(argv: &[String], label: &str, log: ProgramLog) -> std::io::Result<Child> {
         // Its own process group: Ctrl-C at the terminal reaches pcieperf only, which lets the
         // running test finish and then says bye.
         let mut process = Command::new(&argv[0])
@@ -51,7 +52,7 @@ impl Child {
         let label = label.to_string();
         let stderr = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("[{label}] {line}");
+                (log.0)(&format!("[{label}] {line}"));
                 let mut t = tail.lock().expect("stderr tail");
                 if t.len() == STDERR_TAIL {
                     t.pop_front();

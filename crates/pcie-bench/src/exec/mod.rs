@@ -17,7 +17,7 @@ use child::Child;
 use protocol::{encode, parse_hello, parse_result, BufferOffer, DeviceHello, ProtocolError, Request, WireParams};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// How the backend runs its programs.
@@ -35,6 +35,25 @@ pub struct ExecOptions {
     pub cache_node: Option<u32>,
     /// Where sysfs lives (huge page and NUMA information): `/` except in tests.
     pub root: PathBuf,
+    /// Where the programs' stderr lines go.
+    pub program_log: ProgramLog,
+}
+
+/// Receives each stderr line of a program, prefixed with its name, from the thread copying it:
+/// the caller decides how it meets its own output (a progress bar, say). Our stderr by default.
+#[derive(Clone)]
+pub struct ProgramLog(pub Arc<dyn Fn(&str) + Send + Sync>);
+
+impl Default for ProgramLog {
+    fn default() -> ProgramLog {
+        ProgramLog(Arc::new(|line| eprintln!("{line}")))
+    }
+}
+
+impl std::fmt::Debug for ProgramLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgramLog")
+    }
 }
 
 impl Default for ExecOptions {
@@ -46,6 +65,7 @@ impl Default for ExecOptions {
             buffer_node: None,
             cache_node: None,
             root: PathBuf::from("/"),
+            program_log: ProgramLog::default(),
         }
     }
 }
@@ -117,8 +137,7 @@ impl ExecBackend {
                 page_bytes: buffer.page_bytes(),
                 numa_node: buffer.numa_node(),
             };
-            let (child, hello) =
-                handshake(&argv, &offer, options.handshake_timeout).map_err(|e| StartError(format!("{spec}: {e}")))?;
+            let (child, hello) = handshake(&argv, &offer, &options).map_err(|e| StartError(format!("{spec}: {e}")))?;
             let cpus = cache_cpus.clone().unwrap_or_default().unwrap_or_default();
             sessions.push(Session {
                 child,
@@ -172,9 +191,10 @@ impl ExecBackend {
 }
 
 /// Starts the program, sends our hello and reads its hello.
-fn handshake(argv: &[String], offer: &BufferOffer, timeout: Duration) -> Result<(Child, DeviceHello), String> {
+fn handshake(argv: &[String], offer: &BufferOffer, options: &ExecOptions) -> Result<(Child, DeviceHello), String> {
     let label = argv[0].rsplit('/').next().unwrap_or(&argv[0]);
-    let mut child = Child::spawn(argv, label).map_err(|e| format!("cannot start {}: {e}", argv[0]))?;
+    let mut child =
+        Child::spawn(argv, label, options.program_log.clone()).map_err(|e| format!("cannot start {}: {e}", argv[0]))?;
     let hello = Request::Hello {
         protocol: protocol::PROTOCOL_VERSION,
         tool: "pcieperf".into(),
@@ -182,7 +202,9 @@ fn handshake(argv: &[String], offer: &BufferOffer, timeout: Duration) -> Result<
         buffer: Some(offer.clone()),
     };
     child.send(&encode(&hello));
-    let reply = child.recv(timeout).map_err(|e| format!("handshake: {e}"))?;
+    let reply = child
+        .recv(options.handshake_timeout)
+        .map_err(|e| format!("handshake: {e}"))?;
     match parse_hello(&reply) {
         Ok(h) => Ok((child, h)),
         Err(e) => {

@@ -73,6 +73,17 @@ impl Progress {
         let _ = err.flush();
     }
 
+    /// Print `line` on stderr from any thread without mixing it into the bar: on a terminal
+    /// the bar's line is cleared first, and the bar comes back at its next update.
+    pub fn print_above(line: &str) {
+        let mut err = std::io::stderr().lock();
+        let _ = if err.is_terminal() {
+            writeln!(err, "\r\x1b[K{line}")
+        } else {
+            writeln!(err, "{line}")
+        };
+    }
+
     /// Clear the line when done.
     pub fn finish(&mut self) {
         if self.enabled {

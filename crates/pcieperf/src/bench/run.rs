@@ -8,7 +8,7 @@ use clap::Args;
 use pcie_bench::host::{normalize_bdf, PciDevice};
 use pcie_bench::{
     parse_bytes, rfc3339, run_tests, Backend, CacheState, ExecBackend, ExecOptions, Group, HostInfo, Iommu,
-    Measurement, Numa, Pattern, RunEvent, RunInfo, RunWriter, SimBackend, Suite, TestKind, TestParams,
+    Measurement, Numa, Pattern, ProgramLog, RunEvent, RunInfo, RunWriter, SimBackend, Suite, TestKind, TestParams,
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -180,6 +180,7 @@ fn open_backend(a: &RunArgs, numa: Numa, threads: usize) -> Result<Opened, CliEr
         children: threads,
         buffer_node: Some(numa.mem as u32),
         cache_node: Some(numa.cpu as u32),
+        program_log: ProgramLog(Arc::new(Progress::print_above)),
         ..ExecOptions::default()
     };
     let backend = ExecBackend::start(&a.backend, options).map_err(|e| usage(format!("--backend {e}")))?;
