@@ -37,6 +37,7 @@ impl SysfsWriter {
         }
         let mut last = None;
         for base in bases {
+            remove_abandoned(&base);
             let root = base.join(format!("pcie-pmu-{tag}-{}-{n}", std::process::id()));
             let _ = fs::remove_dir_all(&root);
             let w = SysfsWriter { root, temporary: true };
@@ -54,6 +55,12 @@ impl SysfsWriter {
             }
         }
         Err(last.expect("at least one base directory was tried"))
+    }
+
+    /// Where [`SysfsWriter::temporary`] puts its trees, for tests.
+    #[cfg(test)]
+    fn base(&self) -> &Path {
+        self.root.parent().expect("a temporary tree has a parent")
     }
 
     pub fn path(&self) -> &Path {
@@ -280,4 +287,46 @@ pub fn dwc_pmu(tree: &SysfsWriter, name: &str, type_id: u32, cpumask: &str, vari
         }
     }
     Ok(())
+}
+
+/// Remove the trees of processes that are gone (a second Ctrl-C or a kill skips the drop):
+/// `pcie-pmu-TAG-PID-N` whose PID has no `/proc` entry.
+fn remove_abandoned(base: &Path) {
+    // Without /proc every process would look gone.
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("pcie-pmu-")) else {
+            continue;
+        };
+        let pid = rest.rsplit('-').nth(1).and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_left_by_a_process_that_is_gone_is_removed_and_live_ones_are_kept() {
+        let w = SysfsWriter::temporary("sweep").unwrap();
+        // PIDs stay below pid_max, so this one belongs to no process.
+        let pid_max: u32 = fs::read_to_string("/proc/sys/kernel/pid_max")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(4_194_304);
+        let dead = w.base().join(format!("pcie-pmu-old-tag-{pid_max}-0"));
+        fs::create_dir_all(dead.join("sys")).unwrap();
+        let other = SysfsWriter::temporary("sweep").unwrap();
+        assert!(!dead.exists(), "the abandoned tree is gone");
+        assert!(w.path().is_dir() && other.path().is_dir(), "our own trees stay");
+    }
 }
