@@ -164,6 +164,8 @@ mod linux {
     const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1;
     const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 2;
     const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+    /// `_IO('$', 0)`: start counting (a whole group when called on its leader).
+    const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
     /// `PERF_ATTR_SIZE_VER8` (with `config3`); older kernels accept it while the tail is zero.
     const ATTR_SIZE: u32 = 136;
 
@@ -177,7 +179,8 @@ mod linux {
         sample_period: u64,
         sample_type: u64,
         read_format: u64,
-        /// disabled, inherit, pinned, exclusive, exclude_*, ...: all zero for uncore events.
+        /// disabled (bit 0), inherit, pinned, exclusive, exclude_*, ...: zero for uncore
+        /// events except `disabled` on a group leader until its members are in.
         flags: u64,
         wakeup_events: u32,
         bp_type: u32,
@@ -223,17 +226,30 @@ mod linux {
 
     impl CounterSource for PerfEvents {
         fn open(&mut self, e: &ResolvedEvent) -> Result<CounterId, CounterError> {
-            self.open_in(e, None)
+            self.open_in(e, None, false)
         }
 
+        /// As perf does: the leader opens disabled and is enabled once its members are in, so
+        /// the group is scheduled as a whole (a member added to a running leader waits for a
+        /// reschedule that a context which never multiplexes, like the software one, never does).
         fn open_group(&mut self, events: &[&ResolvedEvent]) -> Result<Vec<CounterId>, CounterError> {
             let Some((leader, rest)) = events.split_first() else {
                 return Ok(Vec::new());
             };
-            let first = self.open_in(leader, None)?;
+            let first = self.open_in(leader, None, !rest.is_empty())?;
             let mut ids = vec![first];
             for e in rest {
-                ids.push(self.open_in(e, Some(first))?);
+                ids.push(self.open_in(e, Some(first), false)?);
+            }
+            if !rest.is_empty() {
+                let (fd, name) = &self.fds[first.0];
+                // SAFETY: an ioctl without argument on a perf event fd we own.
+                if unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_ENABLE, 0) } < 0 {
+                    return Err(CounterError::Os {
+                        what: format!("enable the group led by {name}"),
+                        errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+                    });
+                }
             }
             Ok(ids)
         }
@@ -248,8 +264,14 @@ mod linux {
     }
 
     impl PerfEvents {
-        /// perf_event_open `e`, alone or as a member of `leader`'s group.
-        fn open_in(&mut self, e: &ResolvedEvent, leader: Option<CounterId>) -> Result<CounterId, CounterError> {
+        /// perf_event_open `e`, alone or as a member of `leader`'s group; `disabled` until an
+        /// explicit enable.
+        fn open_in(
+            &mut self,
+            e: &ResolvedEvent,
+            leader: Option<CounterId>,
+            disabled: bool,
+        ) -> Result<CounterId, CounterError> {
             let group_fd = match leader {
                 Some(id) => self.fds[id.0].0.as_raw_fd(),
                 None => -1,
@@ -262,6 +284,7 @@ mod linux {
                 config2: e.config[2],
                 config3: e.config[3],
                 read_format: PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
+                flags: disabled as u64,
                 ..PerfEventAttr::default()
             };
             let cpu = target_cpu(e);

@@ -132,8 +132,11 @@ fn a_group_counts_its_members_together() {
         return;
     }
     let clock = sys.resolve("software/cpu-clock/").unwrap();
+    // A member of another kind: added to a leader already running, it would never be scheduled
+    // in the software context (which does not rotate), so the leader must start disabled.
+    let task = sys.resolve("software/task-clock/").unwrap();
     let mut src = PerfEvents::new();
-    let ids = match src.open_group(&[&clock, &clock]) {
+    let ids = match src.open_group(&[&clock, &task]) {
         Ok(ids) => ids,
         Err(e) if skip(&e) => return,
         Err(e) => panic!("{e}"),

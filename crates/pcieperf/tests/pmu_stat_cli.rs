@@ -204,35 +204,50 @@ fn not_permitted_explains_paranoid_and_cap_perfmon() {
 /// HiSilicon's flux/time pairs count as one perf event group: on a fixture HiSilicon PMU that
 /// is the software PMU in disguise (every event cpu-clock), the pair opens as a group and the
 /// lone latency event does not; the kernel accepts the group, so the pair really counts.
-#[test]
-fn flux_and_time_open_as_one_group() {
-    let t = Tree::new("stat-hisi-group");
+/// A tree with the common PMUs and `hisi_pcie0_core0` whose `events` all count cpu-clock.
+fn hisi_tree(name: &str, events: &[&str]) -> Tree {
+    let t = Tree::new(name);
     fixture::common_pmus(&t);
     fixture::hisi_pmu(&t, "hisi_pcie0_core0", 1, "0x0", None);
-    let events = "sys/bus/event_source/devices/hisi_pcie0_core0/events";
-    for e in ["rx_mwr_flux", "rx_mwr_time", "rx_mwr_latency"] {
-        t.attr(&format!("{events}/{e}"), "config=0x0");
+    for e in events {
+        t.attr(
+            &format!("sys/bus/event_source/devices/hisi_pcie0_core0/events/{e}"),
+            "config=0x0",
+        );
     }
-    let root = t.path().to_str().unwrap();
-    let pmu = "hisi_pcie0_core0";
-    let spec =
-        format!("{pmu}/rx_mwr_flux,port=0xffff/,{pmu}/rx_mwr_latency,port=0xffff/,{pmu}/rx_mwr_time,port=0xffff/");
-    let Some(out) = real(&[
+    t
+}
+
+/// `pmu stat --sysfs ROOT -e SPEC --duration 0.1 --format json` rows; `None` where counting is
+/// refused here.
+fn json_rows(root: &str, spec: &str) -> Option<(String, Vec<serde_json::Value>)> {
+    let out = real(&[
         "pmu",
         "stat",
         "--sysfs",
         root,
         "-e",
-        &spec,
+        spec,
         "--duration",
         "0.1",
         "--format",
         "json",
-    ]) else {
+    ])?;
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rows = v.as_array().unwrap().clone();
+    Some((out, rows))
+}
+
+#[test]
+fn flux_and_time_open_as_one_group() {
+    let t = hisi_tree("stat-hisi-group", &["rx_mwr_flux", "rx_mwr_time", "rx_mwr_latency"]);
+    let root = t.path().to_str().unwrap();
+    let pmu = "hisi_pcie0_core0";
+    let spec =
+        format!("{pmu}/rx_mwr_flux,port=0xffff/,{pmu}/rx_mwr_latency,port=0xffff/,{pmu}/rx_mwr_time,port=0xffff/");
+    let Some((out, rows)) = json_rows(root, &spec) else {
         return;
     };
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let rows = v.as_array().unwrap();
     let group = |event: &str| {
         rows.iter()
             .find(|r| r["event"].as_str().unwrap().starts_with(event))
@@ -252,5 +267,34 @@ fn flux_and_time_open_as_one_group() {
     assert!(
         table.contains(&format!("{pair}: counted as one perf event group\n")),
         "{table}"
+    );
+}
+
+/// `-e '{a,b}'` groups as perf does: the events open as one perf event group even with
+/// different filter terms, and a group whose events are on different PMUs is refused.
+#[test]
+fn braces_make_a_user_group() {
+    let t = hisi_tree("stat-user-group", &["rx_mwr_flux", "rx_mwr_latency"]);
+    let root = t.path().to_str().unwrap();
+    let pmu = "hisi_pcie0_core0";
+    let mixed = format!("{{{pmu}/rx_mwr_flux,port=0x1/,software/cpu-clock/}}");
+    let e = refused(&["pmu", "stat", "--sysfs", root, "-e", &mixed, "--duration", "0.05"]);
+    assert!(
+        e.contains("the events of a group must be on the same PMUs: software/cpu-clock/ is on software"),
+        "{e}"
+    );
+    let spec =
+        format!("{pmu}/rx_mwr_flux,port=0xffff/,{{{pmu}/rx_mwr_latency,port=0xffff/,{pmu}/rx_mwr_flux,port=0x1/}}");
+    let Some((out, rows)) = json_rows(root, &spec) else {
+        return;
+    };
+    let groups: Vec<&serde_json::Value> = rows.iter().map(|r| &r["group"]).collect();
+    assert!(groups[0].is_null(), "{out}");
+    assert_eq!(groups[1], "{1}: rx_mwr_latency, rx_mwr_flux", "{out}");
+    assert_eq!(groups[2], groups[1], "{out}");
+    assert!(
+        rows.iter()
+            .all(|r| r["raw"].as_u64().unwrap() > 0 && r["running_pct"] == 100.0),
+        "the group's members count: {out}"
     );
 }

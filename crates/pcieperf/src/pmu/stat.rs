@@ -222,6 +222,7 @@ mod tests {
                 metric: Some("rx_bytes".into()),
                 port: None,
                 group: None,
+                user_group: false,
             }],
             ports: vec![],
         };

@@ -28,12 +28,17 @@ fn unix_now() -> f64 {
 }
 
 impl Monitor {
-    /// Open every planned event on `src`; events of one catalog group (same PMU and filter
-    /// terms) as one perf event group, in plan order, the first as leader.
+    /// Open every planned event on `src`; events of one group on one PMU (a catalog group's
+    /// also with the same filter terms) as one perf event group, in plan order, the first as
+    /// leader.
     pub fn open(src: &mut dyn CounterSource, plan: Plan) -> Result<Monitor, CliError> {
         let watches = plan.watches;
         let together = |a: &Watch, b: &Watch| {
-            a.group.is_some() && a.group == b.group && a.ev.pmu == b.ev.pmu && a.ev.config[1..] == b.ev.config[1..]
+            a.group.is_some()
+                && a.group == b.group
+                && a.user_group == b.user_group
+                && a.ev.pmu == b.ev.pmu
+                && (a.user_group || a.ev.config[1..] == b.ev.config[1..])
         };
         let mut opened: Vec<Option<(CounterId, Option<String>)>> = vec![None; watches.len()];
         for i in 0..watches.len() {

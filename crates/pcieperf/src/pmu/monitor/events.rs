@@ -1,40 +1,123 @@
-//! Which events to count and what they measure: `-e` text split and resolved, the default
-//! payload events, bytes per count and metric from the catalogs, and narrow unpolled counters.
+//! Which events to count and what they measure: `-e` text split and resolved (with perf's
+//! `{a,b}` groups), the default payload events, bytes per count and metric from the catalogs,
+//! and narrow unpolled counters.
 
 use super::*;
 
-/// Split `-e` text at the commas that separate events, not those between an event's slashes.
-pub fn split_events(text: &str) -> Vec<String> {
+/// One event of `-e` text and, when it was written inside `{...}`, which group (from 1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Piece {
+    pub text: String,
+    pub group: Option<usize>,
+}
+
+/// Split `-e` text at the commas that separate events, not those between an event's slashes;
+/// events inside `{...}` belong to one group, as in `perf stat -e '{a,b}'`.
+pub fn split_events(text: &str) -> Result<Vec<Piece>, String> {
     let mut out = Vec::new();
     let mut cur = String::new();
-    let mut slashes = 0;
+    let (mut slashes, mut groups) = (0, 0);
+    let mut open: Option<usize> = None;
+    // Just after a `}`: the group's last event is out, only a separator may follow.
+    let mut closed = false;
     for c in text.chars() {
+        let outside = slashes % 2 == 0;
         match c {
             '/' => {
                 slashes += 1;
                 cur.push(c);
             }
-            ',' if slashes % 2 == 0 => {
-                out.push(std::mem::take(&mut cur));
+            '{' if outside && open.is_none() && cur.trim().is_empty() && !closed => {
+                groups += 1;
+                open = Some(groups);
+            }
+            '{' if outside => return Err("a group opens inside a group or an event; groups do not nest".into()),
+            '}' if outside && open.is_some() => {
+                end_piece(&mut out, &mut cur, open.take(), false)?;
+                closed = true;
+            }
+            '}' if outside => return Err("'}' closes no group".into()),
+            ',' if outside => {
+                end_piece(&mut out, &mut cur, open, closed)?;
+                closed = false;
                 slashes = 0;
             }
             _ => cur.push(c),
         }
     }
-    out.push(cur);
-    out.into_iter().map(|s| s.trim().to_string()).collect()
+    if open.is_some() {
+        return Err("a group is not closed with '}'".into());
+    }
+    end_piece(&mut out, &mut cur, None, closed)?;
+    Ok(out)
 }
 
-/// Resolve every `-e` spec (a PMU base name may give several events).
-pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<ResolvedEvent>, CliError> {
+/// The event text in `cur` ends (at a separator, a `}` or the end); after a `}` it must be empty.
+fn end_piece(out: &mut Vec<Piece>, cur: &mut String, group: Option<usize>, closed: bool) -> Result<(), String> {
+    let text = std::mem::take(cur);
+    let text = text.trim();
+    match (closed, text.is_empty()) {
+        (false, _) => out.push(Piece {
+            text: text.to_string(),
+            group,
+        }),
+        (true, true) => {}
+        (true, false) => return Err(format!("{text:?} after a group: modifiers on groups are not supported")),
+    }
+    Ok(())
+}
+
+/// An event to count and the group the user put it in with `{...}`.
+#[derive(Debug, Clone)]
+pub struct Requested {
+    pub ev: ResolvedEvent,
+    /// `{1}`, `{2}`, ... in the order the groups were written.
+    pub group: Option<String>,
+}
+
+impl From<ResolvedEvent> for Requested {
+    fn from(ev: ResolvedEvent) -> Requested {
+        Requested { ev, group: None }
+    }
+}
+
+/// Resolve every `-e` spec (a PMU base name may give several events, one per PMU instance: a
+/// group then becomes one group per instance, so each of its events must reach the same PMUs).
+pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<Requested>, CliError> {
     let mut events = Vec::new();
+    let mut groups = 0;
     for text in specs {
-        for spec in split_events(text) {
-            if spec.is_empty() {
+        let pieces = split_events(text).map_err(|e| usage(format!("-e {text:?}: {e}")))?;
+        let mut first_pmus: Vec<(usize, Vec<String>)> = Vec::new();
+        for piece in &pieces {
+            if piece.text.is_empty() {
                 return Err(usage(format!("-e {text:?}: empty event between commas")));
             }
-            events.extend(sys.resolve_all(&spec)?);
+            let resolved = sys.resolve_all(&piece.text)?;
+            let group = piece.group.map(|g| {
+                let pmus: Vec<String> = resolved.iter().map(|r| r.pmu.clone()).collect();
+                match first_pmus.iter().find(|(k, _)| *k == g) {
+                    Some((_, first)) if *first != pmus => Err(usage(format!(
+                        "-e {text:?}: the events of a group must be on the same PMUs: {} is on {}, the group's first event on {}",
+                        piece.text,
+                        pmus.join(", "),
+                        first.join(", ")
+                    ))),
+                    Some(_) => Ok(()),
+                    None => {
+                        first_pmus.push((g, pmus));
+                        Ok(())
+                    }
+                }
+                .map(|()| format!("{{{}}}", groups + g))
+            });
+            let group = group.transpose()?;
+            events.extend(resolved.into_iter().map(|ev| Requested {
+                ev,
+                group: group.clone(),
+            }));
         }
+        groups += pieces.iter().filter_map(|p| p.group).max().unwrap_or(0);
     }
     Ok(events)
 }

@@ -59,7 +59,7 @@ impl WatchArgs {
                 "perf" => format!("--sysfs {}", self.source.sysfs.display()),
                 other => format!("--source {other}"),
             };
-            payload_events(&sys, &place)?
+            payload_events(&sys, &place)?.into_iter().map(Requested::from).collect()
         } else {
             resolve_events(&sys, &self.events)?
         };
@@ -108,13 +108,47 @@ pub mod tests {
     use pcie_pmu::Reading;
 
     #[test]
-    fn events_split_at_commas_outside_slashes() {
+    fn events_split_at_commas_outside_slashes_and_braces_make_groups() {
+        let split = |t: &str| -> Vec<(String, Option<usize>)> {
+            split_events(t)
+                .unwrap()
+                .into_iter()
+                .map(|p| (p.text, p.group))
+                .collect()
+        };
+        let ungrouped =
+            |v: &[&str]| -> Vec<(String, Option<usize>)> { v.iter().map(|t| (t.to_string(), None)).collect() };
         assert_eq!(
-            split_events("dwc_rootport_3018/rx_memory_read,lane=4/,software/cpu-clock/"),
-            vec!["dwc_rootport_3018/rx_memory_read,lane=4/", "software/cpu-clock/"]
+            split("dwc_rootport_3018/rx_memory_read,lane=4/,software/cpu-clock/"),
+            ungrouped(&["dwc_rootport_3018/rx_memory_read,lane=4/", "software/cpu-clock/"])
         );
-        assert_eq!(split_events("msr/tsc/"), vec!["msr/tsc/"]);
-        assert_eq!(split_events("a/b/,,c/d/"), vec!["a/b/", "", "c/d/"]);
+        assert_eq!(split("msr/tsc/"), ungrouped(&["msr/tsc/"]));
+        assert_eq!(split("a/b/,,c/d/"), ungrouped(&["a/b/", "", "c/d/"]));
+        assert_eq!(
+            split("x/y/, {a/b,c=1/, d/e/} ,{f/g/},h/i/"),
+            vec![
+                ("x/y/".to_string(), None),
+                ("a/b,c=1/".to_string(), Some(1)),
+                ("d/e/".to_string(), Some(1)),
+                ("f/g/".to_string(), Some(2)),
+                ("h/i/".to_string(), None),
+            ]
+        );
+        assert_eq!(
+            split("a/{b}/"),
+            ungrouped(&["a/{b}/"]),
+            "braces inside an event's slashes are its own"
+        );
+        for (bad, says) in [
+            ("{a/b/,c/d/", "not closed"),
+            ("a/b/}", "closes no group"),
+            ("{a/b/,{c/d/}}", "do not nest"),
+            ("x{a/b/}", "do not nest"),
+            ("{a/b/}:u", "modifiers on groups"),
+        ] {
+            let e = split_events(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     /// A source whose counters advance by a fixed step per read and run half the time, on a

@@ -62,9 +62,12 @@ pub struct Watch {
     pub metric: Option<String>,
     /// Index into [`Plan::ports`] for PCIe PMUs that name their root ports.
     pub port: Option<usize>,
-    /// The catalog's group: events of one group on one PMU, with the same filter terms, are
-    /// opened as one perf event group (HiSilicon's flux/time pairs must count together).
+    /// The user's `{...}` group, or the catalog's: events of one group on one PMU are opened
+    /// as one perf event group (HiSilicon's flux/time pairs must count together); a catalog
+    /// group also needs the same filter terms.
     pub group: Option<String>,
+    /// `group` is the user's.
+    pub user_group: bool,
 }
 
 /// The events to count and the root ports they belong to.
@@ -75,10 +78,11 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn new(sys: &System, events: Vec<ResolvedEvent>) -> Result<Plan, PmuError> {
+    pub fn new<R: Into<Requested>>(sys: &System, events: impl IntoIterator<Item = R>) -> Result<Plan, PmuError> {
         let views = sys.pcie_pmus()?;
         let mut plan = Plan::default();
-        for ev in events {
+        for requested in events {
+            let Requested { ev, group: user } = requested.into();
             let (bytes_per_count, metric) = payload(&views, &ev);
             let rps = views
                 .iter()
@@ -106,13 +110,15 @@ impl Plan {
                     plan.ports.len() - 1
                 })
             });
-            let group = catalog_event(&views, &ev).and_then(|e| e.group.clone());
+            let user_group = user.is_some();
+            let group = user.or_else(|| catalog_event(&views, &ev).and_then(|e| e.group.clone()));
             plan.watches.push(Watch {
                 ev,
                 bytes_per_count,
                 metric,
                 port,
                 group,
+                user_group,
             });
         }
         Ok(plan)
