@@ -89,8 +89,8 @@ impl fmt::Display for CounterError {
             }
             CounterError::Rejected { event, pmu, cpu, errno } => write!(
                 f,
-                "PMU {pmu} refused event {event} on CPU {cpu} ({}): the driver does not support this event or \
-                 configuration, or the PMU is gone",
+                "PMU {pmu} refused event {event} on CPU {cpu} ({}): the driver does not support this event, \
+                 configuration or group, or the PMU is gone",
                 strerror(*errno)
             ),
             CounterError::Os { what, errno } => write!(f, "{what}: {}", strerror(*errno)),

@@ -271,6 +271,25 @@ fn bad_input_exits_2_and_names_it() {
                 .to_vec(),
             &["--workload", "--source sim"],
         ),
+        // The DWC driver does not group its events; neither does the simulated one.
+        (
+            [
+                "pmu",
+                "stat",
+                "--source",
+                "sim",
+                "--duration",
+                "0.1",
+                "-e",
+                "{dwc_rootport_10/rx_pcie_tlp_data_payload/,dwc_rootport_10/tx_pcie_tlp_data_payload/}",
+            ]
+            .map(String::from)
+            .to_vec(),
+            &[
+                "dwc_rootport_10 refused event dwc_rootport_10/tx_pcie_tlp_data_payload/",
+                "group",
+            ],
+        ),
     ];
     for (args, expected) in &cases {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
