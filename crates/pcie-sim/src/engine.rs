@@ -272,7 +272,7 @@ pub struct Machine<'a> {
     /// Release times of the posted credits in use, oldest first.
     posted: VecDeque<Ps>,
     walkers: Pool,
-    /// Re-entry of requests parked while their page was walked.
+    /// Translates again, one after another, the requests parked while their page was walked.
     replayer: Server,
     llc: Llc,
     iotlb: Option<Iotlb>,
@@ -289,24 +289,6 @@ pub struct Machine<'a> {
     io_line: Sampler,
     dram: Sampler,
     jitter: Sampler,
-}
-
-/// A request in the root port: when its address is translated, and when its commit pipeline
-/// starts (when the fabric path accepted it, or at its re-entry when it was parked behind a
-/// walk).
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    translated: Ps,
-    pipeline: Ps,
-}
-
-impl Entry {
-    fn at(accepted: Ps, translated: Ps) -> Entry {
-        Entry {
-            translated,
-            pipeline: accepted,
-        }
-    }
 }
 
 /// Per-transaction context: where its device-side data lives.
@@ -423,27 +405,25 @@ impl<'a> Machine<'a> {
     }
 
     /// Enter the fabric path at `arrival` for `busy` (plus a page walk's share on an IO-TLB
-    /// miss). The path is taken once, up front, for everything the request will use, so it
-    /// never waits on its own future. A miss's walk starts `early` before `arrival` (a write's
-    /// header is decoded while its payload still arrives). A request for a page whose walk is
-    /// still running is parked and re-enters after it, behind the other parked requests.
-    fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> Entry {
+    /// miss): returns (when the path accepted the request, when its address is translated).
+    /// The path is taken once, up front, for everything the request will use, so it never waits
+    /// on its own future. A miss's walk starts `early` before `arrival` (a write's header is
+    /// decoded while its payload still arrives). A request for a page whose walk is still
+    /// running is parked and translated again after it, behind the other parked requests.
+    fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
         let Some(tlb) = self.iotlb.as_mut() else {
             let accepted = self.fabric.serve(arrival, busy);
-            return Entry::at(accepted, accepted);
+            return (accepted, accepted);
         };
         let page = tlb.page_of(addr);
         match tlb.lookup(page) {
             Some(ready) => {
                 let accepted = self.fabric.serve(arrival, busy);
                 if ready <= accepted {
-                    return Entry::at(accepted, accepted);
+                    return (accepted, accepted);
                 }
                 let replayed = self.replayer.serve(ready, self.costs.replay) + self.costs.replay;
-                Entry {
-                    translated: replayed,
-                    pipeline: replayed,
-                }
+                (accepted, replayed)
             }
             None => {
                 let accepted = self.fabric.serve(arrival, busy + self.costs.walk_busy);
@@ -451,7 +431,7 @@ impl<'a> Machine<'a> {
                 let walk = self.costs.walk + draw_tail(&mut self.rng, &self.host.memory.dram_tail);
                 let done = self.walkers.serve(accepted.saturating_sub(early), walk) + walk;
                 tlb.walked(page, done);
-                Entry::at(accepted, done)
+                (accepted, done)
             }
         }
     }
@@ -559,7 +539,7 @@ impl<'a> Machine<'a> {
             self.down.owe(mrd.dllps);
             let arrival = sent + wire + half_fixed;
             let lines = (addr + len as u64 - 1) / LINE - addr / LINE + 1;
-            let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines, 0).translated;
+            let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines, 0).1;
             let translated = translated.max(not_before);
             let mut ready = translated;
             let mut last_arrival = translated;
@@ -634,13 +614,13 @@ impl<'a> Machine<'a> {
             // The port decodes the header, and the IOMMU starts a miss's walk, while the
             // payload is still arriving.
             let payload = mwr.payload;
-            let entry = self.enter_fabric(arrival, addr, busy, payload);
-            let processed = entry.translated + busy;
+            let (accepted, translated) = self.enter_fabric(arrival, addr, busy, payload);
+            let processed = translated + busy;
             self.posted.push_back(processed);
             sent_last = sent;
-            // The commit pipeline runs from the TLP's entry, in parallel with its own page walk;
-            // ownership can only be asked for once the address is translated.
-            let visible = (entry.pipeline + busy + commit_ps).max(own.map_or(0, |o| processed + o));
+            // The commit pipeline runs from acceptance, in parallel with a page walk; ownership
+            // can only be asked for once the address is translated.
+            let visible = (accepted + busy + commit_ps).max(own.map_or(0, |o| processed + o));
             committed = committed.max(visible);
         }
         (sent_last, committed)
@@ -674,10 +654,9 @@ impl<'a> Machine<'a> {
             let sent = self.up.send(issue, mwr.wire);
             let payload = mwr.payload;
             let own = c.own.map(|o| o + self.own_latency(d.addr / LINE));
-            let entry = self.enter_fabric(sent + c.wire, d.addr, c.write_line, payload);
+            let (accepted, translated) = self.enter_fabric(sent + c.wire, d.addr, c.write_line, payload);
             self.llc.device_write((d.addr / LINE) as u32);
-            let visible =
-                (entry.pipeline + c.write_line + c.commit).max(own.map_or(0, |o| entry.translated + c.write_line + o));
+            let visible = (accepted + c.write_line + c.commit).max(own.map_or(0, |o| translated + c.write_line + o));
             (sent, visible)
         } else {
             (issue, 0)
@@ -685,7 +664,7 @@ impl<'a> Machine<'a> {
         let sent = self.up.send(start, self.tlp.mrd(d.addr, d.size).wire);
         let translated = self
             .enter_fabric(sent + c.wire + c.half_fixed, d.addr, c.request + c.line, 0)
-            .translated;
+            .1;
         let line = d.addr / LINE;
         let asked = translated.max(not_before) + c.line;
         let ready = asked + self.line_latency(line) + self.read_hiccup(line);

@@ -102,8 +102,7 @@ pub struct Iommu {
     /// Walks in flight at once.
     pub walkers: u32,
     /// A request that arrives while its page is being walked is parked and, once the walk
-    /// ends, re-enters the root port's pipeline from the top: one such request after another,
-    /// this long each.
+    /// ends, translated again: one such request after another, this long each.
     pub replay_ns: f64,
 }
 

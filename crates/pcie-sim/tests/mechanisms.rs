@@ -94,7 +94,7 @@ fn io_tlb_misses_cost_a_page_walk_and_bandwidth_beyond_its_reach() {
 }
 
 #[test]
-fn a_large_write_hides_part_of_its_walk_and_parked_tlps_re_enter_one_by_one() {
+fn a_large_write_hides_part_of_its_walk_and_parked_tlps_are_translated_one_by_one() {
     let penalty = |s: &Simulator, size: u32| {
         let mut w = workload(Op::LatWriteRead, size, 64 << 20, CachePrep::Cold);
         let off = median(s, &w);
@@ -116,7 +116,7 @@ fn a_large_write_hides_part_of_its_walk_and_parked_tlps_re_enter_one_by_one() {
     let without = penalty(&no_replay, 2048);
     assert!(
         large - without > 100.0,
-        "7 parked TLPs re-enter one by one: +{large} ns with replays, +{without} without"
+        "7 parked TLPs are translated again one by one: +{large} ns with replays, +{without} without"
     );
 }
 
