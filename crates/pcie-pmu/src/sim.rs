@@ -187,14 +187,19 @@ impl SimHost {
     }
 }
 
+/// What the driver answers an event it does not take: EINVAL.
+fn refused(e: &ResolvedEvent) -> CounterError {
+    CounterError::Rejected {
+        event: crate::counter::event_name(e),
+        pmu: e.pmu.clone(),
+        cpu: crate::counter::target_cpu(e),
+        errno: EINVAL,
+    }
+}
+
 impl CounterSource for SimHost {
     fn open(&mut self, e: &ResolvedEvent) -> Result<CounterId, CounterError> {
-        let rejected = || CounterError::Rejected {
-            event: crate::counter::event_name(e),
-            pmu: e.pmu.clone(),
-            cpu: crate::counter::target_cpu(e),
-            errno: EINVAL,
-        };
+        let rejected = || refused(e);
         let port = self
             .pmus
             .iter()
@@ -212,12 +217,7 @@ impl CounterSource for SimHost {
         match events {
             [] => Ok(Vec::new()),
             [one] => Ok(vec![self.open(one)?]),
-            [_, member, ..] => Err(CounterError::Rejected {
-                event: crate::counter::event_name(member),
-                pmu: member.pmu.clone(),
-                cpu: crate::counter::target_cpu(member),
-                errno: EINVAL,
-            }),
+            [_, member, ..] => Err(refused(member)),
         }
     }
 

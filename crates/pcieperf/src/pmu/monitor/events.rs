@@ -94,24 +94,25 @@ pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<Requested>, 
                 return Err(usage(format!("-e {text:?}: empty event between commas")));
             }
             let resolved = sys.resolve_all(&piece.text)?;
-            let group = piece.group.map(|g| {
-                let pmus: Vec<String> = resolved.iter().map(|r| r.pmu.clone()).collect();
-                match first_pmus.iter().find(|(k, _)| *k == g) {
-                    Some((_, first)) if *first != pmus => Err(usage(format!(
-                        "-e {text:?}: the events of a group must be on the same PMUs: {} is on {}, the group's first event on {}",
-                        piece.text,
-                        pmus.join(", "),
-                        first.join(", ")
-                    ))),
-                    Some(_) => Ok(()),
-                    None => {
-                        first_pmus.push((g, pmus));
-                        Ok(())
+            let group = match piece.group {
+                None => None,
+                Some(g) => {
+                    let pmus: Vec<String> = resolved.iter().map(|r| r.pmu.clone()).collect();
+                    match first_pmus.iter().find(|(k, _)| *k == g) {
+                        Some((_, first)) if *first != pmus => {
+                            return Err(usage(format!(
+                                "-e {text:?}: the events of a group must be on the same PMUs: {} is on {}, the group's first event on {}",
+                                piece.text,
+                                pmus.join(", "),
+                                first.join(", ")
+                            )))
+                        }
+                        Some(_) => {}
+                        None => first_pmus.push((g, pmus)),
                     }
+                    Some(format!("{{{}}}", groups + g))
                 }
-                .map(|()| format!("{{{}}}", groups + g))
-            });
-            let group = group.transpose()?;
+            };
             events.extend(resolved.into_iter().map(|ev| Requested {
                 ev,
                 group: group.clone(),
