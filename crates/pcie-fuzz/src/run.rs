@@ -1,0 +1,193 @@
+//! The fuzzing loop: mutate, run under `catch_unwind`, time, keep what the target accepts.
+
+use crate::alloc::BoundedAlloc;
+use crate::mutate::{mutate, Rng};
+use crate::{Target, Verdict};
+use std::cell::RefCell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+/// Inputs the target accepted that are kept for further mutation.
+const CORPUS_MAX: usize = 512;
+
+/// One input that broke a target.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub input: Vec<u8>,
+    /// The panic message and place, the time taken, or the target's own complaint.
+    pub what: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = String::from_utf8_lossy(&self.input);
+        match text.char_indices().nth(300) {
+            Some((cut, _)) => write!(
+                f,
+                "{} on input {:?}... ({} bytes)",
+                self.what,
+                &text[..cut],
+                self.input.len()
+            ),
+            None => write!(f, "{} on input {:?}", self.what, text),
+        }
+    }
+}
+
+/// What a run of one target did.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub target: &'static str,
+    pub tried: u64,
+    pub accepted: u64,
+    pub refused: u64,
+    pub failures: Vec<Failure>,
+    /// The slowest input and its time.
+    pub slowest: Duration,
+    pub elapsed: Duration,
+}
+
+/// Distinct failures kept per run (the count goes on).
+const FAILURES_KEPT: usize = 20;
+
+thread_local! {
+    static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Panics inside a fuzz run are recorded for the report instead of printed; others print as usual.
+fn quiet_panics() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            let fuzzing = PANIC.with(|p| {
+                let mut p = p.borrow_mut();
+                if p.as_deref() == Some("") {
+                    *p = Some(info.to_string());
+                    true
+                } else {
+                    false
+                }
+            });
+            if !fuzzing {
+                default(info);
+            }
+        }));
+    });
+}
+
+/// Run `inputs` inputs through `target`, starting from seed `seed`; an input that takes longer
+/// than `limit` is a failure.
+pub fn fuzz(target: &Target, inputs: u64, seed: u64, limit: Duration) -> Report {
+    quiet_panics();
+    let mut rng = Rng::new(seed);
+    let mut corpus: Vec<Vec<u8>> = target.seeds.clone();
+    let mut report = Report {
+        target: target.name,
+        ..Report::default()
+    };
+    let start = Instant::now();
+    let mut failed = 0u64;
+    for i in 0..inputs {
+        // The seeds themselves first, then mutants of the corpus.
+        let input = match target.seeds.get(i as usize) {
+            Some(s) => s.clone(),
+            None => {
+                let base = rng.below(corpus.len());
+                mutate(&corpus[base], &corpus, &target.dictionary, &mut rng)
+            }
+        };
+        BoundedAlloc::set_input(&input);
+        PANIC.with(|p| *p.borrow_mut() = Some(String::new()));
+        let t0 = Instant::now();
+        let result = panic::catch_unwind(AssertUnwindSafe(|| (target.run)(&input)));
+        let took = t0.elapsed();
+        let panicked = PANIC.with(|p| p.borrow_mut().take()).filter(|m| !m.is_empty());
+        report.tried += 1;
+        report.slowest = report.slowest.max(took);
+        let what = match result {
+            Err(_) => Some(format!("panic: {}", panicked.unwrap_or_default())),
+            Ok(_) if took > limit => Some(format!("took {took:?} (limit {limit:?})")),
+            Ok(Verdict::Wrong(why)) => Some(why),
+            Ok(Verdict::Accepted) => {
+                report.accepted += 1;
+                if corpus.len() < CORPUS_MAX {
+                    corpus.push(input.clone());
+                } else {
+                    let at = rng.below(CORPUS_MAX);
+                    corpus[at] = input.clone();
+                }
+                None
+            }
+            Ok(Verdict::Refused(_)) => {
+                report.refused += 1;
+                None
+            }
+        };
+        if let Some(what) = what {
+            failed += 1;
+            if report.failures.len() < FAILURES_KEPT && report.failures.iter().all(|f| f.what != what) {
+                report.failures.push(Failure { input, what });
+            }
+        }
+    }
+    BoundedAlloc::set_input(&[]);
+    report.elapsed = start.elapsed();
+    if failed > report.failures.len() as u64 {
+        let more = failed - report.failures.len() as u64;
+        if let Some(last) = report.failures.last_mut() {
+            last.what.push_str(&format!(" (and {more} more failing inputs)"));
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::refused;
+
+    fn overflowing(input: &[u8]) -> Verdict {
+        match String::from_utf8_lossy(input).trim().parse::<u8>() {
+            Ok(n) => {
+                if n == 7 {
+                    panic!("seven");
+                }
+                Verdict::Accepted
+            }
+            Err(_) => Verdict::Refused("not a byte".into()),
+        }
+    }
+
+    #[test]
+    fn a_panicking_target_is_reported_with_its_input_and_message() {
+        let t = Target::new("overflowing", &["12"], &[], overflowing);
+        let r = fuzz(&t, 20_000, 1, Duration::from_secs(5));
+        assert_eq!(r.tried, 20_000);
+        assert!(r.accepted > 0 && r.refused > 0, "{r:?}");
+        let f = r.failures.first().expect("the fuzzer finds 7");
+        assert_eq!(String::from_utf8_lossy(&f.input).trim(), "7");
+        assert!(f.what.contains("seven"), "{}", f.what);
+    }
+
+    #[test]
+    fn a_sound_target_has_no_failures() {
+        let sound = Target::new("sound", &["12"], &[], |i| {
+            match String::from_utf8_lossy(i).trim().parse::<u8>() {
+                Ok(_) => Verdict::Accepted,
+                Err(e) => refused(e.to_string()),
+            }
+        });
+        let r = fuzz(&sound, 5_000, 2, Duration::from_secs(5));
+        assert!(r.failures.is_empty(), "{:?}", r.failures);
+        assert!(r.accepted > 100, "mutants of a number are often numbers: {r:?}");
+    }
+
+    #[test]
+    fn an_empty_refusal_is_a_failure() {
+        let t = Target::new("mute", &["x"], &[], |_| refused(String::new()));
+        let r = fuzz(&t, 10, 3, Duration::from_secs(5));
+        assert!(r.failures[0].what.contains("empty message"));
+    }
+}
