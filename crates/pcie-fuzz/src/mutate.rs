@@ -9,7 +9,7 @@ impl Rng {
         Rng(seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -19,7 +19,7 @@ impl Rng {
 
     /// Uniform in `0..n` (`n` > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        (self.next_u64() % n as u64) as usize
     }
 
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
@@ -155,7 +155,7 @@ pub fn mutate(input: &[u8], others: &[Vec<u8>], dictionary: &[&str], rng: &mut R
                 }
                 let at = rng.below(out.len());
                 out[at] = match rng.below(3) {
-                    0 => rng.next() as u8,
+                    0 => rng.next_u64() as u8,
                     1 => out[at] ^ (1 << rng.below(8)),
                     _ => *rng.pick(b"\0\n\r\t ,;:=./\"'[]{}#-"),
                 };
