@@ -50,7 +50,9 @@ pub fn read_bound(
         None => cfg.max_tags(),
     };
     let link = stream(cfg, Op::Rd, size, offset)?.payload;
-    let requests = split::read_requests(cfg, offset as u64, size).count() as u32;
+    let requests = split::read_request_runs(cfg, offset as u64, size)
+        .map(|r| r.count)
+        .sum::<u64>() as u32;
     let bytes_per_request = size as f64 / requests as f64;
     let latency = Gbps::from_bytes_per_sec(outstanding as f64 / rtt.as_secs() * bytes_per_request);
     let (bound, limit) = if latency.0 < link.0 {

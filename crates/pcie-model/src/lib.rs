@@ -1,6 +1,7 @@
 //! An exact analytical model of what a PCIe link can carry: link parameters, TLP/DLLP/flit
 //! overheads, streaming DMA bandwidth, a latency (outstanding request) bound and NIC models.
-//! Pure functions over plain data; no I/O.
+//! Pure functions over plain data; no I/O. Every transfer size is evaluated in constant time
+//! (TLPs are counted by shape, not enumerated).
 
 mod config;
 mod dllp;
