@@ -3,11 +3,10 @@
 use super::link_args::LinkArgs;
 use crate::error::CliError;
 use crate::output::{json, write_atomically, Cell, Format, Table};
-use crate::sizes::parse_sizes;
 use clap::Args;
 use pcie_model::{
-    raw, read_bound, stream, stream_traffic, tlp_layer, Dir, Ethernet, Flow, Gbps, LinkConfig, Op, Picos, ReadBound,
-    Throughput,
+    parse_sizes, raw, read_bound, stream, stream_traffic, tlp_layer, Dir, Ethernet, Flow, Gbps, LinkConfig, Op, Picos,
+    ReadBound, Throughput,
 };
 use pcie_report::{Axis, Chart, Point, Series};
 use serde::Serialize;
@@ -86,6 +85,11 @@ pub fn parse_eth(text: &str) -> Result<Option<Ethernet>, CliError> {
     }
 }
 
+/// `--sizes TEXT`, refused with the list as the user typed it.
+pub fn parse_size_list(text: &str) -> Result<Vec<u32>, CliError> {
+    parse_sizes(text).map_err(|e| CliError::Usage(format!("--sizes {text}: {e}")))
+}
+
 fn parse_ops(text: &str) -> Result<Vec<Op>, CliError> {
     let ops = text
         .split(',')
@@ -141,12 +145,19 @@ pub fn run(a: &BwArgs) -> Result<String, CliError> {
     let ops = parse_ops(&a.op)?;
     let eth = parse_eth(&a.eth)?;
     let rtt = parse_latency(a.latency)?;
-    let sizes = parse_sizes(a.sizes.as_deref().unwrap_or(DEFAULT_SIZES))?;
+    let sizes = parse_size_list(a.sizes.as_deref().unwrap_or(DEFAULT_SIZES))?;
     let rows = evaluate(a, &cfg, &sizes, &ops, eth, rtt)?;
     if let Some(path) = &a.plot {
         let plot_rows = match &a.sizes {
             Some(_) => None,
-            None => Some(evaluate(a, &cfg, &parse_sizes(DEFAULT_PLOT_SIZES)?, &ops, eth, rtt)?),
+            None => Some(evaluate(
+                a,
+                &cfg,
+                &parse_size_list(DEFAULT_PLOT_SIZES)?,
+                &ops,
+                eth,
+                rtt,
+            )?),
         };
         write_atomically(path, &chart(&cfg, plot_rows.as_ref().unwrap_or(&rows), eth).to_svg())?;
     }
