@@ -19,10 +19,10 @@ pub struct NicArgs {
     #[arg(long, default_value = "simple,kernel,dpdk")]
     nic: String,
     /// Ethernet speed in Gb/s: 10, 25, 40, 100, 200, 400
-    #[arg(long, default_value = "40")]
+    #[arg(long, default_value = "40", allow_negative_numbers = true)]
     eth: String,
     /// Frame sizes in bytes, FCS included (64-9216): lists and ranges, e.g. 64..1518
-    #[arg(long, default_value = "64..1518")]
+    #[arg(long, default_value = "64..1518", allow_negative_numbers = true)]
     sizes: String,
     /// Draw bidirectional NIC throughput and the line rate vs frame size to this SVG file
     #[arg(long, value_name = "FILE.svg")]
