@@ -45,12 +45,20 @@ pub fn read_bound(
         return Err(ConfigError::new("latency", 0, "must be greater than 0 ns"));
     }
     let outstanding = match outstanding {
-        Some(0) => return Err(ConfigError::new("tags", 0, "must be at least 1")),
-        Some(n) => n,
+        Some(n) if (1..=cfg.max_tags()).contains(&n) => n,
+        Some(n) => {
+            return Err(ConfigError::new(
+                "tags",
+                n,
+                format!("must be between 1 and {} ({}-bit tags)", cfg.max_tags(), cfg.tag_bits),
+            ))
+        }
         None => cfg.max_tags(),
     };
     let link = stream(cfg, Op::Rd, size, offset)?.payload;
-    let requests = split::read_requests(cfg, offset as u64, size).count() as u32;
+    let requests = split::read_request_runs(cfg, offset as u64, size)
+        .map(|r| r.count)
+        .sum::<u64>() as u32;
     let bytes_per_request = size as f64 / requests as f64;
     let latency = Gbps::from_bytes_per_sec(outstanding as f64 / rtt.as_secs() * bytes_per_request);
     let (bound, limit) = if latency.0 < link.0 {
@@ -103,5 +111,10 @@ mod tests {
         let cfg = LinkConfig::new(&LinkParams::default()).unwrap();
         assert_eq!(read_bound(&cfg, 64, 0, Picos(0), None).unwrap_err().param, "latency");
         assert_eq!(read_bound(&cfg, 64, 0, Picos(1), Some(0)).unwrap_err().param, "tags");
+        assert!(read_bound(&cfg, 64, 0, Picos(1), Some(256)).is_ok());
+        assert_eq!(
+            read_bound(&cfg, 64, 0, Picos(1), Some(257)).unwrap_err().to_string(),
+            "tags 257: must be between 1 and 256 (8-bit tags)"
+        );
     }
 }

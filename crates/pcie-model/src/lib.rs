@@ -1,6 +1,8 @@
 //! An exact analytical model of what a PCIe link can carry: link parameters, TLP/DLLP/flit
 //! overheads, streaming DMA bandwidth, a latency (outstanding request) bound and NIC models.
-//! Pure functions over plain data; no I/O.
+//! Pure functions over plain data; no I/O. Every transfer size is evaluated in constant time
+//! (TLPs are counted by shape, not enumerated). [`parse_sizes`] reads the size lists users write
+//! (`64,128`, `1..4096`, `64..2048:64`), bounded to [`MAX_SIZES`] points, for any input text.
 
 mod config;
 mod dllp;
@@ -10,6 +12,7 @@ mod generation;
 mod latency;
 mod nic;
 mod phy;
+mod sizes;
 mod split;
 mod stream;
 mod throughput;
@@ -24,6 +27,7 @@ pub use generation::{Encoding, Generation};
 pub use latency::{read_bound, Limit, ReadBound};
 pub use nic::{crossover, nic_point, Crossover, Direction, NicKind, NicPoint};
 pub use phy::raw;
+pub use sizes::{parse_sizes, SizeListError, MAX_SIZES};
 pub use split::{completions as split_completions, read_requests as split_read_requests, writes as split_writes};
 pub use stream::{check_transfer, stream, traffic as stream_traffic, Op, MAX_TRANSFER};
 pub use throughput::{capacity, reverse_dllp_bytes, solve, tlp_layer, DirLoad, Throughput};

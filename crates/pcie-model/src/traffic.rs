@@ -62,30 +62,33 @@ impl Initiator {
 }
 
 impl Traffic {
+    /// A flow of `(TLP, count)` groups: each group is `count` TLPs occupying the link like the
+    /// one given.
     fn add(
         &mut self,
         cfg: &LinkConfig,
         what: &'static str,
         dir: Dir,
-        tlps: impl IntoIterator<Item = Tlp>,
+        groups: impl IntoIterator<Item = (Tlp, u64)>,
         weight: f64,
     ) {
-        let mut flow = Flow {
-            what,
-            dir,
-            kind: TlpKind::MWr,
-            tlps: 0.0,
-            bytes: 0.0,
-            payload: 0.0,
-        };
-        for t in tlps {
-            flow.kind = t.kind;
-            flow.tlps += weight;
-            flow.bytes += weight * t.wire_bytes(cfg) as f64;
+        let (mut kind, mut tlps, mut bytes, mut payload) = (TlpKind::MWr, 0, 0, 0);
+        for (t, count) in groups {
+            kind = t.kind;
+            tlps += count;
+            bytes += count * t.wire_bytes(cfg) as u64;
             if t.kind != TlpKind::MRd {
-                flow.payload += weight * t.len as f64;
+                payload += count * t.len as u64;
             }
         }
+        let flow = Flow {
+            what,
+            dir,
+            kind,
+            tlps: weight * tlps as f64,
+            bytes: weight * bytes as f64,
+            payload: weight * payload as f64,
+        };
         if flow.tlps > 0.0 {
             self.flows.push(flow);
         }
@@ -93,24 +96,23 @@ impl Traffic {
 
     /// A memory write of `len` bytes at `addr`, `weight` times per unit.
     pub fn write(&mut self, cfg: &LinkConfig, what: &'static str, by: Initiator, addr: u64, len: u32, weight: f64) {
-        let tlps = split::writes(cfg, addr, len).map(|(a, l)| Tlp::request(cfg, TlpKind::MWr, a, l));
+        let tlps = split::write_runs(cfg, addr, len).map(|r| (Tlp::request(cfg, TlpKind::MWr, r.addr, r.len), r.count));
         self.add(cfg, what, by.request_dir(), tlps, weight);
     }
 
     /// A memory read of `len` bytes at `addr`: requests one way, completions back.
     pub fn read(&mut self, cfg: &LinkConfig, what: &'static str, by: Initiator, addr: u64, len: u32, weight: f64) {
         let dir = by.request_dir();
-        let reqs = split::read_requests(cfg, addr, len).map(|(a, l)| Tlp::request(cfg, TlpKind::MRd, a, l));
+        let reqs =
+            split::read_request_runs(cfg, addr, len).map(|r| (Tlp::request(cfg, TlpKind::MRd, r.addr, r.len), r.count));
         self.add(cfg, what, dir, reqs, weight);
-        let cpls = split::read_completions(cfg, addr, len)
-            .into_iter()
-            .map(|(a, l)| Tlp::completion(a, l));
+        let cpls = split::read_completion_runs(cfg, addr, len).map(|r| (Tlp::completion(r.addr, r.len), r.count));
         self.add(cfg, what, dir.reverse(), cpls, weight);
     }
 
     /// An MSI raised by the device.
     pub fn msi(&mut self, cfg: &LinkConfig, what: &'static str, weight: f64) {
-        self.add(cfg, what, Dir::Up, [Tlp::msi(cfg)], weight);
+        self.add(cfg, what, Dir::Up, [(Tlp::msi(cfg), 1)], weight);
     }
 
     /// Flows in one direction.

@@ -5,7 +5,6 @@ mod error;
 mod model;
 mod output;
 mod pmu;
-mod sizes;
 
 use clap::{Parser, Subcommand};
 use error::CliError;

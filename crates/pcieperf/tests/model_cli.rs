@@ -53,6 +53,89 @@ fn bad_link_parameters_are_refused_with_their_allowed_values() {
 }
 
 #[test]
+fn hostile_numbers_are_refused_naming_the_value_and_the_allowed_range() {
+    let one_of_sizes = "must be one of 128, 256, 512, 1024, 2048, 4096";
+    let cases: &[(&[&str], String)] = &[
+        // Negative and out-of-u32 numbers reach the model's message, not clap's.
+        (&["bw", "--mps", "-1"], format!("--mps -1: {one_of_sizes}")),
+        (
+            &["bw", "--mrrs", "4294967296"],
+            format!("--mrrs 4294967296: {one_of_sizes}"),
+        ),
+        (&["bw", "--rcb", "nan"], "--rcb nan: must be one of 64, 128".into()),
+        (&["bw", "--addr", "1e300"], "--addr 1e300: must be one of 32, 64".into()),
+        (
+            &["bw", "--tag-bits", ""],
+            "--tag-bits : must be one of 5, 8, 10, 14".into(),
+        ),
+        (
+            &["bw", "--tlp-align", "-16"],
+            "--tlp-align -16: must be one of 4, 8, 16, 32, 64".into(),
+        ),
+        (
+            &["bw", "--lanes", "-8"],
+            "--lanes -8: must be one of 1, 2, 4, 8, 16, 32".into(),
+        ),
+        (
+            &["bw", "--gen", "-1"],
+            "--gen -1: must be one of 1, 2, 3, 4, 5, 6, 7".into(),
+        ),
+        (
+            &["bw", "--offset", "-1"],
+            "--offset -1: must be between 0 and 4095".into(),
+        ),
+        (
+            &["bw", "--offset", "4294967296"],
+            "--offset 4294967296: must be between 0 and 4095".into(),
+        ),
+        (
+            &["bw", "--sizes", "-1"],
+            "--sizes -1: '-1' is not a whole number of bytes".into(),
+        ),
+        (
+            &["bw", "--eth", "-40"],
+            "--eth -40: must be one of 10, 25, 40, 100, 200, 400".into(),
+        ),
+        // Floats are quoted as typed, and values that round to 0 ps are refused as such.
+        (
+            &["bw", "--latency", "1e300"],
+            "--latency 1e300: must be a number of nanoseconds from 0.001 to 1e9".into(),
+        ),
+        (&["bw", "--latency", "nan"], "--latency nan: must be a number".into()),
+        (&["bw", "--latency", "1e-9"], "--latency 1e-9: must be a number".into()),
+        (
+            &["bw", "--latency", "18446744073709551615"],
+            "--latency 18446744073709551615: must be a number".into(),
+        ),
+        // More reads in flight than the tag field can name.
+        (
+            &["bw", "--latency", "600", "--tags", "4294967295"],
+            "--tags 4294967295: must be between 1 and 256 (8-bit tags)".into(),
+        ),
+        (
+            &["bw", "--latency", "600", "--tags", "-1"],
+            "--tags -1: must be between 1 and 256".into(),
+        ),
+        (&["nic", "--rcb", "-64"], "--rcb -64: must be one of 64, 128".into()),
+        (&["link", "--mps", "-1"], format!("--mps -1: {one_of_sizes}")),
+        (&["link", "--mrrs", "inf"], format!("--mrrs inf: {one_of_sizes}")),
+    ];
+    for (args, message) in cases {
+        let mut all = vec!["model"];
+        all.extend_from_slice(args);
+        let err = refused(&all);
+        assert!(err.contains(message.as_str()), "{args:?}: got {err}");
+    }
+}
+
+#[test]
+fn size_lists_past_the_point_limit_are_refused() {
+    // 1..1048576 is the limit itself; one more plain size used to slip through.
+    let err = refused(&["model", "bw", "--sizes", "1..1048576,5"]);
+    assert!(err.contains("--sizes 1..1048576,5: more than 1048576 sizes"), "{err}");
+}
+
+#[test]
 fn clap_level_errors_also_exit_2() {
     refused(&["model", "bw", "--mps", "lots"]);
     refused(&["model", "bw", "--no-such-option"]);

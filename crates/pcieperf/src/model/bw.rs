@@ -1,13 +1,12 @@
 //! `pcieperf model bw`: effective bandwidth of streaming DMA vs transfer size.
 
-use super::link_args::LinkArgs;
+use super::link_args::{as_typed, whole, LinkArgs};
 use crate::error::CliError;
 use crate::output::{json, write_atomically, Cell, Format, Table};
-use crate::sizes::parse_sizes;
 use clap::Args;
 use pcie_model::{
-    raw, read_bound, stream, stream_traffic, tlp_layer, Dir, Ethernet, Flow, Gbps, LinkConfig, Op, Picos, ReadBound,
-    Throughput,
+    parse_sizes, raw, read_bound, stream, stream_traffic, tlp_layer, ConfigError, Dir, Ethernet, Flow, Gbps,
+    LinkConfig, Op, Picos, ReadBound, Throughput,
 };
 use pcie_report::{Axis, Chart, Point, Series};
 use serde::Serialize;
@@ -23,23 +22,23 @@ pub struct BwArgs {
     link: LinkArgs,
     /// Transfer sizes in bytes: lists and inclusive ranges, e.g. 64,128 or 1..4096 or 64..2048:64
     /// [default: 64,128,256,512,1024,1500,2048,4096; 1..4096 with --plot]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     sizes: Option<String>,
     /// Operations, comma-separated: wr (device writes host memory), rd (device reads), rdwr (both)
     #[arg(long, default_value = "wr,rd,rdwr")]
     op: String,
-    /// Start of each transfer, in bytes past a 4 KB boundary
-    #[arg(long, default_value_t = 0)]
-    offset: u32,
+    /// Start of each transfer, in bytes past a 4 KB boundary (0-4095)
+    #[arg(long, default_value = "0", allow_negative_numbers = true)]
+    offset: String,
     /// Ethernet speed for the line-rate column (10, 25, 40, 100, 200, 400) or none
-    #[arg(long, default_value = "40")]
+    #[arg(long, default_value = "40", allow_negative_numbers = true)]
     eth: String,
-    /// Read round trip in ns: adds the Little's-law bound on reads
+    /// Read round trip in ns (0.001 to 1e9): adds the Little's-law bound on reads
     #[arg(long, value_name = "NS", allow_negative_numbers = true)]
-    latency: Option<f64>,
-    /// Read requests in flight for the latency bound [default: all tags --tag-bits allows]
-    #[arg(long, requires = "latency")]
-    tags: Option<u32>,
+    latency: Option<String>,
+    /// Read requests in flight for the latency bound, up to all tags --tag-bits allows [default: all]
+    #[arg(long, requires = "latency", allow_negative_numbers = true)]
+    tags: Option<String>,
     /// Draw effective bandwidth vs transfer size to this SVG file
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
@@ -86,6 +85,11 @@ pub fn parse_eth(text: &str) -> Result<Option<Ethernet>, CliError> {
     }
 }
 
+/// `--sizes TEXT`, refused with the list as the user typed it.
+pub fn parse_size_list(text: &str) -> Result<Vec<u32>, CliError> {
+    parse_sizes(text).map_err(|e| CliError::Usage(format!("--sizes {text}: {e}")))
+}
+
 fn parse_ops(text: &str) -> Result<Vec<Op>, CliError> {
     let ops = text
         .split(',')
@@ -94,13 +98,31 @@ fn parse_ops(text: &str) -> Result<Vec<Op>, CliError> {
     Ok(ops)
 }
 
-fn parse_latency(ns: Option<f64>) -> Result<Option<Picos>, CliError> {
-    match ns {
-        None => Ok(None),
-        Some(v) if v.is_finite() && v > 0.0 && v < 1e9 => Ok(Some(Picos::from_nanos(v))),
-        Some(v) => Err(CliError::Usage(format!(
-            "--latency {v}: must be a number of nanoseconds between 0 and 1e9"
+/// Round trips from 1 ps (the model's time unit) to 1 s.
+const LATENCY_NS: std::ops::RangeInclusive<f64> = 0.001..=1e9;
+
+fn parse_latency(text: Option<&str>) -> Result<Option<f64>, CliError> {
+    let Some(text) = text else { return Ok(None) };
+    match text.parse::<f64>() {
+        Ok(ns) if LATENCY_NS.contains(&ns) => Ok(Some(ns)),
+        _ => Err(CliError::Usage(format!(
+            "--latency {text}: must be a number of nanoseconds from {} to {:e}",
+            LATENCY_NS.start(),
+            LATENCY_NS.end()
         ))),
+    }
+}
+
+impl BwArgs {
+    /// A model error, quoting `--offset` and `--tags` as typed.
+    fn refused(&self, e: ConfigError) -> CliError {
+        as_typed(
+            e,
+            &[
+                ("offset", &self.offset),
+                ("tags", self.tags.as_deref().unwrap_or_default()),
+            ],
+        )
     }
 }
 
@@ -112,6 +134,8 @@ fn evaluate(
     eth: Option<Ethernet>,
     rtt: Option<Picos>,
 ) -> Result<Vec<Row>, CliError> {
+    let offset = whole(&a.offset);
+    let tags = a.tags.as_deref().map(whole);
     sizes
         .iter()
         .map(|&size| {
@@ -120,12 +144,15 @@ fn evaluate(
                 .map(|&op| {
                     Ok(OpResult {
                         op,
-                        throughput: stream(cfg, op, size, a.offset)?,
-                        flows: stream_traffic(cfg, op, size, a.offset).flows,
+                        throughput: stream(cfg, op, size, offset).map_err(|e| a.refused(e))?,
+                        flows: stream_traffic(cfg, op, size, offset).flows,
                     })
                 })
                 .collect::<Result<Vec<_>, CliError>>()?;
-            let read_bound = rtt.map(|t| read_bound(cfg, size, a.offset, t, a.tags)).transpose()?;
+            let read_bound = rtt
+                .map(|t| read_bound(cfg, size, offset, t, tags))
+                .transpose()
+                .map_err(|e| a.refused(e))?;
             Ok(Row {
                 size,
                 results,
@@ -140,23 +167,31 @@ pub fn run(a: &BwArgs) -> Result<String, CliError> {
     let cfg = a.link.config()?;
     let ops = parse_ops(&a.op)?;
     let eth = parse_eth(&a.eth)?;
-    let rtt = parse_latency(a.latency)?;
-    let sizes = parse_sizes(a.sizes.as_deref().unwrap_or(DEFAULT_SIZES))?;
+    let latency_ns = parse_latency(a.latency.as_deref())?;
+    let rtt = latency_ns.map(Picos::from_nanos);
+    let sizes = parse_size_list(a.sizes.as_deref().unwrap_or(DEFAULT_SIZES))?;
     let rows = evaluate(a, &cfg, &sizes, &ops, eth, rtt)?;
     if let Some(path) = &a.plot {
         let plot_rows = match &a.sizes {
             Some(_) => None,
-            None => Some(evaluate(a, &cfg, &parse_sizes(DEFAULT_PLOT_SIZES)?, &ops, eth, rtt)?),
+            None => Some(evaluate(
+                a,
+                &cfg,
+                &parse_size_list(DEFAULT_PLOT_SIZES)?,
+                &ops,
+                eth,
+                rtt,
+            )?),
         };
         write_atomically(path, &chart(&cfg, plot_rows.as_ref().unwrap_or(&rows), eth).to_svg())?;
     }
     let report = Report {
         config: &cfg,
-        offset: a.offset,
+        offset: whole(&a.offset),
         raw_gbps: raw(&cfg),
         tlp_gbps: tlp_layer(&cfg),
         eth,
-        latency_ns: a.latency,
+        latency_ns,
         rows,
     };
     Ok(match a.format {

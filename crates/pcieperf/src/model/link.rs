@@ -1,6 +1,6 @@
 //! `pcieperf model link`: raw and TLP-layer bandwidth of every generation and width.
 
-use super::link_args::parse_mode;
+use super::link_args::{as_typed, parse_mode, whole};
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
@@ -10,11 +10,11 @@ use serde::Serialize;
 #[derive(Debug, Args)]
 pub struct LinkTableArgs {
     /// Maximum Payload Size in bytes
-    #[arg(long, default_value_t = 256)]
-    mps: u32,
+    #[arg(long, default_value = "256", allow_negative_numbers = true)]
+    mps: String,
     /// Maximum Read Request Size in bytes
-    #[arg(long, default_value_t = 512)]
-    mrrs: u32,
+    #[arg(long, default_value = "512", allow_negative_numbers = true)]
+    mrrs: String,
     /// Flit mode: auto (on from Gen6), on (also Gen1-5), off (Gen1-5 only)
     #[arg(long, default_value = "auto")]
     flit: String,
@@ -52,6 +52,7 @@ fn encoding_name(e: Encoding) -> &'static str {
 pub fn run(a: &LinkTableArgs) -> Result<String, CliError> {
     let mode = parse_mode(a.compat.as_deref())?;
     let flit: FlitMode = a.flit.parse()?;
+    let (mps, mrrs) = (whole(&a.mps), whole(&a.mrrs));
     let mut rows = Vec::new();
     for gen in Generation::ALL {
         if flit == FlitMode::Off && gen.requires_flit() {
@@ -62,11 +63,12 @@ pub fn run(a: &LinkTableArgs) -> Result<String, CliError> {
                 gen,
                 lanes,
                 flit,
-                mps: a.mps,
-                mrrs: a.mrrs,
+                mps,
+                mrrs,
                 mode,
                 ..LinkParams::default()
-            })?;
+            })
+            .map_err(|e| as_typed(e, &[("mps", &a.mps), ("mrrs", &a.mrrs)]))?;
             rows.push(LinkRow {
                 gen: gen.number(),
                 lanes,
@@ -111,6 +113,6 @@ pub fn run(a: &LinkTableArgs) -> Result<String, CliError> {
     }
     Ok(match a.format {
         Format::Csv => t.to_csv(),
-        _ => format!("Per direction, MPS {}, MRRS {}:\n{}", a.mps, a.mrrs, t.to_human()),
+        _ => format!("Per direction, MPS {mps}, MRRS {mrrs}:\n{}", t.to_human()),
     })
 }

@@ -1,10 +1,9 @@
 //! `pcieperf model nic`: NIC throughput over frame sizes against the Ethernet line rate.
 
-use super::bw::parse_eth;
+use super::bw::{parse_eth, parse_size_list};
 use super::link_args::LinkArgs;
 use crate::error::CliError;
 use crate::output::{json, write_atomically, Cell, Format, Table};
-use crate::sizes::parse_sizes;
 use clap::Args;
 use pcie_model::{crossover, nic_point, Crossover, Ethernet, LinkConfig, NicKind, NicPoint};
 use pcie_report::{Axis, Chart, Point, Series};
@@ -20,10 +19,10 @@ pub struct NicArgs {
     #[arg(long, default_value = "simple,kernel,dpdk")]
     nic: String,
     /// Ethernet speed in Gb/s: 10, 25, 40, 100, 200, 400
-    #[arg(long, default_value = "40")]
+    #[arg(long, default_value = "40", allow_negative_numbers = true)]
     eth: String,
     /// Frame sizes in bytes, FCS included (64-9216): lists and ranges, e.g. 64..1518
-    #[arg(long, default_value = "64..1518")]
+    #[arg(long, default_value = "64..1518", allow_negative_numbers = true)]
     sizes: String,
     /// Draw bidirectional NIC throughput and the line rate vs frame size to this SVG file
     #[arg(long, value_name = "FILE.svg")]
@@ -57,7 +56,7 @@ pub fn run(a: &NicArgs) -> Result<String, CliError> {
         .split(',')
         .map(|s| s.trim().parse::<NicKind>())
         .collect::<Result<Vec<_>, _>>()?;
-    let mut frames = parse_sizes(&a.sizes)?;
+    let mut frames = parse_size_list(&a.sizes)?;
     frames.sort_unstable();
     frames.dedup();
     let nics = kinds
