@@ -10,6 +10,7 @@ use clap::Args;
 use pcie_model::{stream, Generation, LinkConfig, LinkParams, Op};
 use pcie_pmu::accumulate::{gbps, max_interval_secs};
 use pcie_pmu::counter::event_name;
+use pcie_pmu::event_spec::split_event_list;
 use pcie_pmu::{
     Accumulator, CounterError, CounterId, CounterSource, Delta, PciDevice, PcieView, PmuError, PmuEvent, ResolvedEvent,
     System,
@@ -106,50 +107,6 @@ pub mod tests {
     use super::*;
     use pcie_pmu::fixture::{self, DwcVariant, Tree};
     use pcie_pmu::Reading;
-
-    #[test]
-    fn events_split_at_commas_outside_slashes_and_braces_make_groups() {
-        let split = |t: &str| -> Vec<(String, Option<usize>)> {
-            split_events(t)
-                .unwrap()
-                .into_iter()
-                .map(|p| (p.text, p.group))
-                .collect()
-        };
-        let ungrouped =
-            |v: &[&str]| -> Vec<(String, Option<usize>)> { v.iter().map(|t| (t.to_string(), None)).collect() };
-        assert_eq!(
-            split("dwc_rootport_3018/rx_memory_read,lane=4/,software/cpu-clock/"),
-            ungrouped(&["dwc_rootport_3018/rx_memory_read,lane=4/", "software/cpu-clock/"])
-        );
-        assert_eq!(split("msr/tsc/"), ungrouped(&["msr/tsc/"]));
-        assert_eq!(split("a/b/,,c/d/"), ungrouped(&["a/b/", "", "c/d/"]));
-        assert_eq!(
-            split("x/y/, {a/b,c=1/, d/e/} ,{f/g/},h/i/"),
-            vec![
-                ("x/y/".to_string(), None),
-                ("a/b,c=1/".to_string(), Some(1)),
-                ("d/e/".to_string(), Some(1)),
-                ("f/g/".to_string(), Some(2)),
-                ("h/i/".to_string(), None),
-            ]
-        );
-        assert_eq!(
-            split("a/{b}/"),
-            ungrouped(&["a/{b}/"]),
-            "braces inside an event's slashes are its own"
-        );
-        for (bad, says) in [
-            ("{a/b/,c/d/", "not closed"),
-            ("a/b/}", "closes no group"),
-            ("{a/b/,{c/d/}}", "do not nest"),
-            ("x{a/b/}", "do not nest"),
-            ("{a/b/}:u", "modifiers on groups"),
-        ] {
-            let e = split_events(bad).unwrap_err();
-            assert!(e.contains(says), "{bad}: {e}");
-        }
-    }
 
     /// A source whose counters advance by a fixed step per read and run half the time, on a
     /// clock that only moves when the monitor sleeps.
