@@ -36,6 +36,10 @@ impl EventSpec {
             spec: spec.to_string(),
             message: m.to_string(),
         };
+        crate::sysfs::check_len(spec).map_err(|message| PmuError::BadSpec {
+            spec: format!("{}...", spec.chars().take(40).collect::<String>()),
+            message,
+        })?;
         let s = spec.trim();
         let (pmu, rest) = s
             .split_once('/')
@@ -53,9 +57,7 @@ impl EventSpec {
                 return Err(bad("empty term"));
             }
             let (k, v) = match part.split_once('=') {
-                Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => {
-                    (k.trim(), Some(v.trim().to_string()))
-                }
+                Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => (k.trim(), Some(v.trim().to_string())),
                 Some(_) => return Err(bad(&format!("{part:?}: expected TERM=VALUE"))),
                 None => (part, None),
             };
@@ -234,51 +236,50 @@ pub struct ListItem {
 /// comma. The message says what is wrong, without the list (the caller names where it came from).
 pub fn split_event_list(text: &str) -> Result<Vec<ListItem>, String> {
     let mut out = Vec::new();
-    let mut cur = String::new();
     let mut groups = 0;
     // Between an event's slashes, braces and commas are the event's own.
     let mut inside = false;
     let mut open: Option<usize> = None;
     // Just after a `}`: the group's last event is out, only a separator may follow.
     let mut closed = false;
-    for c in text.chars() {
-        match c {
-            '/' => {
-                inside = !inside;
-                cur.push(c);
-            }
-            '{' if !inside && open.is_none() && cur.trim().is_empty() && !closed => {
+    // Where the current event's text begins (the separators are ASCII, so byte offsets).
+    let mut start = 0;
+    for (i, b) in text.bytes().enumerate() {
+        match b {
+            b'/' => inside = !inside,
+            b'{' if !inside && open.is_none() && text[start..i].trim().is_empty() && !closed => {
                 groups += 1;
                 open = Some(groups);
+                start = i + 1;
             }
-            '{' if !inside => return Err("a group opens inside a group or an event; groups do not nest".into()),
-            '}' if !inside && open.is_some() => {
-                if cur.trim().is_empty() && out.last().is_none_or(|l: &ListItem| l.group != open) {
+            b'{' if !inside => return Err("a group opens inside a group or an event; groups do not nest".into()),
+            b'}' if !inside && open.is_some() => {
+                let cur = text[start..i].trim();
+                if cur.is_empty() && out.last().is_none_or(|l: &ListItem| l.group != open) {
                     return Err("empty group {}".into());
                 }
-                end_item(&mut out, &mut cur, open.take(), false)?;
+                end_item(&mut out, cur, open.take(), false)?;
                 closed = true;
+                start = i + 1;
             }
-            '}' if !inside => return Err("'}' closes no group".into()),
-            ',' if !inside => {
-                end_item(&mut out, &mut cur, open, closed)?;
+            b'}' if !inside => return Err("'}' closes no group".into()),
+            b',' if !inside => {
+                end_item(&mut out, text[start..i].trim(), open, closed)?;
                 closed = false;
-                inside = false;
+                start = i + 1;
             }
-            _ => cur.push(c),
+            _ => {}
         }
     }
     if open.is_some() {
         return Err("a group is not closed with '}'".into());
     }
-    end_item(&mut out, &mut cur, None, closed)?;
+    end_item(&mut out, text[start..].trim(), None, closed)?;
     Ok(out)
 }
 
-/// The event text in `cur` ends (at a separator, a `}` or the end); after a `}` it must be empty.
-fn end_item(out: &mut Vec<ListItem>, cur: &mut String, group: Option<usize>, closed: bool) -> Result<(), String> {
-    let text = std::mem::take(cur);
-    let text = text.trim();
+/// An event's text (trimmed) ends at a separator, a `}` or the end; after a `}` it must be empty.
+fn end_item(out: &mut Vec<ListItem>, text: &str, group: Option<usize>, closed: bool) -> Result<(), String> {
     match (closed, text.is_empty()) {
         (false, true) => return Err("empty event between commas".into()),
         (false, false) => out.push(ListItem {
@@ -315,6 +316,9 @@ mod tests {
         assert!(EventSpec::parse("p/a,,b/").is_err());
         assert!(EventSpec::parse("p/a=/").is_err());
         assert!(EventSpec::parse("p/a/b/").is_err());
+        let long = format!("p/{}/", "x".repeat(5000));
+        let e = EventSpec::parse(&long).unwrap_err().to_string();
+        assert!(e.len() < 200 && e.contains("5003 bytes: longer than 4096"), "{e}");
         let twice = EventSpec::parse("p/ev,lane=1,lane=2/").unwrap_err().to_string();
         assert!(twice.contains("lane: given twice"), "{twice}");
     }

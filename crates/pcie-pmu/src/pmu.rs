@@ -58,6 +58,7 @@ impl FormatTerm {
     /// Parse the contents of a format file. Bits are 0 to 63, each range low bit first, and
     /// ranges may not overlap (a value bit must land in one config bit).
     pub fn parse(name: &str, text: &str) -> Result<FormatTerm, String> {
+        sysfs::check_len(text)?;
         let bad = || format!("{text:?}: expected configN:lo-hi[,lo-hi...] or configN:bit (N empty or 1 to 3)");
         let (field, bits) = text.trim().split_once(':').ok_or_else(bad)?;
         let field = ConfigField::from_name(field.trim()).ok_or_else(bad)?;
@@ -169,6 +170,7 @@ impl EventAlias {
     /// Parse an events/ file's contents. Whitespace around terms is ignored (the v1 DWC patch
     /// printed `eventid=0x21, type=0x1`); a term without a value means 1.
     pub fn parse(name: &str, text: &str) -> Result<EventAlias, String> {
+        sysfs::check_len(text)?;
         let mut terms = Vec::new();
         for part in text.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = match part.split_once('=') {
@@ -336,7 +338,11 @@ mod tests {
         let full = FormatTerm::parse("c", "config:0-63").unwrap();
         assert_eq!(full.pack(0, u64::MAX), Some(u64::MAX));
         let c2 = FormatTerm::parse("w", "config2:0-63").unwrap();
-        assert_eq!((c2.field, c2.width(), c2.max_value()), (ConfigField::Config2, 64, u64::MAX));
+        assert_eq!(
+            (c2.field, c2.width(), c2.max_value()),
+            (ConfigField::Config2, 64, u64::MAX)
+        );
+        let long = format!("config:0{}", " ".repeat(5000));
         for (bad, says) in [
             ("config:", "expected configN"),
             ("", "expected configN"),
@@ -351,6 +357,7 @@ mod tests {
             ("config:18446744073709551616", "expected configN"),
             ("config:0-7,4-11", "bits 4-11 overlap 0-7"),
             ("config:0-63,0", "bits 0-0 overlap 0-63"),
+            (long.as_str(), "5008 bytes: longer than 4096"),
         ] {
             let e = FormatTerm::parse("x", bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");
@@ -374,6 +381,8 @@ mod tests {
         assert!(EventAlias::parse("b", "event=zz").is_err());
         let wide = EventAlias::parse("w", "event=0x10000000000000000").unwrap_err();
         assert!(wide.contains("event=0x10000000000000000 is not a number"), "{wide}");
+        let long = EventAlias::parse("l", &"event=1,".repeat(600)).unwrap_err();
+        assert_eq!(long, "4800 bytes: longer than 4096");
         let twice = EventAlias::parse("d", "event=0x1,umask=2,event=0x3").unwrap_err();
         assert!(twice.contains("term event appears twice"), "{twice}");
     }

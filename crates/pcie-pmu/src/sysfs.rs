@@ -107,6 +107,19 @@ pub(crate) fn parse_err(path: &Path, message: impl Into<String>) -> PmuError {
     }
 }
 
+/// The longest `format/` or `events/` text (a page: what the kernel's sysfs prints at most) and
+/// event string taken; longer is corrupt, and refusing it keeps error messages that quote the
+/// text short.
+pub const TEXT_MAX: usize = 4096;
+
+/// `Err` naming the length when `text` is longer than [`TEXT_MAX`].
+pub(crate) fn check_len(text: &str) -> Result<(), String> {
+    match text.len() {
+        n if n > TEXT_MAX => Err(format!("{n} bytes: longer than {TEXT_MAX}")),
+        _ => Ok(()),
+    }
+}
+
 /// A decimal or `0x` hexadecimal unsigned integer.
 pub(crate) fn parse_u64(s: &str) -> Option<u64> {
     let s = s.trim();

@@ -134,6 +134,9 @@ pub fn run(a: &RecordArgs) -> Result<String, CliError> {
             check_target(opt, p)?;
         }
     }
+    // Before the source starts: a signal during setup still ends the run cleanly (and a
+    // simulated host's tree is removed).
+    let cancel = cancel_on_signals();
     let (mut mon, mut src) = a.watch.open()?;
     let bounded = a.duration.is_some() || !a.command.is_empty();
     let out = if bounded {
@@ -158,7 +161,6 @@ pub fn run(a: &RecordArgs) -> Result<String, CliError> {
         duration: a.duration,
         command: &a.command,
     };
-    let cancel = cancel_on_signals();
     let secs = monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut rec)?;
     if let Out::Buffer(b) = &rec.out {
         write_atomically(&a.output, b)?;

@@ -301,6 +301,9 @@ fn bind(listen: &str) -> Result<TcpListener, CliError> {
 pub fn run(a: &ServeArgs) -> Result<String, CliError> {
     check_duration(a.duration)?;
     let listener = bind(&a.listen)?;
+    // Before the source starts: a signal during setup still ends the run cleanly (and a
+    // simulated host's tree is removed).
+    let cancel = cancel_on_signals();
     let (mut mon, mut src) = a.watch.open()?;
     let shared: Shared = Arc::default();
     let local = listener
@@ -318,7 +321,6 @@ pub fn run(a: &ServeArgs) -> Result<String, CliError> {
         duration: a.duration,
         command: &[],
     };
-    let cancel = cancel_on_signals();
     monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut publisher)?;
     Ok(String::new())
 }

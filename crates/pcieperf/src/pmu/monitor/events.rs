@@ -18,6 +18,9 @@ impl From<ResolvedEvent> for Requested {
     }
 }
 
+/// The most events one command counts (each is a file descriptor per CPU it opens on).
+pub const MAX_EVENTS: usize = 4096;
+
 /// Resolve every `-e` spec (a PMU base name may give several events, one per PMU instance: a
 /// group then becomes one group per instance, so each of its events must reach the same PMUs).
 pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<Requested>, CliError> {
@@ -51,6 +54,11 @@ pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<Requested>, 
                 ev,
                 group: group.clone(),
             }));
+            if events.len() > MAX_EVENTS {
+                return Err(usage(format!(
+                    "-e: more than {MAX_EVENTS} events (after opening every instance of a PMU base name); count fewer at once"
+                )));
+            }
         }
         groups += pieces.iter().filter_map(|p| p.group).max().unwrap_or(0);
     }

@@ -83,21 +83,33 @@ pub fn counter_err(e: CounterError) -> CliError {
     }
 }
 
-/// `-I 0` is refused: the interval must be at least 1 ms.
+/// The longest `-I`: a day, in milliseconds.
+pub const MAX_INTERVAL_MS: u64 = 86_400_000;
+
+/// `-I MS`: 1 ms to a day.
 pub fn check_interval(ms: Option<u64>) -> Result<(), CliError> {
     match ms {
         Some(0) => Err(usage("-I 0: the interval must be at least 1 ms")),
+        Some(ms) if ms > MAX_INTERVAL_MS => Err(usage(format!(
+            "-I {ms}: the interval must be at most {MAX_INTERVAL_MS} ms (a day)"
+        ))),
         _ => Ok(()),
     }
 }
 
-/// `--duration S`: a positive, finite number of seconds.
+/// The shortest and longest `--duration`, in seconds (1 ms; about 31 years).
+pub const DURATION_RANGE: (f64, f64) = (0.001, 1e9);
+
+/// `--duration S`: a finite number of seconds from 1 ms to 1e9 s.
 pub fn check_duration(d: Option<f64>) -> Result<(), CliError> {
+    let (min, max) = DURATION_RANGE;
     match d {
         Some(d) if !(d.is_finite() && d > 0.0) => {
             Err(usage(format!("--duration {d}: must be a positive number of seconds")))
         }
-        Some(d) if d > 1e9 => Err(usage(format!("--duration {d}: too long"))),
+        Some(d) if !(min..=max).contains(&d) => Err(usage(format!(
+            "--duration {d:e}: must be from {min} to {max:e} seconds"
+        ))),
         _ => Ok(()),
     }
 }
