@@ -2,6 +2,7 @@
 //! `events/` files), `format/` bit-field specs, `-e` lists with `{...}` groups, event catalogs.
 
 use crate::{refused, text, Target, Verdict};
+use pcie_pmu::catalog::MAX_BYTES_PER_COUNT;
 use pcie_pmu::fixture::{self, DwcVariant, Tree};
 use pcie_pmu::{split_event_list, Catalog, ConfigField, EventAlias, EventSpec, FormatTerm, Pmu, ResolvedEvent, System};
 use std::sync::OnceLock;
@@ -203,12 +204,16 @@ fn catalog(input: &[u8]) -> Verdict {
         Err(e) => return refused(e.to_string()),
     };
     for e in &c.events {
-        let scales = e
+        let mut scales = e
             .bytes_per_count
             .into_iter()
             .chain(e.variants.iter().map(|v| v.bytes_per_count));
-        if let Some(b) = scales.clone().find(|b| !(b.is_finite() && *b > 0.0)) {
+        if let Some(b) = scales.find(|b| !(*b > 0.0 && *b <= MAX_BYTES_PER_COUNT)) {
             return Verdict::Wrong(format!("event {:?}: bytes_per_count {b} accepted", e.name));
+        }
+        let mut models = e.variants.iter().flat_map(|v| v.cpu_models.iter().flatten());
+        if let Some(m) = models.find(|m| **m > 255) {
+            return Verdict::Wrong(format!("event {:?}: cpu model {m} accepted", e.name));
         }
         if let Some(enc) = &e.encoding {
             if EventAlias::parse(&e.name, enc).is_err() {
