@@ -374,3 +374,31 @@ pub fn targets() -> Vec<Target> {
         },
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_seed_is_accepted() {
+        for t in targets() {
+            for seed in &t.seeds {
+                assert_eq!((t.run)(seed), Verdict::Accepted, "{}: {}", t.name, text(seed));
+            }
+        }
+    }
+
+    #[test]
+    fn nonsense_the_parsers_once_took_is_refused() {
+        for (target, input) in [
+            (format_spec as fn(&[u8]) -> Verdict, "config:0-7,4-11"),
+            (format_spec, "config:70-80"),
+            (event_string, "event=1,event=2"),
+            (event_string, "uncore_iio_0/event=1,event=2/"),
+            (event_list, "{}"),
+            (catalog, "family = \"dwc\"\ndescription = \"d\"\n[[event]]\nname = \"e\"\nmetric = \"rx_bytes\"\nunit = \"bytes\"\nbytes_per_count = 1e300\n"),
+        ] {
+            assert!(matches!(target(input.as_bytes()), Verdict::Refused(_)), "{input}");
+        }
+    }
+}
