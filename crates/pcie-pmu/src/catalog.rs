@@ -31,6 +31,10 @@ pub const METRICS: [&str; 18] = [
     "outstanding",
 ];
 
+/// The largest `bytes_per_count`: a count of whole 4 KiB TLP payloads (real PMUs count bytes,
+/// dwords or 16- or 32-byte units).
+pub const MAX_BYTES_PER_COUNT: f64 = 4096.0;
+
 /// Units of a raw count.
 pub const UNITS: [&str; 6] = ["bytes", "count", "cycles", "flux", "time", "latency"];
 
@@ -147,11 +151,14 @@ impl Catalog {
             if !UNITS.contains(&e.unit.as_str()) {
                 return Err(at("unit", format!("{:?} is not one of {}", e.unit, one_of(&UNITS))));
             }
-            let positive = |v: f64| v.is_finite() && v > 0.0;
+            let scale = |v: f64| v > 0.0 && v <= MAX_BYTES_PER_COUNT;
             match (e.unit.as_str(), e.bytes_per_count) {
                 ("bytes", None) => return Err(at("bytes_per_count", "required when unit = \"bytes\"".into())),
-                ("bytes", Some(b)) if !positive(b) => {
-                    return Err(at("bytes_per_count", format!("{b}: must be a positive number")))
+                ("bytes", Some(b)) if !scale(b) => {
+                    return Err(at(
+                        "bytes_per_count",
+                        format!("{b}: must be a number above 0 and at most {MAX_BYTES_PER_COUNT}"),
+                    ))
                 }
                 ("bytes", _) => {}
                 (_, Some(_)) => return Err(at("bytes_per_count", "only allowed when unit = \"bytes\"".into())),
@@ -169,13 +176,22 @@ impl Catalog {
                         return Err(at("variant.tag", format!("{t:?} is not one of {}", one_of(&TAGS))))
                     }
                     (Some(_), None) => {}
+                    (None, Some(m)) if m.iter().any(|&n| n > 255) => {
+                        return Err(at(
+                            "variant.cpu_models",
+                            format!("{m:?}: Intel family-6 model numbers are 0 to 255"),
+                        ))
+                    }
                     (None, Some(m)) if !m.is_empty() => {}
                     _ => return Err(at("variant", "set exactly one of tag, cpu_models (non-empty)".into())),
                 }
-                if e.unit != "bytes" || !positive(v.bytes_per_count) {
+                if e.unit != "bytes" || !scale(v.bytes_per_count) {
                     return Err(at(
                         "variant.bytes_per_count",
-                        "a positive number, only for unit = \"bytes\"".into(),
+                        format!(
+                            "{}: a number above 0 and at most {MAX_BYTES_PER_COUNT}, only for unit = \"bytes\"",
+                            v.bytes_per_count
+                        ),
                     ));
                 }
             }
@@ -347,7 +363,45 @@ mod tests {
         let e = err(&ev("metric = \"rx_bytes\"\nunit = \"bytes\"\n"));
         assert!(e.contains("bytes_per_count: required"), "{e}");
         let e = err(&ev("metric = \"rx_bytes\"\nunit = \"bytes\"\nbytes_per_count = -1\n"));
-        assert!(e.contains("bytes_per_count: -1: must be a positive number"), "{e}");
+        assert!(
+            e.contains("bytes_per_count: -1: must be a number above 0 and at most 4096"),
+            "{e}"
+        );
+        for hostile in ["nan", "inf", "0", "1e300", "4096.5"] {
+            let e = err(&ev(&format!(
+                "metric = \"rx_bytes\"\nunit = \"bytes\"\nbytes_per_count = {hostile}\n"
+            )));
+            assert!(
+                e.contains("bytes_per_count: ") && e.contains("at most 4096"),
+                "{hostile}: {e}"
+            );
+        }
+        let e = err(&ev(
+            "metric = \"rx_bytes\"\nunit = \"bytes\"\nbytes_per_count = 1\n[[event.variant]]\ncpu_models = [143]\nbytes_per_count = nan\n",
+        ));
+        assert!(e.contains("variant.bytes_per_count: NaN: a number above 0"), "{e}");
+        let e = err(&ev(
+            "metric = \"rx_bytes\"\nunit = \"bytes\"\nbytes_per_count = 1\n[[event.variant]]\ncpu_models = [143, 4294967295]\nbytes_per_count = 2\n",
+        ));
+        assert!(
+            e.contains("variant.cpu_models: [143, 4294967295]: Intel family-6 model numbers are 0 to 255"),
+            "{e}"
+        );
+        let e = err(&ev(
+            "metric = \"rx_bytes\"\nunit = \"bytes\"\nbytes_per_count = 1\n[[event.variant]]\ncpu_models = [4294967296]\nbytes_per_count = 2\n",
+        ));
+        assert!(e.starts_with("t.toml: ") && e.contains("cpu_models"), "{e}");
+        let e = err(&ev(
+            "metric = \"errors\"\nunit = \"count\"\nencoding = \"event=0x10000000000000000\"\n",
+        ));
+        assert!(e.contains("encoding: ") && e.contains("is not a number"), "{e}");
+        let e = err(&ev(
+            "metric = \"errors\"\nunit = \"count\"\nencoding = \"event=1,event=2\"\n",
+        ));
+        assert!(
+            e.contains("encoding: ") && e.contains("term event appears twice"),
+            "{e}"
+        );
         let e = err(&ev(
             "metric = \"rx_bytes\"\nunit = \"bytes\"\nbytes_per_count = 1\n[[event.variant]]\ntag = \"old\"\nbytes_per_count = 16\n",
         ));

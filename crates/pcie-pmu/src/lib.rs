@@ -34,7 +34,7 @@ pub use accumulate::{Accumulator, Delta};
 pub use catalog::{Catalog, PmuEvent};
 pub use counter::{CounterError, CounterId, CounterSource, PerfEvents, Reading};
 pub use error::PmuError;
-pub use event_spec::{resolve, EventSpec, ResolvedEvent};
+pub use event_spec::{resolve, split_event_list, EventSpec, ListItem, ResolvedEvent};
 pub use family::{Family, FamilyMatch};
 pub use pmu::{ConfigField, EventAlias, FormatTerm, Pmu, TermValue};
 pub use sysfs::{CpuModel, SysfsRoot};

@@ -55,21 +55,32 @@ pub struct FormatTerm {
 }
 
 impl FormatTerm {
-    /// Parse the contents of a format file.
+    /// Parse the contents of a format file. Bits are 0 to 63, each range low bit first, and
+    /// ranges may not overlap (a value bit must land in one config bit).
     pub fn parse(name: &str, text: &str) -> Result<FormatTerm, String> {
-        let bad = || format!("{text:?}: expected configN:lo-hi[,lo-hi...] or configN:bit");
+        sysfs::check_len(text)?;
+        let bad = || format!("{text:?}: expected configN:lo-hi[,lo-hi...] or configN:bit (N empty or 1 to 3)");
         let (field, bits) = text.trim().split_once(':').ok_or_else(bad)?;
         let field = ConfigField::from_name(field.trim()).ok_or_else(bad)?;
-        let mut ranges = Vec::new();
+        let mut ranges: Vec<(u8, u8)> = Vec::new();
         for part in bits.split(',') {
             let (lo, hi) = match part.trim().split_once('-') {
                 Some((lo, hi)) => (lo.trim(), hi.trim()),
                 None => (part.trim(), part.trim()),
             };
-            let lo: u8 = lo.parse().map_err(|_| bad())?;
-            let hi: u8 = hi.parse().map_err(|_| bad())?;
-            if lo > hi || hi > 63 {
-                return Err(bad());
+            let bit = |b: &str| -> Result<u8, String> {
+                match b.parse::<u64>() {
+                    Ok(n) if n <= 63 => Ok(n as u8),
+                    Ok(_) => Err(format!("{text:?}: bit {b} is beyond 63 (bits are 0 to 63)")),
+                    Err(_) => Err(bad()),
+                }
+            };
+            let (lo, hi) = (bit(lo)?, bit(hi)?);
+            if lo > hi {
+                return Err(format!("{text:?}: range {lo}-{hi} must be written low bit first"));
+            }
+            if let Some(&(a, b)) = ranges.iter().find(|&&(a, b)| lo <= b && a <= hi) {
+                return Err(format!("{text:?}: bits {lo}-{hi} overlap {a}-{b}"));
             }
             ranges.push((lo, hi));
         }
@@ -159,6 +170,7 @@ impl EventAlias {
     /// Parse an events/ file's contents. Whitespace around terms is ignored (the v1 DWC patch
     /// printed `eventid=0x21, type=0x1`); a term without a value means 1.
     pub fn parse(name: &str, text: &str) -> Result<EventAlias, String> {
+        sysfs::check_len(text)?;
         let mut terms = Vec::new();
         for part in text.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = match part.split_once('=') {
@@ -167,6 +179,9 @@ impl EventAlias {
             };
             if k.is_empty() {
                 return Err(format!("{text:?}: empty term name"));
+            }
+            if terms.iter().any(|(t, _)| t == k) {
+                return Err(format!("{text:?}: term {k} appears twice"));
             }
             let value = if v == "?" {
                 TermValue::Required
@@ -262,8 +277,8 @@ impl Pmu {
                 ev.scale = Some(
                     s.parse::<f64>()
                         .ok()
-                        .filter(|x| x.is_finite())
-                        .ok_or_else(|| parse_err(&sp, format!("{s:?} is not a number")))?,
+                        .filter(|x| x.is_finite() && *x > 0.0)
+                        .ok_or_else(|| parse_err(&sp, format!("{s:?} is not a positive number")))?,
                 );
             }
             ev.unit = read_optional(&edir.join(format!("{f}.unit")))?.filter(|u| !u.is_empty());
@@ -322,8 +337,30 @@ mod tests {
         assert_eq!(t.unpack(0x41070c), 4);
         let full = FormatTerm::parse("c", "config:0-63").unwrap();
         assert_eq!(full.pack(0, u64::MAX), Some(u64::MAX));
-        for bad in ["config:", "conf:0-3", "config:5-3", "config:0-64", "config4:1"] {
-            assert!(FormatTerm::parse("x", bad).is_err(), "{bad}");
+        let c2 = FormatTerm::parse("w", "config2:0-63").unwrap();
+        assert_eq!(
+            (c2.field, c2.width(), c2.max_value()),
+            (ConfigField::Config2, 64, u64::MAX)
+        );
+        let long = format!("config:0{}", " ".repeat(5000));
+        for (bad, says) in [
+            ("config:", "expected configN"),
+            ("", "expected configN"),
+            ("conf:0-3", "expected configN"),
+            ("config4:1", "expected configN"),
+            ("config:0-x", "expected configN"),
+            ("config:-1", "expected configN"),
+            ("config:0-7,", "expected configN"),
+            ("config:9-3", "range 9-3 must be written low bit first"),
+            ("config:0-64", "bit 64 is beyond 63"),
+            ("config:70-80", "bit 70 is beyond 63"),
+            ("config:18446744073709551616", "expected configN"),
+            ("config:0-7,4-11", "bits 4-11 overlap 0-7"),
+            ("config:0-63,0", "bits 0-0 overlap 0-63"),
+            (long.as_str(), "5008 bytes: longer than 4096"),
+        ] {
+            let e = FormatTerm::parse("x", bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
         }
     }
 
@@ -342,5 +379,11 @@ mod tests {
         let flag = EventAlias::parse("f", "event=0x3c,edge").unwrap();
         assert_eq!(flag.terms[1], ("edge".into(), TermValue::Value(1)));
         assert!(EventAlias::parse("b", "event=zz").is_err());
+        let wide = EventAlias::parse("w", "event=0x10000000000000000").unwrap_err();
+        assert!(wide.contains("event=0x10000000000000000 is not a number"), "{wide}");
+        let long = EventAlias::parse("l", &"event=1,".repeat(600)).unwrap_err();
+        assert_eq!(long, "4800 bytes: longer than 4096");
+        let twice = EventAlias::parse("d", "event=0x1,umask=2,event=0x3").unwrap_err();
+        assert!(twice.contains("term event appears twice"), "{twice}");
     }
 }

@@ -107,6 +107,19 @@ pub(crate) fn parse_err(path: &Path, message: impl Into<String>) -> PmuError {
     }
 }
 
+/// The longest `format/` or `events/` text (a page: what the kernel's sysfs prints at most) and
+/// event string taken; longer is corrupt, and refusing it keeps error messages that quote the
+/// text short.
+pub const TEXT_MAX: usize = 4096;
+
+/// `Err` naming the length when `text` is longer than [`TEXT_MAX`].
+pub(crate) fn check_len(text: &str) -> Result<(), String> {
+    match text.len() {
+        n if n > TEXT_MAX => Err(format!("{n} bytes: longer than {TEXT_MAX}")),
+        _ => Ok(()),
+    }
+}
+
 /// A decimal or `0x` hexadecimal unsigned integer.
 pub(crate) fn parse_u64(s: &str) -> Option<u64> {
     let s = s.trim();
@@ -117,19 +130,25 @@ pub(crate) fn parse_u64(s: &str) -> Option<u64> {
     }
 }
 
-/// A CPU list such as `0`, `0,28` or `0-3,8`.
+/// The most CPUs a list may name (Linux's NR_CPUS is at most 8192; a longer list is corrupt).
+const MAX_CPUS: usize = 65536;
+
+/// A CPU list such as `0`, `0,28` or `0-3,8`, naming at most [`MAX_CPUS`] CPUs.
 pub(crate) fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
     let mut cpus = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if b < a || b - a > 65536 {
+                if b < a || (b - a) as usize >= MAX_CPUS - cpus.len().min(MAX_CPUS) {
                     return None;
                 }
                 cpus.extend(a..=b);
             }
             None => cpus.push(part.parse().ok()?),
+        }
+        if cpus.len() > MAX_CPUS {
+            return None;
         }
     }
     Some(cpus)
@@ -161,8 +180,8 @@ impl CpuModel {
                 "cpu family" => m.family = v.parse().ok(),
                 "model" => m.model = v.parse().ok(),
                 "model name" => m.model_name = Some(v.to_string()),
-                "CPU implementer" => m.arm_implementer = parse_u64(v).map(|x| x as u32),
-                "CPU part" => m.arm_part = parse_u64(v).map(|x| x as u32),
+                "CPU implementer" => m.arm_implementer = parse_u64(v).and_then(|x| u32::try_from(x).ok()),
+                "CPU part" => m.arm_part = parse_u64(v).and_then(|x| u32::try_from(x).ok()),
                 _ => {}
             }
         }
@@ -190,6 +209,11 @@ mod tests {
         assert_eq!(parse_cpu_list("0-2,8"), Some(vec![0, 1, 2, 8]));
         assert_eq!(parse_cpu_list(""), Some(vec![]));
         assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("0-65535").map(|c| c.len()), Some(65536));
+        assert_eq!(parse_cpu_list("0-65535,0"), None, "more CPUs than any kernel has");
+        assert_eq!(parse_cpu_list(&vec!["0-4095"; 17].join(",")), None);
+        assert_eq!(parse_cpu_list("4294967296"), None);
+        assert_eq!(parse_cpu_list("0-4294967295"), None, "refused before it is expanded");
     }
 
     #[test]
@@ -203,5 +227,8 @@ mod tests {
             (m.arm_implementer, m.arm_part, m.intel_model()),
             (Some(0x41), Some(0xd49), None)
         );
+        // A value wider than 32 bits is unknown, not truncated to a real part number.
+        let wide = CpuModel::parse("CPU implementer\t: 0x100000041\nCPU part\t: 0x100000d49\n");
+        assert_eq!((wide.arm_implementer, wide.arm_part), (None, None));
     }
 }

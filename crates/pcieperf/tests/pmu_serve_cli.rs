@@ -198,6 +198,30 @@ fn a_silent_client_does_not_hold_up_a_scrape() {
 }
 
 #[test]
+fn a_client_trickling_its_request_is_cut_off_after_2_s() {
+    let Some(server) = start(&["-e", "software/cpu-clock/", "-I", "100"]) else {
+        return;
+    };
+    let mut slow = TcpStream::connect(&server.addr).unwrap();
+    let start = Instant::now();
+    // A header byte every 200 ms, never the blank line: each read alone is quick.
+    let cut = loop {
+        if slow.write_all(b"X").is_err() {
+            break start.elapsed();
+        }
+        slow.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        match slow.read(&mut [0u8; 64]) {
+            Ok(0) => break start.elapsed(),
+            Ok(_) => panic!("answered a request that never ended"),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => break start.elapsed(),
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "still connected after 10 s");
+    };
+    assert!(cut >= Duration::from_millis(1900), "cut off early, after {cut:?}");
+}
+
+#[test]
 fn listen_address_is_checked_and_non_loopback_warns() {
     let e = refused(&["pmu", "serve", "-e", "software/cpu-clock/", "--listen", "localhost"]);
     assert!(e.contains("--listen localhost") && e.contains("ADDRESS:PORT"), "{e}");

@@ -67,6 +67,8 @@ struct Recorder {
     header_written: bool,
     intervals: usize,
     rows: usize,
+    /// Kept only for `--svg` / `--html` (a long run without charts keeps no per-interval state).
+    charts: bool,
     history: Vec<History>,
 }
 
@@ -93,6 +95,9 @@ impl Sink for Recorder {
         }
         self.intervals += 1;
         self.rows += rows.len();
+        if !self.charts {
+            return Ok(true);
+        }
         let time = rows.first().map_or(0.0, |r| r.time_s);
         for t in mon.targets(rows) {
             match self.history.iter_mut().find(|h| h.target.name == t.name) {
@@ -134,6 +139,9 @@ pub fn run(a: &RecordArgs) -> Result<String, CliError> {
             check_target(opt, p)?;
         }
     }
+    // Before the source starts: a signal during setup still ends the run cleanly (and a
+    // simulated host's tree is removed).
+    let cancel = cancel_on_signals();
     let (mut mon, mut src) = a.watch.open()?;
     let bounded = a.duration.is_some() || !a.command.is_empty();
     let out = if bounded {
@@ -151,6 +159,7 @@ pub fn run(a: &RecordArgs) -> Result<String, CliError> {
         header_written: false,
         intervals: 0,
         rows: 0,
+        charts: a.svg.is_some() || a.html.is_some(),
         history: Vec::new(),
     };
     let sched = Schedule {
@@ -158,7 +167,6 @@ pub fn run(a: &RecordArgs) -> Result<String, CliError> {
         duration: a.duration,
         command: &a.command,
     };
-    let cancel = cancel_on_signals();
     let secs = monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut rec)?;
     if let Out::Buffer(b) = &rec.out {
         write_atomically(&a.output, b)?;
@@ -323,6 +331,7 @@ mod tests {
             header_written: false,
             intervals: 0,
             rows: 0,
+            charts: true,
             history: Vec::new(),
         };
         let sched = Schedule {
@@ -347,5 +356,16 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("32.0 GT/s PCIe x16"), "{html}");
+
+        // Without charts nothing is kept per interval: a long run's memory stays flat.
+        let mut plain = Recorder {
+            charts: false,
+            history: Vec::new(),
+            out: Out::Buffer(String::new()),
+            ..rec
+        };
+        let rows = mon.sample(&mut src, 0.4, 0.1).unwrap();
+        plain.interval(&mon, &rows).unwrap();
+        assert_eq!((plain.intervals, plain.history.len()), (4, 0));
     }
 }

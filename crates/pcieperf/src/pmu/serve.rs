@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -214,11 +214,35 @@ const PAGE: &str = include_str!("serve_page.html");
 /// Connections answered at once; more are told to retry (503) rather than queued behind them.
 const MAX_CLIENTS: usize = 32;
 
+/// A request's head must arrive whole within this long: a client that sends a byte now and then
+/// holds its slot no longer than a silent one.
+const HEAD_TIME: Duration = Duration::from_secs(2);
+
+/// A connection's reading side that fails with `TimedOut` once `until` has passed, however
+/// the bytes trickle in.
+struct Deadline {
+    stream: TcpStream,
+    until: Instant,
+}
+
+impl Read for Deadline {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
+    }
+}
+
 /// Read one request's head; answer GET `/metrics`, `/`, `/api/targets`.
 fn answer(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
     stream.set_write_timeout(Some(Duration::from_secs(2)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut reader = BufReader::new(Deadline {
+        stream: stream.try_clone()?,
+        until: Instant::now() + HEAD_TIME,
+    });
     let mut first = String::new();
     reader.by_ref().take(8192).read_line(&mut first)?;
     let mut line = String::new();
@@ -301,6 +325,9 @@ fn bind(listen: &str) -> Result<TcpListener, CliError> {
 pub fn run(a: &ServeArgs) -> Result<String, CliError> {
     check_duration(a.duration)?;
     let listener = bind(&a.listen)?;
+    // Before the source starts: a signal during setup still ends the run cleanly (and a
+    // simulated host's tree is removed).
+    let cancel = cancel_on_signals();
     let (mut mon, mut src) = a.watch.open()?;
     let shared: Shared = Arc::default();
     let local = listener
@@ -318,7 +345,6 @@ pub fn run(a: &ServeArgs) -> Result<String, CliError> {
         duration: a.duration,
         command: &[],
     };
-    let cancel = cancel_on_signals();
     monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut publisher)?;
     Ok(String::new())
 }

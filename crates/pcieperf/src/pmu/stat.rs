@@ -12,6 +12,7 @@ use crate::output::{json, Cell, Format, Table};
 use clap::Args;
 use pcie_pmu::CounterSource;
 use std::io::Write;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 #[derive(Debug, Args)]
@@ -120,11 +121,13 @@ fn validate(a: &StatArgs) -> Result<(), CliError> {
 
 pub fn run(a: &StatArgs) -> Result<String, CliError> {
     validate(a)?;
+    // Before the source starts: a signal during setup still ends the run cleanly.
+    let cancel = cancel_on_signals();
     let (sys, mut src) = source::open(&a.source, &a.sim)?;
     let plan = Plan::new(&sys, resolve_events(&sys, &a.events)?)?;
     // Without -I the counters are read every second (see `monitor::run`).
     plan.warn_wraps(a.interval.map_or(1.0, |ms| ms as f64 / 1000.0));
-    count(src.as_mut(), plan, a)
+    count(src.as_mut(), plan, a, &cancel)
 }
 
 /// Interval rows on stdout as they come, in the chosen format.
@@ -156,9 +159,8 @@ impl Sink for Printer {
 }
 
 /// Open, count and print, on any counter source.
-fn count(src: &mut dyn CounterSource, plan: Plan, a: &StatArgs) -> Result<String, CliError> {
+fn count(src: &mut dyn CounterSource, plan: Plan, a: &StatArgs, cancel: &AtomicBool) -> Result<String, CliError> {
     let mut mon = Monitor::open(src, plan)?;
-    let cancel = cancel_on_signals();
     let widest = |f: &dyn Fn((&str, &str)) -> usize, min: usize| mon.labels().map(f).max().unwrap_or(min).max(min);
     let mut printer = Printer {
         format: a.format,
@@ -173,7 +175,7 @@ fn count(src: &mut dyn CounterSource, plan: Plan, a: &StatArgs) -> Result<String
         duration: a.duration,
         command: &a.command,
     };
-    let elapsed = monitor::run(src, &mut mon, sched, &cancel, &mut printer)?;
+    let elapsed = monitor::run(src, &mut mon, sched, cancel, &mut printer)?;
     if a.interval.is_some() {
         return Ok(String::new());
     }
@@ -226,7 +228,7 @@ mod tests {
             }],
             ports: vec![],
         };
-        let out = count(&mut Fake::default(), plan, &a).unwrap();
+        let out = count(&mut Fake::default(), plan, &a, &AtomicBool::new(false)).unwrap();
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         let r = &v[0];
         assert_eq!(r["raw"], 1_000_000);

@@ -274,13 +274,14 @@ pub fn run(a: &TopArgs) -> Result<String, CliError> {
              or `pmu record` / `pmu stat -I`",
         ));
     }
+    // Before the source starts: a signal during setup still ends the run cleanly.
+    let cancel = cancel_on_signals();
     let (mut mon, mut src) = a.watch.open()?;
     let sched = Schedule {
         interval: Some(Duration::from_millis(a.watch.interval)),
         duration: a.duration,
         command: &[],
     };
-    let cancel = cancel_on_signals();
     if a.format != Format::Table {
         let mut plain = Plain {
             format: a.format,

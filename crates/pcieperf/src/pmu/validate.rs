@@ -5,7 +5,7 @@
 //! workload is `fio --output-format=json` and the PMU the kernel's; on `--source sim` both are
 //! simulated, as fast as the simulation runs.
 
-use super::monitor::{counter_err, unpolled_width};
+use super::monitor::{check_interval, counter_err, unpolled_width};
 use super::source::{self, Source, SourceArgs};
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
@@ -346,10 +346,12 @@ fn describe(j: &StorageJob, a: &ValidateArgs) -> String {
     )
 }
 
+/// The largest `--size` of a simulated job: the simulation runs at about the link's pace, so
+/// this bounds a run to minutes.
+const SIM_MAX_JOB_SIZE: u64 = 64 << 30;
+
 pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
-    if a.interval == 0 {
-        return Err(CliError::Usage("-I 0: the interval must be at least 1 ms".into()));
-    }
+    check_interval(Some(a.interval))?;
     let dirs = parse_events(&a.events)?;
     let j = job(a)?;
     let interval = Duration::from_millis(a.interval);
@@ -357,6 +359,13 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
         Source::Sim(p) => {
             if a.filename.is_some() {
                 return Err(CliError::Usage("--filename: only with --source perf".into()));
+            }
+            if let (Some(size), Some(text)) = (j.size, &a.size) {
+                if size > SIM_MAX_JOB_SIZE {
+                    return Err(CliError::Usage(format!(
+                        "--size {text}: at most 64G per job with --source sim (a simulated host takes about as long as a real one)"
+                    )));
+                }
             }
             if a.source.sysfs != Path::new("/") {
                 return Err(CliError::Usage("--sysfs: only with --source perf".into()));

@@ -1,71 +1,8 @@
-//! Which events to count and what they measure: `-e` text split and resolved (with perf's
-//! `{a,b}` groups), the default payload events, bytes per count and metric from the catalogs,
+//! Which events to count and what they measure: `-e` text resolved (with perf's `{a,b}`
+//! groups), the default payload events, bytes per count and metric from the catalogs,
 //! and narrow unpolled counters.
 
 use super::*;
-
-/// One event of `-e` text and, when it was written inside `{...}`, which group (from 1).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Piece {
-    pub text: String,
-    pub group: Option<usize>,
-}
-
-/// Split `-e` text at the commas that separate events, not those between an event's slashes;
-/// events inside `{...}` belong to one group, as in `perf stat -e '{a,b}'`.
-pub fn split_events(text: &str) -> Result<Vec<Piece>, String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let (mut slashes, mut groups) = (0, 0);
-    let mut open: Option<usize> = None;
-    // Just after a `}`: the group's last event is out, only a separator may follow.
-    let mut closed = false;
-    for c in text.chars() {
-        let outside = slashes % 2 == 0;
-        match c {
-            '/' => {
-                slashes += 1;
-                cur.push(c);
-            }
-            '{' if outside && open.is_none() && cur.trim().is_empty() && !closed => {
-                groups += 1;
-                open = Some(groups);
-            }
-            '{' if outside => return Err("a group opens inside a group or an event; groups do not nest".into()),
-            '}' if outside && open.is_some() => {
-                end_piece(&mut out, &mut cur, open.take(), false)?;
-                closed = true;
-            }
-            '}' if outside => return Err("'}' closes no group".into()),
-            ',' if outside => {
-                end_piece(&mut out, &mut cur, open, closed)?;
-                closed = false;
-                slashes = 0;
-            }
-            _ => cur.push(c),
-        }
-    }
-    if open.is_some() {
-        return Err("a group is not closed with '}'".into());
-    }
-    end_piece(&mut out, &mut cur, None, closed)?;
-    Ok(out)
-}
-
-/// The event text in `cur` ends (at a separator, a `}` or the end); after a `}` it must be empty.
-fn end_piece(out: &mut Vec<Piece>, cur: &mut String, group: Option<usize>, closed: bool) -> Result<(), String> {
-    let text = std::mem::take(cur);
-    let text = text.trim();
-    match (closed, text.is_empty()) {
-        (false, _) => out.push(Piece {
-            text: text.to_string(),
-            group,
-        }),
-        (true, true) => {}
-        (true, false) => return Err(format!("{text:?} after a group: modifiers on groups are not supported")),
-    }
-    Ok(())
-}
 
 /// An event to count and the group the user put it in with `{...}`.
 #[derive(Debug, Clone)]
@@ -81,18 +18,18 @@ impl From<ResolvedEvent> for Requested {
     }
 }
 
+/// The most events one command counts (each is a file descriptor per CPU it opens on).
+pub const MAX_EVENTS: usize = 4096;
+
 /// Resolve every `-e` spec (a PMU base name may give several events, one per PMU instance: a
 /// group then becomes one group per instance, so each of its events must reach the same PMUs).
 pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<Requested>, CliError> {
     let mut events = Vec::new();
     let mut groups = 0;
     for text in specs {
-        let pieces = split_events(text).map_err(|e| usage(format!("-e {text:?}: {e}")))?;
+        let pieces = split_event_list(text).map_err(|e| usage(format!("-e {text:?}: {e}")))?;
         let mut first_pmus: Vec<(usize, Vec<String>)> = Vec::new();
         for piece in &pieces {
-            if piece.text.is_empty() {
-                return Err(usage(format!("-e {text:?}: empty event between commas")));
-            }
             let resolved = sys.resolve_all(&piece.text)?;
             let group = match piece.group {
                 None => None,
@@ -117,6 +54,11 @@ pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<Requested>, 
                 ev,
                 group: group.clone(),
             }));
+            if events.len() > MAX_EVENTS {
+                return Err(usage(format!(
+                    "-e: more than {MAX_EVENTS} events (after opening every instance of a PMU base name); count fewer at once"
+                )));
+            }
         }
         groups += pieces.iter().filter_map(|p| p.group).max().unwrap_or(0);
     }
