@@ -10,6 +10,13 @@ use std::time::{Duration, Instant};
 
 /// Inputs the target accepted that are kept for further mutation.
 const CORPUS_MAX: usize = 512;
+/// Accepted inputs slower than this are tried but not kept: mutants of slow inputs are slow
+/// too, and a corpus that drifts to the largest inputs a format allows (a million-point size
+/// list, a 64 KiB catalog) spends the run on a few of them instead of on many shapes.
+const CORPUS_TIME: Duration = Duration::from_millis(1);
+/// Nor are accepted inputs more than this many times the largest seed: they keep their
+/// mutants near real sizes (the mutator alone would let them grow to 64 KiB).
+const CORPUS_GROWTH: usize = 4;
 
 /// One input that broke a target.
 #[derive(Debug, Clone)]
@@ -83,6 +90,7 @@ pub fn fuzz(target: &Target, inputs: u64, seed: u64, limit: Duration) -> Report 
     quiet_panics();
     let mut rng = Rng::new(seed);
     let mut corpus: Vec<Vec<u8>> = target.seeds.clone();
+    let keep_len = CORPUS_GROWTH * target.seeds.iter().map(Vec::len).max().unwrap_or(0).max(64);
     let mut report = Report {
         target: target.name,
         ..Report::default()
@@ -112,9 +120,10 @@ pub fn fuzz(target: &Target, inputs: u64, seed: u64, limit: Duration) -> Report 
             Ok(Verdict::Wrong(why)) => Some(why),
             Ok(Verdict::Accepted) => {
                 report.accepted += 1;
-                if corpus.len() < CORPUS_MAX {
+                let keep = took <= CORPUS_TIME && input.len() <= keep_len;
+                if keep && corpus.len() < CORPUS_MAX {
                     corpus.push(input.clone());
-                } else {
+                } else if keep {
                     let at = rng.below(CORPUS_MAX);
                     corpus[at] = input.clone();
                 }

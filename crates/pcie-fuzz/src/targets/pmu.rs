@@ -164,9 +164,6 @@ fn format_spec(input: &[u8]) -> Verdict {
 /// An `-e` list: events are non-empty and trimmed, groups numbered from 1 in order, each group's
 /// events side by side.
 fn event_list(input: &[u8]) -> Verdict {
-    if let Some(v) = too_big_for_debug(input) {
-        return v;
-    }
     let s = text(input);
     let items = match split_event_list(&s) {
         Ok(items) => items,
@@ -195,9 +192,6 @@ fn event_list(input: &[u8]) -> Verdict {
 
 /// A catalog file through the public loader; what it accepts is usable.
 fn catalog(input: &[u8]) -> Verdict {
-    if let Some(v) = too_big_for_debug(input) {
-        return v;
-    }
     let s = text(input);
     let c = match Catalog::parse("fuzzed.toml", &s) {
         Ok(c) => c,
@@ -254,22 +248,6 @@ fn first_events(catalog: &str, n: usize) -> String {
         .nth(n)
         .map_or(lines.len(), |(i, _)| i);
     lines[..end].join("\n") + "\n"
-}
-
-/// Inputs the catalog and `-e` list targets take in a debug build (the test suite's short run);
-/// the release build's long run takes every input. Larger inputs are refused before parsing, so
-/// they never join the corpus and mutants stay small enough for a debug build's speed (both
-/// accept most mutants, which would otherwise grow to the mutator's 64 KiB).
-const DEBUG_INPUT_MAX: usize = 512;
-
-/// `Some(refusal)` for an input over [`DEBUG_INPUT_MAX`] in a debug build.
-fn too_big_for_debug(input: &[u8]) -> Option<Verdict> {
-    (cfg!(debug_assertions) && input.len() > DEBUG_INPUT_MAX).then(|| {
-        refused(format!(
-            "{} bytes: over the debug build's {DEBUG_INPUT_MAX}",
-            input.len()
-        ))
-    })
 }
 
 pub fn targets() -> Vec<Target> {
