@@ -5,6 +5,7 @@ use super::csv::Table;
 use super::run_info::RunInfo;
 use super::{bandwidth, cdf, latency, raw, BandwidthRow, CdfSection, LatencyRow, ResultsError};
 use serde::Serialize;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// The parsed contents of one result file.
@@ -21,6 +22,69 @@ pub enum ResultData {
 pub struct ResultFile {
     pub base: String,
     pub data: ResultData,
+}
+
+impl ResultFile {
+    /// One result CSV's text, recognised by its header; `path` names it in errors and its stem
+    /// is the base. `None` for raw sample files, which are not summarised.
+    pub fn parse(path: &Path, text: &str) -> Result<Option<ResultFile>, ResultsError> {
+        if first_line(text) == raw::HEADER {
+            return Ok(None);
+        }
+        let table = Table::parse(path, text)?;
+        let data = if table.has("cdf") {
+            ResultData::Cdf(cdf::parse(&table)?)
+        } else if table.has("Trans/s") {
+            ResultData::Bandwidth(bandwidth::parse(&table)?)
+        } else if table.has("Med(ns)") {
+            ResultData::Latency(latency::parse(&table)?)
+        } else {
+            return Err(ResultsError {
+                path: path.to_path_buf(),
+                line: Some(1),
+                column: None,
+                message: "not a result table: expected latency (Med(ns)), bandwidth (Trans/s), CDF (cdf) or raw sample columns".into(),
+            });
+        };
+        let base = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+        Ok(Some(ResultFile { base, data }))
+    }
+}
+
+/// The first non-blank line, trimmed.
+fn first_line(text: &str) -> &str {
+    text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
+}
+
+/// Largest result CSV read whole (raw sample files are recognised by their first line and
+/// skipped unread): a file of a few thousand tests is a few MB.
+const MAX_RESULT_FILE_BYTES: u64 = 256 << 20;
+
+/// A result CSV's text; `None` for a raw sample file, of which only the first line is read.
+fn read_result_csv(path: &Path) -> Result<Option<String>, ResultsError> {
+    let io = |e| ResultsError::io(path, e);
+    let file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    let mut head = Vec::new();
+    BufReader::new(&file)
+        .take(4096)
+        .read_until(b'\n', &mut head)
+        .map_err(io)?;
+    if first_line(&String::from_utf8_lossy(&head)) == raw::HEADER {
+        return Ok(None);
+    }
+    if len > MAX_RESULT_FILE_BYTES {
+        return Err(ResultsError::file(
+            path,
+            format!("{len} bytes: larger than the {MAX_RESULT_FILE_BYTES} bytes a result table may have"),
+        ));
+    }
+    let mut text = String::new();
+    (&file)
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| (&file).take(MAX_RESULT_FILE_BYTES + 1).read_to_string(&mut text))
+        .map_err(io)?;
+    Ok(Some(text))
 }
 
 /// A loaded run directory.
@@ -54,26 +118,9 @@ impl RunData {
         paths.sort();
         let mut files = Vec::new();
         for path in paths {
-            let text = std::fs::read_to_string(&path).map_err(|e| ResultsError::io(&path, e))?;
-            let table = Table::parse(&path, &text)?;
-            let data = if table.has("cdf") {
-                ResultData::Cdf(cdf::parse(&table)?)
-            } else if table.has("Trans/s") {
-                ResultData::Bandwidth(bandwidth::parse(&table)?)
-            } else if table.has("Med(ns)") {
-                ResultData::Latency(latency::parse(&table)?)
-            } else if table.header.join(",") == raw::HEADER {
-                continue;
-            } else {
-                return Err(ResultsError {
-                    path: path.clone(),
-                    line: Some(1),
-                    column: None,
-                    message: "not a result table: expected latency (Med(ns)), bandwidth (Trans/s), CDF (cdf) or raw sample columns".into(),
-                });
-            };
-            let base = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-            files.push(ResultFile { base, data });
+            if let Some(text) = read_result_csv(&path)? {
+                files.extend(ResultFile::parse(&path, &text)?);
+            }
         }
         Ok(RunData {
             dir: dir.to_path_buf(),
