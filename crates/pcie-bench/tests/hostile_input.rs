@@ -128,5 +128,19 @@ fn oversized_files_are_refused_unread_and_raw_files_skipped_unread() {
     );
     std::fs::remove_file(&huge).unwrap();
     assert!(RunData::load(&dir).unwrap().files.is_empty());
+    // run.json too: a 2 GB one used to be read whole before parsing.
+    let info = dir.join("run.json");
+    std::fs::write(&info, "{").unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&info)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    let e = RunData::load(&dir).unwrap_err().to_string();
+    assert!(
+        e.ends_with("run.json: 2147483648 bytes: larger than the 16777216 bytes a run.json may have"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
