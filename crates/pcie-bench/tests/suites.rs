@@ -194,7 +194,7 @@ fn malformed_values_name_file_group_key_and_allowed_values() {
         ),
         (
             with("device_offsets = [4294967295]"),
-            "bad.toml: group \"lat\": test 1 (LAT_RD size 64 window 8192 host offset 0 device offset 4294967295): device-offset 4294967295: device offset + transfer must fit the 8192-byte device buffer",
+            "bad.toml: group \"lat\": test LAT_RD size 64 window 8192 host offset 0 device offset 4294967295: device-offset 4294967295: device offset + transfer must fit the 8192-byte device buffer",
         ),
         (
             with("tests = [\"LAT_RD\", \"BW_RD\"]"),
@@ -254,7 +254,7 @@ fn tests_that_pcie_bench_would_refuse_are_refused() {
     let e = err(&with("sizes = [4000]\nhost_offsets = [200]"));
     assert_eq!(
         e,
-        "bad.toml: group \"lat\": test 1 (LAT_RD size 4000 window 8192 host offset 200 device offset 0): \
+        "bad.toml: group \"lat\": test LAT_RD size 4000 window 8192 host offset 200 device offset 0: \
          host-offset 200: transfer + host offset = 4200 must not exceed 4096"
     );
     let e = err(&with("tests = [\"LAT_CMD_RD\"]\nsizes = [6]"));

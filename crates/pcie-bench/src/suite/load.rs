@@ -180,17 +180,22 @@ fn group(
             format!("the suite expands to {n} tests up to this group; at most {MAX_SUITE_TESTS} are allowed"),
         ));
     }
-    for (i, p) in g.expand().iter().enumerate() {
+    // A test's checks depend on its kind, size, window and offsets only: each distinct
+    // combination is checked once, however long the lists and whatever the cache states.
+    let distinct = Group {
+        tests: sorted_distinct(&g.tests),
+        sizes: sorted_distinct(&g.sizes),
+        windows: sorted_distinct(&g.windows),
+        caches: g.caches[..1].to_vec(),
+        host_offsets: sorted_distinct(&g.host_offsets),
+        device_offsets: sorted_distinct(&g.device_offsets),
+        ..g.clone()
+    };
+    for p in distinct.expand() {
         p.check(MAX_TRANSFER).map_err(|e| {
             SuiteError::new(format!(
-                "{}: test {} ({} size {} window {} host offset {} device offset {}): {e}",
-                k.prefix,
-                i + 1,
-                p.kind,
-                p.size,
-                p.window,
-                p.host_offset,
-                p.device_offset
+                "{}: test {} size {} window {} host offset {} device offset {}: {e}",
+                k.prefix, p.kind, p.size, p.window, p.host_offset, p.device_offset
             ))
         })?;
     }
@@ -341,6 +346,13 @@ fn one_of<T: FromStr>(v: &Value, allowed: &[&str]) -> Result<T, String> {
     };
     s.parse()
         .map_err(|_| format!("\"{s}\" is not one of {}", allowed.join(", ")))
+}
+
+fn sorted_distinct<T: Ord + Clone>(items: &[T]) -> Vec<T> {
+    let mut v = items.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 fn one_of_axis(v: &Value) -> Result<Axis, String> {
