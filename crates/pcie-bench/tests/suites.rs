@@ -334,3 +334,20 @@ fn bases_shared_by_groups_must_be_adjacent_and_agree() {
     );
     assert_eq!(Suite::parse(&ok, "ok.toml").unwrap().bases(), ["a"]);
 }
+
+#[test]
+fn endless_or_huge_suite_files_are_refused_after_a_bounded_read() {
+    // Used to read until memory ran out.
+    let e = Suite::load(std::path::Path::new("/dev/zero")).unwrap_err().to_string();
+    assert!(e.starts_with("/dev/zero: "), "{e}");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("suites-huge");
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.toml");
+    std::fs::write(&big, format!("{MINIMAL}{}", "#\n".repeat(1 << 20))).unwrap();
+    let e = Suite::load(&big).unwrap_err().to_string();
+    assert!(
+        e.ends_with("big.toml: larger than 1048576 bytes: not a suite file"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

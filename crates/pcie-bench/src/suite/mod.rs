@@ -21,6 +21,9 @@ const BUILTIN: [(&str, &str); 2] = [
 /// into memory before they run, and a million tests is weeks of device time.
 pub const MAX_SUITE_TESTS: usize = 1_000_000;
 
+/// Largest suite file read (the paper suite is 10 KB).
+pub const MAX_SUITE_BYTES: u64 = 1 << 20;
+
 /// A loop of a group's expansion; `Group::order` nests them outermost first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Axis {
@@ -200,9 +203,21 @@ impl Suite {
     }
 
     /// A suite file; errors name the file as given.
+    /// A file larger than [`MAX_SUITE_BYTES`] (or endless, like `/dev/zero`) is refused after
+    /// reading that much.
     pub fn load(path: &Path) -> Result<Suite, SuiteError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| SuiteError::new(format!("{}: cannot read: {e}", path.display())))?;
+        use std::io::Read;
+        let cannot = |e: std::io::Error| SuiteError::new(format!("{}: cannot read: {e}", path.display()));
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_SUITE_BYTES + 1).read_to_string(&mut text))
+            .map_err(cannot)?;
+        if text.len() as u64 > MAX_SUITE_BYTES {
+            return Err(SuiteError::new(format!(
+                "{}: larger than {MAX_SUITE_BYTES} bytes: not a suite file",
+                path.display()
+            )));
+        }
         Suite::parse(&text, &path.display().to_string())
     }
 
