@@ -26,7 +26,8 @@ fn too_long(input: &[u8], max: usize) -> Option<Verdict> {
     (input.len() > max).then(|| refused(format!("{} bytes: the target reads at most {max}", input.len())))
 }
 
-/// Suite TOML through the loader, then the expansion the runner does.
+/// Suite TOML through the public loader (which checks every distinct test of every group);
+/// an accepted suite must be within the test and count limits.
 fn suite(input: &[u8]) -> Verdict {
     if let Some(v) = too_long(input, 640) {
         return v;
