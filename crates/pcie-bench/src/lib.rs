@@ -14,7 +14,10 @@ pub mod suite;
 
 pub use backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
 pub use exec::{ExecBackend, ExecOptions, ProgramLog};
-pub use params::{CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams, BUFFER_BYTES};
+pub use params::{
+    check_count, CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams, BUFFER_BYTES, MAX_BANDWIDTH_COUNT,
+    MAX_LATENCY_SAMPLES,
+};
 pub use results::{
     read_raw, rfc3339, BandwidthRow, CdfSection, HostInfo, LatencyRow, RawSample, ResultData, ResultFile, ResultsError,
     RowKey, RunData, RunInfo, RunWriter,
@@ -22,4 +25,4 @@ pub use results::{
 pub use runner::{run_tests, Finished, RunEvent};
 pub use sim_backend::{test_seed, workload, SimBackend};
 pub use stats::{ks_distance, BandwidthStats, CdfPoint, LatencyStats, Measurement, SortedLatencies, Summary};
-pub use suite::{parse_bytes, Axis, Group, OffsetSweep, Suite, SuiteError};
+pub use suite::{parse_bytes, Axis, Group, OffsetSweep, Suite, SuiteError, MAX_SUITE_TESTS};

@@ -8,6 +8,13 @@ use std::str::FromStr;
 pub const BUFFER_BYTES: u64 = 64 << 20;
 /// The device-side buffer of the NFP implementation (8 KB): device offset + size must fit.
 pub const DEVICE_BUFFER_BYTES: u32 = 8192;
+/// Most samples a latency test takes: every sample is held in memory (4 bytes, plus a sorted
+/// copy for the statistics), so this bounds a test to 128 MB. pcie-bench's details runs take
+/// 16,777,216 samples, its other latency tests 2,097,152.
+pub const MAX_LATENCY_SAMPLES: u64 = 1 << 24;
+/// Most DMAs a bandwidth test issues (2^32; the simulator and the time budget of a device run
+/// assume no more). pcie-bench's bandwidth tests issue 8,388,608.
+pub const MAX_BANDWIDTH_COUNT: u64 = 1 << 32;
 
 /// A test kind. `name()` is the command-line name, `csv_name()` what pcie-bench writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -341,18 +348,33 @@ impl TestParams {
                 format!("must hold transfer + host offset = {reach} bytes"),
             ));
         }
-        if self.device_offset + self.size > DEVICE_BUFFER_BYTES {
+        if self.device_offset as u64 + self.size as u64 > DEVICE_BUFFER_BYTES as u64 {
             return Err(ParamError::new(
                 "device-offset",
                 self.device_offset,
                 format!("device offset + transfer must fit the {DEVICE_BUFFER_BYTES}-byte device buffer"),
             ));
         }
-        if self.count == 0 {
-            return Err(ParamError::new("samples", 0, "must be at least 1"));
-        }
-        Ok(())
+        check_count(self.kind, self.count)
     }
+}
+
+/// A test's sample or DMA count: 1 to [`MAX_LATENCY_SAMPLES`] for latency tests, 1 to
+/// [`MAX_BANDWIDTH_COUNT`] for bandwidth tests.
+pub fn check_count(kind: TestKind, count: u64) -> Result<(), ParamError> {
+    let (max, what) = if kind.is_latency() {
+        (MAX_LATENCY_SAMPLES, "latency samples (all are held in memory)")
+    } else {
+        (MAX_BANDWIDTH_COUNT, "DMAs per bandwidth test")
+    };
+    if count == 0 || count > max {
+        return Err(ParamError::new(
+            "samples",
+            count,
+            format!("must be between 1 and {max} {what}"),
+        ));
+    }
+    Ok(())
 }
 
 /// A rejected parameter: which one, the value, and what is allowed.
@@ -462,6 +484,28 @@ mod tests {
             .param,
             "device-offset"
         );
+    }
+
+    #[test]
+    fn counts_and_offsets_are_bounded_without_overflow() {
+        // device offset + size used to wrap in u32 and pass as 63 bytes.
+        let e = TestParams {
+            device_offset: u32::MAX,
+            ..base()
+        }
+        .check(4096)
+        .unwrap_err();
+        assert_eq!(e.param, "device-offset");
+        let lat = sample(TestKind::LatRd, MAX_LATENCY_SAMPLES);
+        assert!(lat.check(4096).is_ok());
+        for count in [0, MAX_LATENCY_SAMPLES + 1, u64::MAX] {
+            let e = TestParams { count, ..lat.clone() }.check(4096).unwrap_err();
+            assert_eq!(e.param, "samples", "{count}");
+            assert!(e.to_string().contains("16777216"), "{e}");
+        }
+        assert!(sample(TestKind::BwRd, MAX_BANDWIDTH_COUNT).check(4096).is_ok());
+        let e = sample(TestKind::BwRd, MAX_BANDWIDTH_COUNT + 1).check(4096).unwrap_err();
+        assert!(e.to_string().contains("4294967296"), "{e}");
     }
 
     #[test]

@@ -265,3 +265,31 @@ fn interrupted_run_leaves_complete_files_for_finished_tests() {
         "{e}"
     );
 }
+
+#[test]
+fn new_run_directories_never_collide() {
+    let root = scratch("create_new");
+    std::fs::create_dir_all(&root).unwrap();
+    let stem = root.join("bench-single-2026-11-25T120000Z");
+    // Eight runs started at the same instant with the same stem: eight distinct directories.
+    let dirs: Vec<PathBuf> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| RunWriter::create_new(&stem, info()).unwrap().dir().to_path_buf()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut names: Vec<String> = dirs
+        .iter()
+        .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = std::iter::once("bench-single-2026-11-25T120000Z".to_string())
+        .chain((2..=8).map(|n| format!("bench-single-2026-11-25T120000Z-{n}")))
+        .collect();
+    want.sort();
+    assert_eq!(names, want);
+    for d in &dirs {
+        assert!(d.join("run.json").is_file(), "{}", d.display());
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+}

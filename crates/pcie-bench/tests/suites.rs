@@ -116,7 +116,7 @@ fn overrides_apply_to_every_test() {
     }
     assert_eq!(
         Suite::builtin("quick").unwrap().with_count(0).unwrap_err().to_string(),
-        "--samples 0: must be at least 1"
+        "--samples 0: must be between 1 and 4294967296 DMAs per bandwidth test (group \"bw_dma_sz_sweep\" of suite \"quick\")"
     );
 }
 
@@ -176,7 +176,26 @@ fn malformed_values_name_file_group_key_and_allowed_values() {
             "bad.toml: group \"lat\": host_offsets: -1 is negative",
         ),
         (with("cdf = 1"), "bad.toml: group \"lat\": cdf: expected true or false, found integer"),
-        (with("count = 0"), "bad.toml: group \"lat\": count: must be at least 1"),
+        (
+            with("count = 0"),
+            "bad.toml: group \"lat\": count: 0 must be between 1 and 16777216",
+        ),
+        (
+            with("count = 16777217"),
+            "bad.toml: group \"lat\": count: 16777217 must be between 1 and 16777216",
+        ),
+        (
+            with("tests = [\"BW_RD\"]\ncount = 4294967297"),
+            "bad.toml: group \"lat\": count: 4294967297 must be between 1 and 4294967296",
+        ),
+        (
+            MINIMAL.replace("latency_count = 100", "latency_count = 9223372036854775807"),
+            "bad.toml: latency_count: 9223372036854775807 must be between 1 and 16777216",
+        ),
+        (
+            with("device_offsets = [4294967295]"),
+            "bad.toml: group \"lat\": test LAT_RD size 64 window 8192 host offset 0 device offset 4294967295: device-offset 4294967295: device offset + transfer must fit the 8192-byte device buffer",
+        ),
         (
             with("tests = [\"LAT_RD\", \"BW_RD\"]"),
             "bad.toml: group \"lat\": tests: mixes latency and bandwidth tests; one output base holds one kind",
@@ -235,11 +254,42 @@ fn tests_that_pcie_bench_would_refuse_are_refused() {
     let e = err(&with("sizes = [4000]\nhost_offsets = [200]"));
     assert_eq!(
         e,
-        "bad.toml: group \"lat\": test 1 (LAT_RD size 4000 window 8192 host offset 200 device offset 0): \
+        "bad.toml: group \"lat\": test LAT_RD size 4000 window 8192 host offset 200 device offset 0: \
          host-offset 200: transfer + host offset = 4200 must not exceed 4096"
     );
     let e = err(&with("tests = [\"LAT_CMD_RD\"]\nsizes = [6]"));
     assert!(e.contains("size 6: command tests take multiples of 4 up to 64"), "{e}");
+}
+
+#[test]
+fn suites_expanding_to_too_many_tests_are_refused_with_the_count() {
+    // 1000^5 = 10^15 tests: refused before anything is expanded.
+    let list = |item: &str| format!("[{}]", vec![item; 1000].join(", "));
+    let text = with(&format!(
+        "tests = {}\nsizes = {}\nwindows = {}\ncaches = {}\nhost_offsets = {}",
+        list("\"LAT_RD\""),
+        list("64"),
+        list("8192"),
+        list("\"cold\""),
+        list("0")
+    ));
+    assert_eq!(
+        err(&text),
+        "bad.toml: group \"lat\": tests: the suite expands to 1000000000000000 tests up to this group; at most 1000000 are allowed"
+    );
+    // The limit counts the whole suite, not one group.
+    let group = |base: &str| {
+        format!(
+            "[[group]]\nbase = \"{base}\"\ntests = [\"LAT_RD\"]\nsizes = {}\nwindows = {}\ncaches = [\"cold\"]\n",
+            list("64"),
+            list("8192")
+        )
+    };
+    let text = format!("name = \"x\"\nlatency_count = 10\n{}{}", group("a"), group("b"));
+    assert_eq!(
+        err(&text),
+        "bad.toml: group \"b\": tests: the suite expands to 2000000 tests up to this group; at most 1000000 are allowed"
+    );
 }
 
 #[test]
@@ -283,4 +333,21 @@ fn bases_shared_by_groups_must_be_adjacent_and_agree() {
         group("a", "\"LAT_WRRD\"", "")
     );
     assert_eq!(Suite::parse(&ok, "ok.toml").unwrap().bases(), ["a"]);
+}
+
+#[test]
+fn endless_or_huge_suite_files_are_refused_after_a_bounded_read() {
+    // Used to read until memory ran out.
+    let e = Suite::load(std::path::Path::new("/dev/zero")).unwrap_err().to_string();
+    assert!(e.starts_with("/dev/zero: "), "{e}");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("suites-huge");
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.toml");
+    std::fs::write(&big, format!("{MINIMAL}{}", "#\n".repeat(1 << 20))).unwrap();
+    let e = Suite::load(&big).unwrap_err().to_string();
+    assert!(
+        e.ends_with("big.toml: larger than 1048576 bytes: not a suite file"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -171,7 +171,57 @@ fn bad_parameters_exit_2_naming_the_value() {
         (vec!["--only", "no_such_base"], "no_such_base"),
         (vec!["--numa", "mem=9"], "--numa mem=9"),
         (vec!["--iommu", "1g"], "--iommu 1g: must be one of off, 2m, 4k"),
-        (vec!["--threads", "0"], "--threads 0: must be at least 1"),
+        (vec!["--threads", "0"], "--threads 0: must be from 1 to 256"),
+        (vec!["--threads", "1000000"], "--threads 1000000: must be from 1 to 256"),
+        // Used to panic with "capacity overflow" (exit 101).
+        (
+            vec!["--test", "LAT_RD", "--samples", "18446744073709551615"],
+            "--samples 18446744073709551615: must be between 1 and 16777216 latency samples",
+        ),
+        // Used to allocate 16 GB up front and abort (exit 134), leaving a run.json.
+        (
+            vec!["--test", "LAT_RD", "--samples", "4000000000"],
+            "--samples 4000000000: must be between 1 and 16777216",
+        ),
+        (
+            vec!["--test", "BW_RD", "--samples", "4294967297"],
+            "--samples 4294967297: must be between 1 and 4294967296 DMAs",
+        ),
+        (vec!["--test", "BW_RD", "--samples", "0"], "--samples 0: must be between 1"),
+        (
+            vec!["--samples", "16777217"],
+            "--samples 16777217: must be between 1 and 16777216 latency samples (all are held in memory) (group \"lat_dma_sizes\"",
+        ),
+        (vec!["--test", "LAT_RD", "--size", "0"], "--size 0: must be at least 1"),
+        (vec!["--test", "LAT_RD", "--size", "4294967296"], "--size"),
+        (vec!["--test", "LAT_RD", "--size", "-1"], "-1"),
+        (vec!["--test", "LAT_RD", "--window", "1e300"], "--window 1e300: \"1e300\" is not a byte count"),
+        (vec!["--test", "LAT_RD", "--window", "nan"], "--window nan"),
+        (vec!["--test", "LAT_RD", "--window", ""], "--window : \"\" is not a byte count"),
+        (vec!["--test", "LAT_RD", "--window", "17179869184.0G"], "--window 17179869184.0G"),
+        (vec!["--test", "LAT_RD", "--window", "128M"], "--window 134217728: must be at most"),
+        (
+            vec!["--test", "LAT_RD", "--host-offset", "4294967295"],
+            "--host-offset 4294967295: must be below 4096",
+        ),
+        // Used to wrap around in u32 and pass as a 63-byte reach.
+        (
+            vec!["--test", "LAT_RD", "--device-offset", "4294967295"],
+            "--device-offset 4294967295: device offset + transfer must fit",
+        ),
+        (vec!["--seed", "-1"], "-1"),
+        (vec!["--seed", "18446744073709551616"], "--seed"),
+        (vec!["--numa", "dev=256"], "--numa dev=256"),
+        (vec!["--numa", ""], "--numa : must be like"),
+        (vec!["--iommu", ""], "--iommu : must be one of off, 2m, 4k"),
+        (
+            vec!["--handshake-timeout", "nan"],
+            "--handshake-timeout NaN: must be a number of seconds above 0 and at most 604800",
+        ),
+        (vec!["--handshake-timeout", "inf"], "--handshake-timeout inf: must be"),
+        (vec!["--handshake-timeout", "1e300"], "--handshake-timeout 1e300: must be"),
+        (vec!["--handshake-timeout", "-1"], "-1"),
+        (vec!["--handshake-timeout", "0"], "--handshake-timeout 0.0: must be"),
     ];
     for (args, message) in cases {
         let mut all = vec!["bench", "run", "--out", dir.to_str().unwrap()];
@@ -185,10 +235,124 @@ fn bad_parameters_exit_2_naming_the_value() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[cfg(unix)]
+/// Runs `pcieperf args` in `dir` as the current directory.
+fn run_in(dir: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_pcieperf"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 #[test]
-fn ctrl_c_keeps_complete_csvs_of_finished_tests() {
-    let out = scratch("interrupt");
+fn runs_started_together_get_their_own_default_directories() {
+    let cwd = scratch("together");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let args = ["bench", "run", "--test", "LAT_RD", "--samples", "200"];
+    // Same second, same name stem: before, all but one failed with "already holds a run".
+    let children: Vec<_> = (0..3).map(|_| run_in(&cwd, &args)).collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let dirs = entries(&cwd);
+    assert_eq!(dirs.len(), 3, "{dirs:?}");
+    for d in &dirs {
+        assert!(d.starts_with("bench-single-"), "{d}");
+        let run = pcie_bench::RunData::load(&cwd.join(d)).unwrap();
+        assert_eq!(run.files.len(), 1, "{d}");
+    }
+    std::fs::remove_dir_all(&cwd).unwrap();
+}
+
+#[test]
+fn a_single_test_printed_as_csv_or_json_leaves_no_directory() {
+    let cwd = scratch("no-dir");
+    std::fs::create_dir_all(&cwd).unwrap();
+    for format in ["csv", "json"] {
+        let args = [
+            "bench",
+            "run",
+            "--test",
+            "LAT_RD",
+            "--samples",
+            "200",
+            "--format",
+            format,
+        ];
+        let o = run_in(&cwd, &args).wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8(o.stdout).unwrap();
+        match format {
+            "csv" => assert!(text.starts_with("Test,PAT,Cache,HO,DO,WinSZ,SZ,TAvg,"), "{text}"),
+            _ => assert!(text.starts_with("{\"base\":\"lat_rd\""), "{text}"),
+        }
+        assert_eq!(entries(&cwd), Vec::<String>::new(), "--format {format}");
+    }
+    // The same output as with --out, where the directory stays.
+    let out = cwd.join("kept");
+    let with_out = pcieperf(&[
+        "bench",
+        "run",
+        "--test",
+        "LAT_RD",
+        "--samples",
+        "200",
+        "--format",
+        "csv",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let without = run_in(
+        &cwd,
+        &[
+            "bench",
+            "run",
+            "--test",
+            "LAT_RD",
+            "--samples",
+            "200",
+            "--format",
+            "csv",
+        ],
+    )
+    .wait_with_output()
+    .unwrap();
+    assert_eq!(with_out.stdout, without.stdout);
+    assert!(out.join("lat_rd.csv").is_file());
+    assert_eq!(entries(&cwd), vec!["kept".to_string()]);
+    std::fs::remove_dir_all(&cwd).unwrap();
+}
+
+/// Every file of a run directory parses completely: run.json as a run, every CSV through the
+/// reader, and no temporary file left behind.
+fn assert_complete(dir: &Path) -> pcie_bench::RunData {
+    let run = pcie_bench::RunData::load(dir).expect("what was written loads");
+    let info = run.info.as_ref().expect("run.json");
+    assert!(info.end_time.is_some(), "run.json is stamped with its end");
+    for name in entries(dir) {
+        assert!(
+            name == "run.json" || name.ends_with(".csv"),
+            "{name} is not a complete result file"
+        );
+    }
+    run
+}
+
+#[cfg(unix)]
+fn interrupted_with(signal: i32, name: &str) {
+    let out = scratch(name);
     let child = Command::new(env!("CARGO_BIN_EXE_pcieperf"))
         .args([
             "bench",
@@ -199,6 +363,8 @@ fn ctrl_c_keeps_complete_csvs_of_finished_tests() {
             "300000",
             "--threads",
             "1",
+            "--raw",
+            "--cdf",
             "--out",
             out.to_str().unwrap(),
         ])
@@ -206,23 +372,29 @@ fn ctrl_c_keeps_complete_csvs_of_finished_tests() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until some tests have finished, then interrupt.
+    // Wait until some tests have finished, then signal.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while (!out.exists() || csv_files(&out).is_empty()) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     std::thread::sleep(std::time::Duration::from_millis(300));
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("interrupted after"));
-    let run = pcie_bench::RunData::load(&out).expect("what was written loads");
+    let run = assert_complete(&out);
     assert!(!run.files.is_empty());
-    assert!(std::fs::read_dir(&out)
-        .unwrap()
-        .all(|e| !e.unwrap().file_name().to_string_lossy().contains(".tmp")));
     std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn sigint_keeps_complete_files_of_finished_tests() {
+    interrupted_with(libc::SIGINT, "sigint");
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_keeps_complete_files_of_finished_tests() {
+    interrupted_with(libc::SIGTERM, "sigterm");
 }

@@ -151,7 +151,7 @@ fn failing(switches: &str, name: &str, kept: usize, more: &[&str]) -> String {
 fn a_crashing_program_is_reported_with_its_signal_and_the_test() {
     let err = failing("--crash-after 2", "crash", 2, &[]);
     assert!(
-        err.contains("error: lat_dma_sizes: LAT_RD size 128 window 8192 host offset 0 device offset 0 seq hwarm: the program closed its output and was killed by signal 6 (SIGABRT)"),
+        err.contains(&format!("error: lat_dma_sizes: LAT_RD size 128 window 8192 host offset 0 device offset 0 seq hwarm: {REFDEV}: the program closed its output and was killed by signal 6 (SIGABRT)")),
         "{err}"
     );
     assert!(
@@ -170,7 +170,7 @@ fn a_crashing_program_is_reported_with_its_signal_and_the_test() {
 fn a_hanging_program_is_killed_after_the_timeout() {
     let err = failing("--hang-after 1", "hang", 1, &["--timeout", "0.5"]);
     assert!(
-        err.contains("LAT_RD size 64 window 8192 host offset 0 device offset 0 seq hwarm: no reply within 0.5 s; the program was killed"),
+        err.contains(&format!("LAT_RD size 64 window 8192 host offset 0 device offset 0 seq hwarm: {REFDEV}: no reply within 0.5 s; the program was killed")),
         "{err}"
     );
 }
@@ -179,7 +179,7 @@ fn a_hanging_program_is_killed_after_the_timeout() {
 fn a_malformed_line_is_quoted_with_the_test() {
     let err = failing("--malformed-after 3", "malformed", 3, &[]);
     assert!(
-        err.contains(r#"LAT_RD size 256 window 8192 host offset 0 device offset 0 seq hwarm: malformed reply (expected value at line 1 column 1): "DMA engine 0: {\"latency\": [1, 2,""#),
+        err.contains(&format!(r#"LAT_RD size 256 window 8192 host offset 0 device offset 0 seq hwarm: {REFDEV}: malformed reply (expected value at line 1 column 1): "DMA engine 0: {{\"latency\": [1, 2,""#)),
         "{err}"
     );
     let first = failing("--malformed-after 0", "malformed-first", 0, &[]);
@@ -190,7 +190,7 @@ fn a_malformed_line_is_quoted_with_the_test() {
 fn an_error_reply_stops_the_run_with_the_program_s_message() {
     let err = failing("--fail-after 1", "fail", 1, &[]);
     assert!(
-        err.contains("LAT_RD size 64 window 8192 host offset 0 device offset 0 seq hwarm: the program reported: DMA engine timed out on purpose (--fail-after 1)"),
+        err.contains(&format!("LAT_RD size 64 window 8192 host offset 0 device offset 0 seq hwarm: {REFDEV}: the program reported: DMA engine timed out on purpose (--fail-after 1)")),
         "{err}"
     );
 }
@@ -206,7 +206,7 @@ fn start_failures_are_usage_errors_and_write_nothing() {
         stderr(&o)
     );
     assert!(!out.exists(), "nothing written for a program that cannot be used");
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["--backend", "exec:"],
             "--backend exec:: no program given (exec:PROGRAM [ARGS])",
@@ -223,7 +223,15 @@ fn start_failures_are_usage_errors_and_write_nothing() {
         (&["--timeout", "5"], "--device and --timeout: only for exec: backends"),
         (
             &["--backend", "exec:true", "--handshake-timeout", "0"],
-            "--handshake-timeout 0: must be a positive number of seconds",
+            "--handshake-timeout 0.0: must be a number of seconds above 0 and at most 604800 (a week)",
+        ),
+        (
+            &["--backend", "exec:true", "--timeout", "nan"],
+            "--timeout NaN: must be a number of seconds above 0 and at most 604800",
+        ),
+        (
+            &["--backend", "exec:true", "--timeout", "1e9"],
+            "--timeout 1000000000.0: must be",
         ),
     ];
     for (args, want) in cases {

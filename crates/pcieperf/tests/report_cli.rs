@@ -142,6 +142,36 @@ fn refuses_what_is_not_a_run_directory() {
     let o = pcieperf(&["bench", "report", empty.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8(o.stderr).unwrap().contains("notes.csv"));
+    std::fs::remove_file(empty.join("notes.csv")).unwrap();
+    // Hostile numbers in a pcie-bench file: refused with file, line and column, nothing written.
+    let original = std::fs::read_to_string(reference(SUPERMICRO).join("bw_dma_sz_sweep.csv")).unwrap();
+    let html = dir.join("hostile.html");
+    for (bad, column) in [
+        ("NaN", "BW (GB/s)"),
+        ("inf", "BW (GB/s)"),
+        ("-7.64", "BW (GB/s)"),
+        ("1e300", "BW (GB/s)"),
+    ] {
+        let text = original.replacen(",7.640278531632239,", &format!(",{bad},"), 1);
+        assert_ne!(text, original);
+        std::fs::write(empty.join("bw_dma_sz_sweep.csv"), text).unwrap();
+        let o = pcieperf(&[
+            "bench",
+            "report",
+            empty.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains(&format!(
+                "bw_dma_sz_sweep.csv:2: column \"{column}\": {bad} must be a number from 0 to 1e15"
+            )),
+            "{bad}: {err}"
+        );
+        assert!(!html.exists());
+    }
     // An HTML file that cannot be written is a runtime failure.
     let o = pcieperf(&[
         "bench",

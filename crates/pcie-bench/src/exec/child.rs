@@ -3,7 +3,7 @@
 
 use super::ProgramLog;
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 
 /// Lines of the program's stderr kept for error messages.
 const STDERR_TAIL: usize = 5;
+/// Longest line a program may write: a latency reply of the most samples a test takes
+/// (`MAX_LATENCY_SAMPLES`, 10 digits and a comma each) fits, with room to spare. A longer line
+/// is refused without being held in memory.
+pub(super) const MAX_LINE_BYTES: usize = 256 << 20;
 /// How long a program that closed its stdout gets to exit before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
@@ -41,8 +45,15 @@ impl Child {
         let stderr = process.stderr.take().expect("piped stderr");
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                if tx.send(line).is_err() {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let line = match read_line(&mut reader, MAX_LINE_BYTES) {
+                    Ok(None) => return,
+                    Ok(Some(line)) => Ok(line),
+                    Err(e) => Err(e),
+                };
+                let failed = line.is_err();
+                if tx.send(line).is_err() || failed {
                     return;
                 }
             }
@@ -51,7 +62,8 @@ impl Child {
         let tail = Arc::clone(&stderr_tail);
         let label = label.to_string();
         let stderr = std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let mut reader = BufReader::new(stderr);
+            while let Ok(Some(line)) = read_line(&mut reader, MAX_LINE_BYTES) {
                 (log.0)(&format!("[{label}] {line}"));
                 let mut t = tail.lock().expect("stderr tail");
                 if t.len() == STDERR_TAIL {
@@ -162,6 +174,29 @@ impl Drop for Child {
 }
 
 /// "exited with status 3", "was killed by signal 6 (SIGABRT)".
+/// The next line without its line end, `None` at the end of the output. A line longer than
+/// `max` bytes is an error, read no further than `max` + 1 bytes.
+fn read_line(r: &mut impl BufRead, max: usize) -> io::Result<Option<String>> {
+    let mut buf = Vec::new();
+    if r.by_ref().take(max as u64 + 1).read_until(b'\n', &mut buf)? == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+    } else if buf.len() > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a line longer than {max} bytes"),
+        ));
+    }
+    String::from_utf8(buf)
+        .map(Some)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "a line that is not UTF-8"))
+}
+
 fn describe_status(s: ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (s.code(), s.signal()) {
@@ -188,4 +223,26 @@ fn signal_name(sig: i32) -> &'static str {
 /// `2 s`, `0.5 s`.
 fn seconds(d: Duration) -> String {
     format!("{} s", d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_bounded_and_line_ends_stripped() {
+        let mut r = io::Cursor::new(b"one\r\ntwo\nthree".to_vec());
+        assert_eq!(read_line(&mut r, 8).unwrap().as_deref(), Some("one"));
+        assert_eq!(read_line(&mut r, 8).unwrap().as_deref(), Some("two"));
+        assert_eq!(read_line(&mut r, 8).unwrap().as_deref(), Some("three"));
+        assert_eq!(read_line(&mut r, 8).unwrap(), None);
+        // 8 bytes and its newline fit; 9 do not, and the reader stops after 9 bytes.
+        let mut r = io::Cursor::new(b"12345678\n123456789abc\n".to_vec());
+        assert_eq!(read_line(&mut r, 8).unwrap().as_deref(), Some("12345678"));
+        let e = read_line(&mut r, 8).unwrap_err();
+        assert_eq!(e.to_string(), "a line longer than 8 bytes");
+        assert_eq!(r.position(), 18);
+        let e = read_line(&mut io::Cursor::new(vec![0xff, b'\n']), 8).unwrap_err();
+        assert!(e.to_string().contains("not UTF-8"), "{e}");
+    }
 }

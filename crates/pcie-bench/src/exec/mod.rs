@@ -298,7 +298,7 @@ impl Backend for ExecBackend {
     fn run(&self, t: &TestParams, seed: u64) -> Result<Outcome, BackendError> {
         let err = |message: String| BackendError {
             test: test_name(t),
-            message,
+            message: format!("{}: {message}", self.argv[0]),
         };
         t.check(self.hello.max_transfer).map_err(|e| err(e.to_string()))?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);

@@ -168,6 +168,23 @@ impl std::fmt::Display for ProtocolError {
     }
 }
 
+/// Shortest and longest timestamp cycle accepted, in picoseconds (1 fs to 1 ms): outside
+/// them a reply's figures would be nonsense (or overflow to infinity).
+pub const CYCLE_PS_RANGE: std::ops::RangeInclusive<f64> = 0.001..=1e9;
+
+/// `cycle_ps` checked against [`CYCLE_PS_RANGE`].
+fn check_cycle_ps(c: f64) -> Result<f64, String> {
+    if CYCLE_PS_RANGE.contains(&c) {
+        Ok(c)
+    } else {
+        Err(format!(
+            "cycle_ps {c:?} must be a number of picoseconds from {} to {}",
+            CYCLE_PS_RANGE.start(),
+            CYCLE_PS_RANGE.end()
+        ))
+    }
+}
+
 /// Longest part of an offending line quoted in an error.
 const QUOTE_CHARS: usize = 120;
 
@@ -203,9 +220,7 @@ pub fn parse_hello(line: &str) -> Result<DeviceHello, ProtocolError> {
     if hello.max_transfer == 0 {
         return Err(bad("\"max_transfer\" must be at least 1".into()));
     }
-    if !(hello.cycle_ps.is_finite() && hello.cycle_ps > 0.0) {
-        return Err(bad("\"cycle_ps\" must be a positive number".into()));
-    }
+    check_cycle_ps(hello.cycle_ps).map_err(bad)?;
     Ok(hello)
 }
 
@@ -226,10 +241,7 @@ pub fn parse_result(line: &str, id: u64, t: &TestParams, cycle_ps: f64) -> Resul
             "reply for test id {reply_id} while test id {id} was running"
         )));
     }
-    let cycle = |own: Option<f64>| match own.unwrap_or(cycle_ps) {
-        c if c.is_finite() && c > 0.0 => Ok(c),
-        c => Err(bad(format!("cycle_ps {c} must be a positive number"))),
-    };
+    let cycle = |own: Option<f64>| check_cycle_ps(own.unwrap_or(cycle_ps)).map_err(bad);
     match reply {
         Reply::Error { message, .. } => Err(ProtocolError::Reported(format!("the program reported: {message}"))),
         Reply::Latency {
@@ -244,6 +256,9 @@ pub fn parse_result(line: &str, id: u64, t: &TestParams, cycle_ps: f64) -> Resul
                     samples.len(),
                     t.count
                 )));
+            }
+            if total_cycles == Some(0) {
+                return Err(bad("total_cycles must be at least 1".into()));
             }
             Ok(Outcome::Latency(LatencySamples {
                 total_cycles: total_cycles.unwrap_or_else(|| samples.iter().map(|&s| s as u64).sum()),
@@ -260,6 +275,18 @@ pub fn parse_result(line: &str, id: u64, t: &TestParams, cycle_ps: f64) -> Resul
         } if t.kind.is_bandwidth() => {
             if time_cycles == 0 {
                 return Err(bad("time_cycles must be at least 1".into()));
+            }
+            if transactions == 0 || transactions > t.count {
+                return Err(bad(format!(
+                    "transactions {transactions} must be between 1 and the test's {} DMAs",
+                    t.count
+                )));
+            }
+            let most = transactions as u128 * t.size as u128;
+            if bytes == 0 || bytes as u128 > most {
+                return Err(bad(format!(
+                    "bytes {bytes} must be between 1 and transactions × size = {most}"
+                )));
             }
             Ok(Outcome::Bandwidth(BandwidthTotals {
                 bytes,
@@ -306,8 +333,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("missing field `max_transfer`"), "{e}");
-        let e = parse_hello(&HELLO.replace("1000}", "0}")).unwrap_err().to_string();
-        assert!(e.contains("cycle_ps"), "{e}");
+        for bad in ["0", "-1", "1e300", "1e-300"] {
+            let e = parse_hello(&HELLO.replace("1000}", &format!("{bad}}}")))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("cycle_ps") && e.contains("from 0.001 to 1000000000"),
+                "{bad}: {e}"
+            );
+        }
         let e = parse_hello(r#"{"type":"latency","id":0}"#).unwrap_err().to_string();
         assert!(e.contains("first line must be"), "{e}");
     }
@@ -347,7 +381,29 @@ mod tests {
             ),
             (
                 r#"{"type":"latency","id":4,"samples":[1,2,3],"cycle_ps":-1}"#,
-                "cycle_ps -1 must be",
+                "cycle_ps -1.0 must be",
+            ),
+            (
+                r#"{"type":"latency","id":4,"samples":[1,2,3],"cycle_ps":1e300}"#,
+                "cycle_ps 1e300 must be",
+            ),
+            (
+                r#"{"type":"latency","id":4,"samples":[1,2,3,4]}"#,
+                "4 latency samples for a test of 3",
+            ),
+            (r#"{"type":"latency","id":4,"samples":[1,-2,3]}"#, "malformed reply"),
+            (
+                r#"{"type":"latency","id":4,"samples":[1,4294967296,3]}"#,
+                "malformed reply",
+            ),
+            (r#"{"type":"latency","id":4,"samples":[1,2.5,3]}"#, "malformed reply"),
+            (
+                r#"{"type":"latency","id":4,"samples":[1,2,3],"cycle_ps":NaN}"#,
+                "malformed reply",
+            ),
+            (
+                r#"{"type":"latency","id":4,"samples":[1,2,3],"total_cycles":0}"#,
+                "total_cycles must be at least 1",
             ),
             ("{\"type\":\"latency\",\"id\":4,", "malformed reply"),
             ("DMA done", "malformed reply"),
@@ -367,11 +423,40 @@ mod tests {
                 cycle_ps: 2000.0
             })
         );
-        let zero = r#"{"type":"bandwidth","id":1,"bytes":640,"transactions":10,"time_cycles":0}"#;
-        assert!(parse_result(zero, 1, &bw, 1000.0)
-            .unwrap_err()
-            .to_string()
-            .contains("time_cycles"));
+        let bad = [
+            (
+                r#"{"type":"bandwidth","id":1,"bytes":640,"transactions":10,"time_cycles":0}"#,
+                "time_cycles must be at least 1",
+            ),
+            (
+                r#"{"type":"bandwidth","id":1,"bytes":640,"transactions":0,"time_cycles":8}"#,
+                "transactions 0 must be between 1 and the test's 10 DMAs",
+            ),
+            (
+                r#"{"type":"bandwidth","id":1,"bytes":640,"transactions":11,"time_cycles":8}"#,
+                "transactions 11 must be between 1 and the test's 10 DMAs",
+            ),
+            (
+                r#"{"type":"bandwidth","id":1,"bytes":641,"transactions":10,"time_cycles":8}"#,
+                "bytes 641 must be between 1 and transactions × size = 640",
+            ),
+            (
+                r#"{"type":"bandwidth","id":1,"bytes":0,"transactions":10,"time_cycles":8}"#,
+                "bytes 0 must be",
+            ),
+            (
+                r#"{"type":"bandwidth","id":1,"bytes":-640,"transactions":10,"time_cycles":8}"#,
+                "malformed reply",
+            ),
+            (
+                r#"{"type":"bandwidth","id":1,"bytes":640,"transactions":10,"time_cycles":8,"cycle_ps":0}"#,
+                "cycle_ps 0.0 must be",
+            ),
+        ];
+        for (line, want) in bad {
+            let e = parse_result(line, 1, &bw, 1000.0).unwrap_err().to_string();
+            assert!(e.contains(want), "{line}: {e}");
+        }
     }
 
     #[test]

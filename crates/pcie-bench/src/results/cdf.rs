@@ -29,6 +29,9 @@ pub(super) fn parse(t: &Table) -> Result<Vec<CdfSection>, ResultsError> {
     let mut sections: Vec<CdfSection> = Vec::new();
     for r in &t.rows {
         let point = (t.float(r, &ns)?, t.float(r, &cdf)?);
+        if point.1 > 1.0 {
+            return Err(t.err(r, &cdf, format!("{} is above 1: not a fraction", point.1)));
+        }
         match sections.last_mut() {
             Some(s) if point.1 != 0.0 => s.points.push(point),
             _ => sections.push(CdfSection { points: vec![point] }),

@@ -5,6 +5,10 @@
 use super::ResultsError;
 use std::path::{Path, PathBuf};
 
+/// Largest measured figure a result file may hold (ns, Gb/s, transactions/s): 1e15 ns is 11.6
+/// days. Larger numbers are nonsense for one test and break chart scales.
+pub(super) const MAX_FIGURE: f64 = 1e15;
+
 /// A parsed CSV file.
 pub(super) struct Table {
     path: PathBuf,
@@ -75,7 +79,7 @@ impl Table {
         })
     }
 
-    fn err(&self, row: &Row, col: &Col, message: String) -> ResultsError {
+    pub fn err(&self, row: &Row, col: &Col, message: String) -> ResultsError {
         ResultsError {
             path: self.path.clone(),
             line: Some(row.line),
@@ -95,8 +99,18 @@ impl Table {
             .map_err(|_| self.err(row, col, format!("\"{s}\" is not {what}")))
     }
 
+    /// A measured figure: a number from 0 to [`MAX_FIGURE`] (not NaN, not infinite).
     pub fn float(&self, row: &Row, col: &Col) -> Result<f64, ResultsError> {
-        self.parsed::<f64>(row, col, "a number")
+        let v = self.parsed::<f64>(row, col, "a number")?;
+        if (0.0..=MAX_FIGURE).contains(&v) {
+            Ok(v)
+        } else {
+            Err(self.err(
+                row,
+                col,
+                format!("{} must be a number from 0 to {MAX_FIGURE:e}", self.text(row, col)),
+            ))
+        }
     }
 
     /// A non-negative whole number; pcie-bench sometimes writes them as floats (`1572864.0`).
@@ -144,6 +158,18 @@ mod tests {
         let e = Table::parse(p, "A,B\n1\n").err().unwrap();
         assert_eq!(e.to_string(), "x.csv:2: 1 fields, but the header has 2");
         assert!(Table::parse(p, "\n").is_err());
+    }
+
+    #[test]
+    fn figures_are_finite_non_negative_and_bounded() {
+        let t = Table::parse(Path::new("z.csv"), "F\n0\n1e15\nNaN\ninf\n-inf\n-1\n1e300\n").unwrap();
+        let f = t.column(&["F"]).unwrap();
+        assert_eq!(t.float(&t.rows[0], &f).unwrap(), 0.0);
+        assert_eq!(t.float(&t.rows[1], &f).unwrap(), 1e15);
+        for (row, text) in t.rows[2..].iter().zip(["NaN", "inf", "-inf", "-1", "1e300"]) {
+            let e = t.float(row, &f).unwrap_err().to_string();
+            assert!(e.ends_with(&format!("{text} must be a number from 0 to 1e15")), "{e}");
+        }
     }
 
     #[test]

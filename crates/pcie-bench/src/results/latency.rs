@@ -65,6 +65,13 @@ pub(super) fn parse(t: &Table) -> Result<Vec<LatencyRow>, ResultsError> {
         .iter()
         .map(|r| {
             let k = keys.read(t, r)?;
+            let (n, out) = (t.uint(r, &samples)?, t.uint(r, &outliers)?);
+            if n == 0 {
+                return Err(t.err(r, &samples, "0: a latency row needs at least 1 sample".into()));
+            }
+            if out > n {
+                return Err(t.err(r, &outliers, format!("{out} outliers of {n} samples")));
+            }
             Ok(LatencyRow {
                 key: k,
                 tavg_ns: t.float(r, &tavg)?,
@@ -75,8 +82,8 @@ pub(super) fn parse(t: &Table) -> Result<Vec<LatencyRow>, ResultsError> {
                 p95_ns: t.float(r, &p95)?,
                 p99_ns: p99.as_ref().map(|c| t.float(r, c)).transpose()?,
                 p999_ns: t.float(r, &p999)?,
-                outliers: t.uint(r, &outliers)?,
-                samples: t.uint(r, &samples)?,
+                outliers: out,
+                samples: n,
             })
         })
         .collect()

@@ -5,6 +5,8 @@ use super::csv::Table;
 use super::run_info::RunInfo;
 use super::{bandwidth, cdf, latency, raw, BandwidthRow, CdfSection, LatencyRow, ResultsError};
 use serde::Serialize;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// The parsed contents of one result file.
@@ -23,6 +25,78 @@ pub struct ResultFile {
     pub data: ResultData,
 }
 
+impl ResultFile {
+    /// One result CSV's text, recognised by its header; `path` names it in errors and its stem
+    /// is the base. `None` for raw sample files, which are not summarised.
+    pub fn parse(path: &Path, text: &str) -> Result<Option<ResultFile>, ResultsError> {
+        if first_line(text) == raw::HEADER {
+            return Ok(None);
+        }
+        let table = Table::parse(path, text)?;
+        let data = if table.has("cdf") {
+            ResultData::Cdf(cdf::parse(&table)?)
+        } else if table.has("Trans/s") {
+            ResultData::Bandwidth(bandwidth::parse(&table)?)
+        } else if table.has("Med(ns)") {
+            ResultData::Latency(latency::parse(&table)?)
+        } else {
+            return Err(ResultsError {
+                path: path.to_path_buf(),
+                line: Some(1),
+                column: None,
+                message: "not a result table: expected latency (Med(ns)), bandwidth (Trans/s), CDF (cdf) or raw sample columns".into(),
+            });
+        };
+        let base = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+        Ok(Some(ResultFile { base, data }))
+    }
+}
+
+/// The first non-blank line, trimmed.
+fn first_line(text: &str) -> &str {
+    text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
+}
+
+/// Largest result CSV read whole (raw sample files are recognised by their first line and
+/// skipped unread): a file of a few thousand tests is a few MB.
+const MAX_RESULT_FILE_BYTES: u64 = 256 << 20;
+/// Largest `run.json` read: ours are a few KB.
+const MAX_RUN_JSON_BYTES: u64 = 16 << 20;
+
+/// The text of an open file, refused unread when it is larger than `max` bytes (`what` names
+/// the kind of file in the message).
+fn read_limited(path: &Path, file: &File, max: u64, what: &str) -> Result<String, ResultsError> {
+    let io = |e| ResultsError::io(path, e);
+    let len = file.metadata().map_err(io)?.len();
+    if len > max {
+        return Err(ResultsError::file(
+            path,
+            format!("{len} bytes: larger than the {max} bytes {what} may have"),
+        ));
+    }
+    let mut text = String::new();
+    let mut reader = file;
+    reader
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| reader.take(max + 1).read_to_string(&mut text))
+        .map_err(io)?;
+    Ok(text)
+}
+
+/// A result CSV's text; `None` for a raw sample file, of which only the first line is read.
+fn read_result_csv(path: &Path) -> Result<Option<String>, ResultsError> {
+    let file = File::open(path).map_err(|e| ResultsError::io(path, e))?;
+    let mut head = Vec::new();
+    BufReader::new(&file)
+        .take(4096)
+        .read_until(b'\n', &mut head)
+        .map_err(|e| ResultsError::io(path, e))?;
+    if first_line(&String::from_utf8_lossy(&head)) == raw::HEADER {
+        return Ok(None);
+    }
+    read_limited(path, &file, MAX_RESULT_FILE_BYTES, "a result table").map(Some)
+}
+
 /// A loaded run directory.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunData {
@@ -36,13 +110,16 @@ pub struct RunData {
 impl RunData {
     pub fn load(dir: &Path) -> Result<RunData, ResultsError> {
         let info_path = dir.join("run.json");
-        let info = match std::fs::read_to_string(&info_path) {
-            Ok(text) => Some(serde_json::from_str(&text).map_err(|e| ResultsError {
-                path: info_path.clone(),
-                line: Some(e.line()),
-                column: None,
-                message: e.to_string(),
-            })?),
+        let info = match File::open(&info_path) {
+            Ok(file) => {
+                let text = read_limited(&info_path, &file, MAX_RUN_JSON_BYTES, "a run.json")?;
+                Some(serde_json::from_str(&text).map_err(|e| ResultsError {
+                    path: info_path.clone(),
+                    line: Some(e.line()),
+                    column: None,
+                    message: e.to_string(),
+                })?)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(ResultsError::io(&info_path, e)),
         };
@@ -54,26 +131,9 @@ impl RunData {
         paths.sort();
         let mut files = Vec::new();
         for path in paths {
-            let text = std::fs::read_to_string(&path).map_err(|e| ResultsError::io(&path, e))?;
-            let table = Table::parse(&path, &text)?;
-            let data = if table.has("cdf") {
-                ResultData::Cdf(cdf::parse(&table)?)
-            } else if table.has("Trans/s") {
-                ResultData::Bandwidth(bandwidth::parse(&table)?)
-            } else if table.has("Med(ns)") {
-                ResultData::Latency(latency::parse(&table)?)
-            } else if table.header.join(",") == raw::HEADER {
-                continue;
-            } else {
-                return Err(ResultsError {
-                    path: path.clone(),
-                    line: Some(1),
-                    column: None,
-                    message: "not a result table: expected latency (Med(ns)), bandwidth (Trans/s), CDF (cdf) or raw sample columns".into(),
-                });
-            };
-            let base = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-            files.push(ResultFile { base, data });
+            if let Some(text) = read_result_csv(&path)? {
+                files.extend(ResultFile::parse(&path, &text)?);
+            }
         }
         Ok(RunData {
             dir: dir.to_path_buf(),

@@ -14,6 +14,9 @@ use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+/// Most numbered suffixes `create_new` tries.
+const MAX_SUFFIX: u32 = 1000;
+
 /// An open run directory.
 pub struct RunWriter {
     dir: PathBuf,
@@ -41,13 +44,44 @@ impl RunWriter {
             ));
         }
         std::fs::create_dir_all(dir).map_err(|e| ResultsError::io(dir, e))?;
+        RunWriter::start(dir.to_path_buf(), info)
+    }
+
+    /// Creates a new directory `<stem>`, or else `<stem>-2`, `<stem>-3`, … up to
+    /// `<stem>-1000`: the first name no one holds, claimed atomically (`mkdir` fails on an
+    /// existing name), so runs started at once never share a directory. Writes `run.json`.
+    pub fn create_new(stem: &Path, info: RunInfo) -> Result<RunWriter, ResultsError> {
+        for n in 1..=MAX_SUFFIX {
+            let mut dir = stem.as_os_str().to_owned();
+            if n > 1 {
+                dir.push(format!("-{n}"));
+            }
+            let dir = PathBuf::from(dir);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return RunWriter::start(dir, info),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(ResultsError::io(&dir, e)),
+            }
+        }
+        Err(ResultsError::file(
+            stem,
+            format!("this name and its suffixes -2 to -{MAX_SUFFIX} are all taken; choose an output directory"),
+        ))
+    }
+
+    fn start(dir: PathBuf, info: RunInfo) -> Result<RunWriter, ResultsError> {
         let w = RunWriter {
-            dir: dir.to_path_buf(),
+            dir,
             info,
             bases: Vec::new(),
         };
         w.write_info()?;
         Ok(w)
+    }
+
+    /// The run directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     fn write_info(&self) -> Result<(), ResultsError> {

@@ -20,7 +20,8 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         return n.checked_mul(scale).ok_or_else(bad);
     }
     let value = digits.parse::<f64>().map_err(|_| bad())? * scale as f64;
-    if value.fract() != 0.0 || value > u64::MAX as f64 {
+    // u64::MAX as f64 is 2^64, one past the largest u64.
+    if value.fract() != 0.0 || value >= u64::MAX as f64 {
         return Err(format!("\"{text}\" is not a whole number of bytes"));
     }
     Ok(value as u64)
@@ -46,5 +47,8 @@ mod tests {
             assert!(parse_bytes(bad).is_err(), "{bad}");
         }
         assert!(parse_bytes("0.3K").unwrap_err().contains("whole number"));
+        // 2^64 bytes written as a fraction used to saturate to u64::MAX.
+        assert!(parse_bytes("17179869184.0G").is_err());
+        assert_eq!(parse_bytes("17179869183.0G"), Ok(17179869183 << 30));
     }
 }

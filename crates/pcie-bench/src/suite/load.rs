@@ -1,8 +1,8 @@
 //! Suite TOML → `Suite`, validated key by key so every error names the file, the group, the
 //! key and what is allowed.
 
-use super::{parse_bytes, Axis, Group, OffsetSweep, Suite, SuiteError};
-use crate::params::{CacheState, Iommu, Numa, Pattern, TestKind};
+use super::{parse_bytes, Axis, Group, OffsetSweep, Suite, SuiteError, MAX_SUITE_TESTS};
+use crate::params::{CacheState, Iommu, Numa, Pattern, TestKind, MAX_BANDWIDTH_COUNT, MAX_LATENCY_SAMPLES};
 use std::fmt::Display;
 use std::str::FromStr;
 use toml::{Table, Value};
@@ -40,14 +40,15 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Suite, SuiteError> {
         .ok_or_else(|| top.err("name", "missing"))?
         .to_string();
     let description = top.string("description")?.unwrap_or_default().to_string();
-    let latency_count = top.count("latency_count")?;
-    let bandwidth_count = top.count("bandwidth_count")?;
+    let latency_count = top.count("latency_count", MAX_LATENCY_SAMPLES)?;
+    let bandwidth_count = top.count("bandwidth_count", MAX_BANDWIDTH_COUNT)?;
     let tables = match table.get("group") {
         Some(Value::Array(items)) if !items.is_empty() => items,
         Some(Value::Array(_)) | None => return Err(top.err("group", "missing: a suite needs at least one [[group]]")),
         Some(v) => return Err(top.err("group", format!("expected [[group]] tables, found {}", v.type_str()))),
     };
     let mut groups: Vec<Group> = Vec::new();
+    let mut tests = 0;
     for (i, item) in tables.iter().enumerate() {
         let Value::Table(t) = item else {
             return Err(top.err(
@@ -55,8 +56,9 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Suite, SuiteError> {
                 format!("entry {} is a {}, not a table", i + 1, item.type_str()),
             ));
         };
-        let g = group(t, i, source, latency_count, bandwidth_count)?;
+        let g = group(t, i, source, latency_count, bandwidth_count, tests)?;
         check_base(&groups, &g, source)?;
+        tests += g.test_count();
         groups.push(g);
     }
     check_outputs(&groups, source)?;
@@ -67,7 +69,15 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Suite, SuiteError> {
     })
 }
 
-fn group(t: &Table, index: usize, source: &str, lat: Option<u64>, bw: Option<u64>) -> Result<Group, SuiteError> {
+/// One `[[group]]`; `earlier` tests come before it in the suite.
+fn group(
+    t: &Table,
+    index: usize,
+    source: &str,
+    lat: Option<u64>,
+    bw: Option<u64>,
+    earlier: usize,
+) -> Result<Group, SuiteError> {
     let anonymous = Keys {
         prefix: format!("{source}: group #{}", index + 1),
         table: t,
@@ -124,13 +134,13 @@ fn group(t: &Table, index: usize, source: &str, lat: Option<u64>, bw: Option<u64
             [list[0], list[1], list[2], list[3], list[4]]
         }
     };
-    let (default_count, default_key) = if latency {
-        (lat, "latency_count")
+    let (default_count, default_key, max_count) = if latency {
+        (lat, "latency_count", MAX_LATENCY_SAMPLES)
     } else {
-        (bw, "bandwidth_count")
+        (bw, "bandwidth_count", MAX_BANDWIDTH_COUNT)
     };
     let count = k
-        .count("count")?
+        .count("count", max_count)?
         .or(default_count)
         .ok_or_else(|| k.err("count", format!("missing, and the suite sets no {default_key}")))?;
     let cdf = k.boolean("cdf")?.unwrap_or(false);
@@ -158,17 +168,34 @@ fn group(t: &Table, index: usize, source: &str, lat: Option<u64>, bw: Option<u64
         numa: Numa::default(),
         iommu: Iommu::Off,
     };
-    for (i, p) in g.expand().iter().enumerate() {
+    let total = earlier.saturating_add(g.test_count());
+    if total > MAX_SUITE_TESTS {
+        let n = if total == usize::MAX {
+            "more than 2^64".to_string()
+        } else {
+            total.to_string()
+        };
+        return Err(k.err(
+            "tests",
+            format!("the suite expands to {n} tests up to this group; at most {MAX_SUITE_TESTS} are allowed"),
+        ));
+    }
+    // A test's checks depend on its kind, size, window and offsets only: each distinct
+    // combination is checked once, however long the lists and whatever the cache states.
+    let distinct = Group {
+        tests: sorted_distinct(&g.tests),
+        sizes: sorted_distinct(&g.sizes),
+        windows: sorted_distinct(&g.windows),
+        caches: g.caches[..1].to_vec(),
+        host_offsets: sorted_distinct(&g.host_offsets),
+        device_offsets: sorted_distinct(&g.device_offsets),
+        ..g.clone()
+    };
+    for p in distinct.expand() {
         p.check(MAX_TRANSFER).map_err(|e| {
             SuiteError::new(format!(
-                "{}: test {} ({} size {} window {} host offset {} device offset {}): {e}",
-                k.prefix,
-                i + 1,
-                p.kind,
-                p.size,
-                p.window,
-                p.host_offset,
-                p.device_offset
+                "{}: test {} size {} window {} host offset {} device offset {}: {e}",
+                k.prefix, p.kind, p.size, p.window, p.host_offset, p.device_offset
             ))
         })?;
     }
@@ -253,13 +280,13 @@ impl Keys<'_> {
         }
     }
 
-    /// A sample or DMA count: an integer of at least 1.
-    fn count(&self, key: &str) -> Result<Option<u64>, SuiteError> {
+    /// A sample or DMA count: an integer from 1 to `max`.
+    fn count(&self, key: &str, max: u64) -> Result<Option<u64>, SuiteError> {
         match self.table.get(key) {
             None => Ok(None),
             Some(v) => match int(v) {
-                Ok(n) if n >= 1 => Ok(Some(n)),
-                Ok(_) => Err(self.err(key, "must be at least 1")),
+                Ok(n) if (1..=max).contains(&n) => Ok(Some(n)),
+                Ok(n) => Err(self.err(key, format!("{n} must be between 1 and {max}"))),
                 Err(e) => Err(self.err(key, e)),
             },
         }
@@ -319,6 +346,13 @@ fn one_of<T: FromStr>(v: &Value, allowed: &[&str]) -> Result<T, String> {
     };
     s.parse()
         .map_err(|_| format!("\"{s}\" is not one of {}", allowed.join(", ")))
+}
+
+fn sorted_distinct<T: Ord + Clone>(items: &[T]) -> Vec<T> {
+    let mut v = items.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 fn one_of_axis(v: &Value) -> Result<Axis, String> {

@@ -7,7 +7,7 @@ mod load;
 
 pub use bytes::parse_bytes;
 
-use crate::params::{CacheState, Iommu, Numa, Pattern, TestKind, TestParams};
+use crate::params::{check_count, CacheState, Iommu, Numa, Pattern, TestKind, TestParams};
 use std::fmt;
 use std::path::Path;
 
@@ -16,6 +16,13 @@ const BUILTIN: [(&str, &str); 2] = [
     ("quick", include_str!("../../../../data/suites/quick.toml")),
     ("paper", include_str!("../../../../data/suites/paper.toml")),
 ];
+
+/// Most tests a suite may expand to (the paper suite has a few thousand). Suites are expanded
+/// into memory before they run, and a million tests is weeks of device time.
+pub const MAX_SUITE_TESTS: usize = 1_000_000;
+
+/// Largest suite file read (the paper suite is 10 KB).
+pub const MAX_SUITE_BYTES: u64 = 1 << 20;
 
 /// A loop of a group's expansion; `Group::order` nests them outermost first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,10 +114,15 @@ impl Group {
         }
     }
 
-    /// Number of tests `expand` yields.
+    /// Number of tests `expand` yields (`usize::MAX` when that does not fit).
     pub fn test_count(&self) -> usize {
-        let offsets = self.offset_pairs().len();
-        self.order.iter().map(|&a| self.axis_len(a, offsets)).product()
+        let offsets = match self.offsets {
+            OffsetSweep::Product => self.host_offsets.len().saturating_mul(self.device_offsets.len()),
+            OffsetSweep::HostThenDevice => self.host_offsets.len().saturating_add(self.device_offsets.len()),
+        };
+        self.order
+            .iter()
+            .fold(1usize, |n, &a| n.saturating_mul(self.axis_len(a, offsets)))
     }
 
     /// The tests of this group, nested as `order` says (first axis outermost).
@@ -191,9 +203,21 @@ impl Suite {
     }
 
     /// A suite file; errors name the file as given.
+    /// A file larger than [`MAX_SUITE_BYTES`] (or endless, like `/dev/zero`) is refused after
+    /// reading that much.
     pub fn load(path: &Path) -> Result<Suite, SuiteError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| SuiteError::new(format!("{}: cannot read: {e}", path.display())))?;
+        use std::io::Read;
+        let cannot = |e: std::io::Error| SuiteError::new(format!("{}: cannot read: {e}", path.display()));
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_SUITE_BYTES + 1).read_to_string(&mut text))
+            .map_err(cannot)?;
+        if text.len() as u64 > MAX_SUITE_BYTES {
+            return Err(SuiteError::new(format!(
+                "{}: larger than {MAX_SUITE_BYTES} bytes: not a suite file",
+                path.display()
+            )));
+        }
         Suite::parse(&text, &path.display().to_string())
     }
 
@@ -255,9 +279,9 @@ impl Suite {
         bases
     }
 
-    /// Number of tests in the suite.
+    /// Number of tests in the suite (`usize::MAX` when that does not fit).
     pub fn test_count(&self) -> usize {
-        self.groups.iter().map(Group::test_count).sum()
+        self.groups.iter().fold(0usize, |n, g| n.saturating_add(g.test_count()))
     }
 
     /// `--only`: keeps the groups of the named bases, in suite order.
@@ -275,12 +299,13 @@ impl Suite {
     }
 
     /// `--samples N`: every test, latency or bandwidth, details or not, uses `n` samples or
-    /// DMAs.
+    /// DMAs; `n` must suit every group (see [`check_count`]).
     pub fn with_count(mut self, n: u64) -> Result<Suite, SuiteError> {
-        if n == 0 {
-            return Err(SuiteError::new("--samples 0: must be at least 1"));
+        for g in self.groups.iter_mut() {
+            check_count(g.tests[0], n)
+                .map_err(|e| SuiteError::new(format!("--{e} (group \"{}\" of suite \"{}\")", g.base, self.name)))?;
+            g.count = n;
         }
-        self.groups.iter_mut().for_each(|g| g.count = n);
         Ok(self)
     }
 
@@ -380,6 +405,34 @@ mod tests {
         assert_eq!(key(&tests[2]), (LatWrRd, 64, Cold, 0, 0));
         assert_eq!(key(&tests[4]), (LatRd, 64, Cold, 0, 2));
         assert_eq!(key(&tests[16]), (LatRd, 64, HWarm, 0, 0));
+    }
+
+    #[test]
+    fn huge_expansions_count_without_overflow() {
+        let g = Group {
+            sizes: vec![64; 1 << 20],
+            windows: vec![8192; 1 << 20],
+            caches: vec![CacheState::Cold; 1 << 20],
+            host_offsets: vec![0; 1 << 20],
+            device_offsets: vec![0; 1 << 20],
+            offsets: OffsetSweep::Product,
+            ..group()
+        };
+        assert_eq!(g.test_count(), usize::MAX);
+        assert_eq!(group().test_count(), 32);
+    }
+
+    #[test]
+    fn samples_option_respects_each_group_kind() {
+        let s = Suite::builtin("quick").unwrap();
+        let e = s.clone().with_count(1 << 25).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--samples 33554432: must be between 1 and 16777216"),
+            "{e}"
+        );
+        let e = s.clone().with_count(0).unwrap_err().to_string();
+        assert!(e.starts_with("--samples 0: must be between 1 and"), "{e}");
+        assert!(s.with_count(1 << 24).is_ok());
     }
 
     #[test]

@@ -1,6 +1,14 @@
-//! Targets for pcie-bench's parsers: byte sizes, suites, exec-protocol lines, result CSVs.
+//! Targets for pcie-bench's parsers: byte sizes, suites, exec-protocol lines, result CSVs and
+//! whole run directories.
 
 use crate::{refused, text, Target, Verdict};
+use pcie_bench::exec::protocol::{parse_hello, parse_result, CYCLE_PS_RANGE};
+use pcie_bench::{
+    check_count, BandwidthStats, Outcome, ResultData, ResultFile, RunData, SortedLatencies, Suite, TestKind,
+    TestParams, MAX_SUITE_TESTS,
+};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `8k`, `1.5M`, `64M`: windows on the command line and in suites.
 fn bytes(input: &[u8]) -> Verdict {
@@ -11,11 +19,384 @@ fn bytes(input: &[u8]) -> Verdict {
     }
 }
 
+/// Refuses inputs longer than `max` bytes (about twice a target's largest seed): parsing is
+/// linear, and long inputs only slow the run down (huge files and lines are covered by
+/// pcie-bench's own tests).
+fn too_long(input: &[u8], max: usize) -> Option<Verdict> {
+    (input.len() > max).then(|| refused(format!("{} bytes: the target reads at most {max}", input.len())))
+}
+
+/// Suite TOML through the public loader (which checks every distinct test of every group);
+/// an accepted suite must be within the test and count limits.
+fn suite(input: &[u8]) -> Verdict {
+    if let Some(v) = too_long(input, 640) {
+        return v;
+    }
+    let s = match Suite::parse(&text(input), "fuzz.toml") {
+        Ok(s) => s,
+        Err(e) => return refused(e.message),
+    };
+    // The loader expanded and checked every test; what is left to check is cheap.
+    let count = s.test_count();
+    if count > MAX_SUITE_TESTS {
+        return Verdict::Wrong(format!("accepted a suite of {count} tests"));
+    }
+    if let Some(g) = s.groups().iter().find(|g| {
+        g.tests.is_empty() || g.tests.iter().any(|t| check_count(*t, g.count).is_err()) || g.test_count() == 0
+    }) {
+        return Verdict::Wrong(format!(
+            "accepted group {} with {:?}, count {}",
+            g.base, g.tests, g.count
+        ));
+    }
+    Verdict::Accepted
+}
+
+/// The tests the exec-line target answers: a latency test of 3 samples, a bandwidth test of
+/// 10 DMAs of 64 B.
+fn exec_tests() -> [TestParams; 2] {
+    let t = |kind: TestKind, count: u64| TestParams {
+        kind,
+        size: 64,
+        window: 8192,
+        host_offset: 0,
+        device_offset: 0,
+        pattern: pcie_bench::Pattern::Rand,
+        cache: pcie_bench::CacheState::HWarm,
+        count,
+        numa: pcie_bench::Numa::default(),
+        iommu: pcie_bench::Iommu::Off,
+    };
+    [t(TestKind::LatRd, 3), t(TestKind::BwRd, 10)]
+}
+
+/// A reply line: a hello when it mentions one, else the reply to test id 7 (the latency test,
+/// then the bandwidth test). Accepted results must give sane statistics.
+fn exec_line(input: &[u8]) -> Verdict {
+    if let Some(v) = too_long(input, 256) {
+        return v;
+    }
+    let line = text(input);
+    if line.contains("hello") {
+        return match parse_hello(&line) {
+            Ok(h) if h.max_transfer == 0 || !CYCLE_PS_RANGE.contains(&h.cycle_ps) => {
+                Verdict::Wrong(format!("hello accepted with {h:?}"))
+            }
+            Ok(_) => Verdict::Accepted,
+            Err(e) => refused(e.to_string()),
+        };
+    }
+    let [latency, bandwidth] = exec_tests();
+    // The bandwidth test only hears what the latency test refused.
+    let (t, result) = match parse_result(&line, 7, &latency, 1000.0) {
+        Err(_) if line.contains("bandwidth") => (&bandwidth, parse_result(&line, 7, &bandwidth, 1000.0)),
+        r => (&latency, r),
+    };
+    match result {
+        Ok(Outcome::Latency(l)) => {
+            if l.cycles.len() as u64 != t.count || !CYCLE_PS_RANGE.contains(&l.cycle_ps) {
+                return Verdict::Wrong(format!("latency reply accepted for {} samples: {l:?}", t.count));
+            }
+            let Some(stats) = SortedLatencies::new(&l).map(|s| s.stats()) else {
+                return Verdict::Wrong("latency reply accepted without samples".into());
+            };
+            let n = &stats.ns;
+            let figures = [n.tavg, n.avg, n.median, n.min, n.max, n.p95, n.p99, n.p999];
+            if figures.iter().any(|v| !v.is_finite() || *v < 0.0) {
+                return Verdict::Wrong(format!("latency statistics {n:?}"));
+            }
+            Verdict::Accepted
+        }
+        Ok(Outcome::Bandwidth(b)) => {
+            let sane = BandwidthStats::new(&b)
+                .is_some_and(|s| s.gbps.is_finite() && s.trans_per_sec.is_finite() && s.transactions <= t.count);
+            if sane {
+                Verdict::Accepted
+            } else {
+                Verdict::Wrong(format!("bandwidth reply accepted: {b:?}"))
+            }
+        }
+        Err(e) => refused(e.to_string()),
+    }
+}
+
+/// What is wrong with the figures of a loaded result file, if anything: every figure finite,
+/// non-negative.
+fn nonsense(f: &ResultFile) -> Option<String> {
+    let bad = |v: f64| !v.is_finite() || v < 0.0;
+    match &f.data {
+        ResultData::Latency(rows) => rows
+            .iter()
+            .find(|r| {
+                [r.tavg_ns, r.avg_ns, r.med_ns, r.min_ns, r.max_ns, r.p95_ns, r.p999_ns]
+                    .into_iter()
+                    .chain(r.p99_ns)
+                    .any(bad)
+                    || r.samples == 0
+                    || r.outliers > r.samples
+            })
+            .map(|r| format!("latency row {r:?}")),
+        ResultData::Bandwidth(rows) => rows
+            .iter()
+            .find(|r| bad(r.time_ns) || bad(r.bw_gbps) || bad(r.trans_per_sec))
+            .map(|r| format!("bandwidth row {r:?}")),
+        ResultData::Cdf(sections) => sections
+            .iter()
+            .flat_map(|s| &s.points)
+            .find(|(ns, cdf)| bad(*ns) || bad(*cdf) || *cdf > 1.0)
+            .map(|p| format!("CDF point {p:?}")),
+    }
+}
+
+/// One result CSV through the reader's text entry.
+fn result_csv(input: &[u8]) -> Verdict {
+    if let Some(v) = too_long(input, 1024) {
+        return v;
+    }
+    match ResultFile::parse(Path::new("fuzz.csv"), &text(input)) {
+        Ok(Some(f)) => nonsense(&f).map_or(Verdict::Accepted, Verdict::Wrong),
+        Ok(None) => Verdict::Accepted,
+        Err(e) => refused(e.to_string()),
+    }
+}
+
+/// Separates the files of a run-dir input: `run.json` text, then `\n=== NAME\n` and each
+/// file's text.
+const FILE_MARK: &str = "\n=== ";
+
+/// A whole run directory: the input's files written into a fresh temporary directory and read
+/// back with the run-directory reader.
+fn run_dir(input: &[u8]) -> Verdict {
+    if let Some(v) = too_long(input, 2048) {
+        return v;
+    }
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let shm = Path::new("/dev/shm");
+    let root = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let dir: PathBuf = root.join(format!(
+        "pcie-fuzz-run-dir-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    if std::fs::create_dir(&dir).is_err() {
+        return Verdict::Wrong(format!("cannot create {}", dir.display()));
+    }
+    let mut names = vec!["run.json".to_string()];
+    let verdict = match write_files(&dir, &text(input), &mut names) {
+        Err(e) => refused(e),
+        Ok(()) => match RunData::load(&dir) {
+            Ok(run) => run
+                .files
+                .iter()
+                .find_map(nonsense)
+                .map_or(Verdict::Accepted, Verdict::Wrong),
+            Err(e) => refused(e.to_string()),
+        },
+    };
+    // The names written, one by one: cheaper than remove_dir_all's directory walk.
+    for name in &names {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+    if std::fs::remove_dir(&dir).is_err() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    verdict
+}
+
+/// Writes `run.json` and the marked files of a run-dir input into `dir`, adding their names
+/// to `names`.
+fn write_files(dir: &Path, input: &str, names: &mut Vec<String>) -> Result<(), String> {
+    let mut parts = input.split(FILE_MARK);
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"));
+    write("run.json", parts.next().unwrap_or_default())?;
+    for part in parts {
+        let (name, body) = part.split_once('\n').unwrap_or((part, ""));
+        let ok = !name.is_empty()
+            && name.len() <= 64
+            && name != "run.json"
+            && !name.starts_with('.')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+        if !ok {
+            return Err(format!("file name {name:?}: not written"));
+        }
+        names.push(name.to_string());
+        write(name, body)?;
+    }
+    Ok(())
+}
+
+const HELLO: &str =
+    r#"{"type":"hello","protocol":1,"device":"emulated","max_transfer":4096,"cycle_ps":1000,"bdf":"0000:03:00.0"}"#;
+const LATENCY_REPLY: &str =
+    r#"{"type":"latency","id":7,"samples":[452,461,449],"total_cycles":1500,"cycle_ps":833.33}"#;
+const BANDWIDTH_REPLY: &str =
+    r#"{"type":"bandwidth","id":7,"bytes":640,"transactions":10,"time_cycles":141,"cycle_ps":1000}"#;
+const ERROR_REPLY: &str = r#"{"type":"error","id":7,"message":"DMA engine timed out"}"#;
+
+/// pcie-bench's files (data/reference/pcie-bench), cut to a few rows, and one of ours.
+const LAT_CSV: &str = "Test,PAT,Cache,HO,DO,WinSZ,SZ,TAvg,Avg,Med,Min,Max,95%,99.9%,TAvg(ns),Avg(ns),Med(ns),Min(ns),Max(ns),95%(ns),99.9%(ns),#outliers,#samples
+LAT_DMA_RD,Seq,HWarm,0,0,8192,64,947,716.0765151977539,720.0,656,11392,736.0,752.0,789.1666666666666,596.7304293314616,600.0,546.6666666666666,9493.333333333334,613.3333333333334,626.6666666666666,12,2097152
+LAT_DMA_RD,Seq,HWarm,1,0,8192,64,964,734.1711273193359,736.0,688,11072,752.0,768.0,803.3333333333334,611.8092727661133,613.3333333333334,573.3333333333334,9226.666666666666,626.6666666666666,640.0,6,2097152
+";
+const BW_CSV: &str = "Test,PAT,Cache,HO,DO,WinSZ,SZ,Time(cyc),Time,Bytes,Trans,BW (GB/s),Trans/s
+BW_DMA_RD,Rand,HWarm,0,0,8192,16,168644400,140537000.0,134217728,8388608,7.640278531632239,59689676.02837687
+BW_DMA_RD,Rand,HWarm,0,0,8192,32,171088656,142573880.0,268435456,8388608,15.062251570904852,58836920.198847085
+";
+const CDF_CSV: &str = "cycles,ns,cdf
+752,626.6666666666666,0
+752,626.6666666666666,0.051061272621154785
+768,640.0,0.7409037351608276
+784,653.3333333333334,1
+";
+const OUR_LAT_CSV: &str = "Test,PAT,Cache,HO,DO,WinSZ,SZ,TAvg,Avg,Med,Min,Max,95%,99%,99.9%,TAvg(ns),Avg(ns),Med(ns),Min(ns),Max(ns),95%(ns),99%(ns),99.9%(ns),#outliers,#samples
+LAT_DMA_RD,Seq,HWarm,0,0,8192,8,995.6608,707.6608,704,672,10928,720,736,736,829.7173333333334,589.7173333333334,586.6666666666667,560,9106.666666666668,600,613.3333333333334,613.3333333333334,1,20000
+";
+const RAW_CSV: &str = "test,cache,window,size,index,ns\nLAT_DMA_RD,HWarm,8192,64,0,600\n";
+const RUN_JSON: &str = r#"{"tool":"pcieperf","version":"0.1.0","command_line":["pcieperf","bench","run"],"suite":"quick","seed":0,
+"backend":{"name":"sim:e5-2637v3,nfp6000","description":{},"max_transfer":4096},"link":{"gen":3,"lanes":8},
+"numa":{"dev":0,"mem":0,"cpu":0},"iommu":"Off","host":{"hostname":"h","cpus":4},"start_time":"2026-11-25T12:00:00Z","end_time":null}"#;
+
+/// The built-in suites cut into one-group suites without comments and descriptions: TOML takes
+/// about a microsecond a byte to parse in a debug build (whole suites: milliseconds), and every
+/// group's keys are still in the seeds.
+fn suite_seeds() -> Vec<String> {
+    let strip = |t: &str| -> String {
+        t.lines()
+            .filter(|l| {
+                let l = l.trim_start();
+                !l.starts_with('#') && !l.starts_with("description") && !l.is_empty()
+            })
+            .map(|l| format!("{}\n", l.split(" #").next().unwrap_or(l)))
+            .collect()
+    };
+    let mut seeds = Vec::new();
+    for suite in [
+        include_str!("../../../../data/suites/quick.toml"),
+        include_str!("../../../../data/suites/paper.toml"),
+    ] {
+        let mut parts = suite.split("[[group]]");
+        let head = strip(parts.next().unwrap_or_default());
+        seeds.extend(parts.map(|g| format!("{head}[[group]]\n{}", strip(g))));
+    }
+    seeds
+}
+
 pub fn targets() -> Vec<Target> {
-    vec![Target::new(
-        "bytes",
-        &["8k", "64M", "1.5M", "4096", "2G", "512"],
-        &["k", "K", "M", "G", "T", "KiB", "MB", ".", " "],
-        bytes,
-    )]
+    let run_dirs = [
+        format!("{RUN_JSON}{FILE_MARK}lat_dma_off_rd.csv\n{LAT_CSV}"),
+        format!("{RUN_JSON}{FILE_MARK}bw_dma_sz_sweep.csv\n{BW_CSV}{FILE_MARK}lat_dma_details_cdf.csv\n{CDF_CSV}"),
+        format!("{RUN_JSON}{FILE_MARK}lat_dma_sizes.csv\n{OUR_LAT_CSV}{FILE_MARK}lat_dma_sizes_raw.csv\n{RAW_CSV}"),
+    ];
+    let mut run_dir_target = Target::new(
+        "run-dir",
+        &[],
+        &[
+            FILE_MARK,
+            "run.json",
+            ".csv",
+            "_cdf",
+            "_raw",
+            "\"seed\":",
+            "\"numa\":",
+            "null",
+            ",",
+            "\n",
+            "NaN",
+            "inf",
+        ],
+        run_dir,
+    );
+    run_dir_target.seeds = run_dirs.iter().map(|s| s.as_bytes().to_vec()).collect();
+    vec![
+        Target::new(
+            "bytes",
+            &["8k", "64M", "1.5M", "4096", "2G", "512"],
+            &["k", "K", "M", "G", "T", "KiB", "MB", ".", " "],
+            bytes,
+        ),
+        Target::new(
+            "suite",
+            &suite_seeds().iter().map(String::as_str).collect::<Vec<_>>(),
+            &[
+                "[[group]]",
+                "base = ",
+                "tests = ",
+                "sizes = ",
+                "windows = ",
+                "caches = ",
+                "pattern = ",
+                "host_offsets = ",
+                "device_offsets = ",
+                "offsets = ",
+                "order = ",
+                "count = ",
+                "cdf = true",
+                "raw = true",
+                "latency_count = ",
+                "bandwidth_count = ",
+                "\"host-then-device\"",
+                "\"LAT_CMD_RD\"",
+                "\"BW_RDWR\"",
+                "\"dthrash\"",
+                "\"64M\"",
+                "[",
+                "]",
+                ", ",
+                "\n",
+            ],
+            suite,
+        ),
+        Target::new(
+            "exec-line",
+            &[HELLO, LATENCY_REPLY, BANDWIDTH_REPLY, ERROR_REPLY],
+            &[
+                "\"type\":",
+                "\"hello\"",
+                "\"latency\"",
+                "\"bandwidth\"",
+                "\"error\"",
+                "\"id\":7",
+                "\"samples\":",
+                "\"total_cycles\":",
+                "\"cycle_ps\":",
+                "\"bytes\":",
+                "\"transactions\":",
+                "\"time_cycles\":",
+                "\"protocol\":1",
+                "\"max_transfer\":",
+                "null",
+                "[",
+                "]",
+                ",",
+            ],
+            exec_line,
+        ),
+        Target::new(
+            "result-csv",
+            &[LAT_CSV, BW_CSV, CDF_CSV, OUR_LAT_CSV, RAW_CSV],
+            &[
+                ",",
+                "\n",
+                "\r\n",
+                "Med(ns)",
+                "Trans/s",
+                "cdf",
+                "#samples",
+                "#outliers",
+                "LAT_DMA_RD",
+                "BW_DMA_WR",
+                "HWarm",
+                "Seq",
+                "NaN",
+                "inf",
+                "-0",
+            ],
+            result_csv,
+        ),
+        run_dir_target,
+    ]
 }

@@ -37,7 +37,8 @@ pub struct RunArgs {
     /// [default: the address the program reports]
     #[arg(long)]
     device: Option<String>,
-    /// Run directory to create [default: bench-<suite>-<UTC time>]
+    /// Run directory to create [default: bench-<suite>-<UTC time>, with -2, -3, ... when taken;
+    /// none for a single test printed with --format csv or json]
     #[arg(long)]
     out: Option<PathBuf>,
     /// Samples per latency test and DMAs per bandwidth test, for every test
@@ -143,17 +144,30 @@ struct Opened {
     device: Option<PciDevice>,
 }
 
-/// Seconds from the command line as a duration, refusing what is not a positive number.
+/// Longest `--timeout` and `--handshake-timeout`: a week.
+const MAX_TIMEOUT_S: f64 = 604_800.0;
+/// Most `--threads` (for exec backends, each thread starts a program with a 64 MB buffer).
+const MAX_THREADS: usize = 256;
+
+/// Seconds from the command line as a duration, refusing what is not a positive number of at
+/// most a week.
 fn seconds(option: &str, s: f64) -> Result<Duration, CliError> {
-    Duration::try_from_secs_f64(s)
-        .ok()
+    Some(s)
+        .filter(|s| *s > 0.0 && *s <= MAX_TIMEOUT_S)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
         .filter(|d| !d.is_zero())
-        .ok_or_else(|| usage(format!("--{option} {s}: must be a positive number of seconds")))
+        .ok_or_else(|| {
+            usage(format!(
+                "--{option} {s:?}: must be a number of seconds above 0 and at most {MAX_TIMEOUT_S} (a week)"
+            ))
+        })
 }
 
 /// `--backend`: the simulator, or an external program started and greeted. A bad spec, a
 /// program that cannot be started or fails its handshake, or a bad `--device` are usage errors.
 fn open_backend(a: &RunArgs, numa: Numa, threads: usize) -> Result<Opened, CliError> {
+    let handshake_timeout = seconds("handshake-timeout", a.handshake_timeout)?;
+    let test_timeout = a.timeout.map(|t| seconds("timeout", t)).transpose()?;
     if !a.backend.starts_with("exec:") {
         if a.device.is_some() || a.timeout.is_some() {
             return Err(usage("--device and --timeout: only for exec: backends"));
@@ -175,8 +189,8 @@ fn open_backend(a: &RunArgs, numa: Numa, threads: usize) -> Result<Opened, CliEr
         None => None,
     };
     let options = ExecOptions {
-        handshake_timeout: seconds("handshake-timeout", a.handshake_timeout)?,
-        test_timeout: a.timeout.map(|t| seconds("timeout", t)).transpose()?,
+        handshake_timeout,
+        test_timeout,
         children: threads,
         buffer_node: Some(numa.mem as u32),
         cache_node: Some(numa.cpu as u32),
@@ -224,8 +238,8 @@ struct BaseSummary {
 }
 
 pub fn run(a: &RunArgs) -> Result<String, CliError> {
-    if a.threads == Some(0) {
-        return Err(usage("--threads 0: must be at least 1"));
+    if let Some(n) = a.threads.filter(|n| !(1..=MAX_THREADS).contains(n)) {
+        return Err(usage(format!("--threads {n}: must be from 1 to {MAX_THREADS}")));
     }
     let numa: Numa = a.numa.parse().map_err(|e| usage(format!("--{e}")))?;
     let iommu: Iommu = a.iommu.parse().map_err(|e| usage(format!("--{e}")))?;
@@ -254,12 +268,6 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         .enumerate()
         .flat_map(|(g, group)| group.expand().into_iter().map(move |t| (g, t)))
         .collect();
-    let params: Vec<TestParams> = tests.iter().map(|(_, t)| t.clone()).collect();
-    let stamp = rfc3339(SystemTime::now()).replace(':', "");
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("bench-{}-{stamp}", suite.name)));
     let info = RunInfo {
         tool: "pcieperf".into(),
         version: env!("CARGO_PKG_VERSION").into(),
@@ -276,8 +284,8 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
                     .and_then(|l| serde_json::to_value(l).ok())
             })
             .unwrap_or_default(),
-        numa: params.first().map(|t| t.numa).unwrap_or_default(),
-        iommu: params.first().map(|t| t.iommu).unwrap_or_default(),
+        numa: tests.first().map(|(_, t)| t.numa).unwrap_or_default(),
+        iommu: tests.first().map(|(_, t)| t.iommu).unwrap_or_default(),
         host: HostInfo {
             device,
             ..HostInfo::gather()
@@ -285,7 +293,43 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         start_time: rfc3339(SystemTime::now()),
         end_time: None,
     };
-    let mut writer = RunWriter::create(&out, info).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
+    // A single test printed as CSV or JSON is all on stdout: its files go to a scratch
+    // directory, removed at the end.
+    let scratch = a.out.is_none() && a.test.is_some() && a.format != Format::Table;
+    let writer = match &a.out {
+        Some(out) => RunWriter::create(out, info).map_err(|e| usage(format!("--out {}: {e}", out.display())))?,
+        None if scratch => {
+            let stem = std::env::temp_dir().join(format!("pcieperf-bench-{}", std::process::id()));
+            RunWriter::create_new(&stem, info).map_err(|e| CliError::Runtime(e.to_string()))?
+        }
+        None => {
+            let stamp = rfc3339(SystemTime::now()).replace(':', "");
+            RunWriter::create_new(Path::new(&format!("bench-{}-{stamp}", suite.name)), info)
+                .map_err(|e| usage(format!("--out: {e}")))?
+        }
+    };
+    let out = writer.dir().to_path_buf();
+    let result = run_into(a, backend, &suite, &tests, threads, writer, scratch);
+    if scratch {
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    result
+}
+
+/// Runs the expanded `tests` into `writer`'s directory and formats the output.
+fn run_into(
+    a: &RunArgs,
+    backend: &dyn Backend,
+    suite: &Suite,
+    tests: &[(usize, TestParams)],
+    threads: usize,
+    mut writer: RunWriter,
+    scratch: bool,
+) -> Result<String, CliError> {
+    let out = writer.dir().to_path_buf();
+    let params: Vec<TestParams> = tests.iter().map(|(_, t)| t.clone()).collect();
+    // Where finished tests' results stay, for the messages of a run that stops early.
+    let kept = (!scratch).then(|| out.display().to_string());
 
     let cancel = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -350,15 +394,17 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         .map_err(|e| CliError::Runtime(e.to_string()))?;
     if let Some(e) = failure {
         return Err(CliError::Runtime(format!(
-            "{e}\nthe {finished} tests that finished before it are in {}",
-            out.display()
+            "{e}{}",
+            kept.map(|dir| format!("\nthe {finished} tests that finished before it are in {dir}"))
+                .unwrap_or_default()
         )));
     }
     if cancel.load(Ordering::Relaxed) {
         return Err(CliError::Runtime(format!(
-            "interrupted after {finished} of {} tests; the finished ones are in {}",
+            "interrupted after {finished} of {} tests{}",
             params.len(),
-            out.display()
+            kept.map(|dir| format!("; the finished ones are in {dir}"))
+                .unwrap_or_default()
         )));
     }
     Ok(match a.format {
