@@ -19,19 +19,9 @@ fn bytes(input: &[u8]) -> Verdict {
     }
 }
 
-/// Refuses inputs longer than `max` bytes (about twice a target's largest seed): parsing is
-/// linear, and long inputs only slow the run down (huge files and lines are covered by
-/// pcie-bench's own tests).
-fn too_long(input: &[u8], max: usize) -> Option<Verdict> {
-    (input.len() > max).then(|| refused(format!("{} bytes: the target reads at most {max}", input.len())))
-}
-
 /// Suite TOML through the public loader (which checks every distinct test of every group);
 /// an accepted suite must be within the test and count limits.
 fn suite(input: &[u8]) -> Verdict {
-    if let Some(v) = too_long(input, 640) {
-        return v;
-    }
     let s = match Suite::parse(&text(input), "fuzz.toml") {
         Ok(s) => s,
         Err(e) => return refused(e.message),
@@ -73,9 +63,6 @@ fn exec_tests() -> [TestParams; 2] {
 /// A reply line: a hello when it mentions one, else the reply to test id 7 (the latency test,
 /// then the bandwidth test). Accepted results must give sane statistics.
 fn exec_line(input: &[u8]) -> Verdict {
-    if let Some(v) = too_long(input, 256) {
-        return v;
-    }
     let line = text(input);
     if line.contains("hello") {
         return match parse_hello(&line) {
@@ -150,9 +137,6 @@ fn nonsense(f: &ResultFile) -> Option<String> {
 
 /// One result CSV through the reader's text entry.
 fn result_csv(input: &[u8]) -> Verdict {
-    if let Some(v) = too_long(input, 1024) {
-        return v;
-    }
     match ResultFile::parse(Path::new("fuzz.csv"), &text(input)) {
         Ok(Some(f)) => nonsense(&f).map_or(Verdict::Accepted, Verdict::Wrong),
         Ok(None) => Verdict::Accepted,
@@ -167,9 +151,6 @@ const FILE_MARK: &str = "\n=== ";
 /// A whole run directory: the input's files written into a fresh temporary directory and read
 /// back with the run-directory reader.
 fn run_dir(input: &[u8]) -> Verdict {
-    if let Some(v) = too_long(input, 2048) {
-        return v;
-    }
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let shm = Path::new("/dev/shm");
     let root = if shm.is_dir() {
