@@ -57,6 +57,40 @@ pub struct GpuInfo {
     pub timer: TimerInfo,
 }
 
+impl GpuInfo {
+    /// One line for reports: the GPU, its PCI function and link, the engine and the timer.
+    pub fn summary(&self) -> String {
+        let link = match &self.pci {
+            Some(p) => format!(
+                "{}, link {} x{} (max {} x{}), MPS {}, MRRS {}, NUMA node {}",
+                p.bdf,
+                p.current_link_speed.as_deref().unwrap_or("?"),
+                p.current_link_width.map_or("?".into(), |w| w.to_string()),
+                p.max_link_speed.as_deref().unwrap_or("?"),
+                p.max_link_width.map_or("?".into(), |w| w.to_string()),
+                p.mps.map_or("?".into(), |v| v.to_string()),
+                p.mrrs.map_or("?".into(), |v| v.to_string()),
+                p.numa_node.map_or("?".into(), |v| v.to_string()),
+            ),
+            None => "PCI function not found in sysfs".into(),
+        };
+        format!(
+            "{} ({}), {link}; engine {}; {} SMs; timer {} ({:.3} ns per tick; %globaltimer step {} ns, SM clock {:.0} MHz); CUDA driver {}.{}{}",
+            self.name,
+            self.uuid,
+            self.engine,
+            self.multiprocessors,
+            self.timer.source,
+            self.timer.tick_ps / 1000.0,
+            self.timer.globaltimer_step_ns,
+            self.timer.sm_clock_mhz,
+            self.cuda_driver_version / 1000,
+            self.cuda_driver_version % 1000 / 10,
+            self.kernel_driver_version.as_deref().map_or(String::new(), |v| format!(", kernel module {v}")),
+        )
+    }
+}
+
 /// The latency timer, chosen by measuring both (as pcie-bench records the NFP's 13.33 ns tick).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TimerInfo {
@@ -328,9 +362,15 @@ fn bandwidth_outcome(t: &TestParams, ms: f64) -> Outcome {
 
 impl Backend for CudaBackend {
     fn info(&self) -> BackendInfo {
+        // As the simulator's: a role with a one-line description (the report prints it) beside
+        // every recorded field.
+        let mut device = serde_json::to_value(&self.info).unwrap_or_default();
+        if let Some(d) = device.as_object_mut() {
+            d.insert("description".into(), self.info.summary().into());
+        }
         BackendInfo {
             name: self.spec.clone(),
-            description: serde_json::to_value(&self.info).unwrap_or_default(),
+            description: serde_json::json!({ "device": device }),
             max_transfer: MAX_TRANSFER,
         }
     }
@@ -370,6 +410,48 @@ impl Backend for CudaBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_summary_names_gpu_link_engine_and_timer() {
+        let info = GpuInfo {
+            name: "NVIDIA H100 80GB HBM3".into(),
+            uuid: "GPU-5e2a019c-1122-3344-abcd-0001020304ff".into(),
+            ordinal: 0,
+            engine: Engine::Ce,
+            cuda_driver_version: 13000,
+            kernel_driver_version: Some("580.95.05".into()),
+            multiprocessors: 132,
+            pci: Some(PciDevice {
+                bdf: "0000:19:00.0".into(),
+                current_link_speed: Some("32.0 GT/s PCIe".into()),
+                current_link_width: Some(16),
+                max_link_speed: Some("32.0 GT/s PCIe".into()),
+                max_link_width: Some(16),
+                mps: Some(256),
+                mrrs: Some(512),
+                numa_node: Some(0),
+                ..PciDevice::default()
+            }),
+            timer: TimerInfo {
+                source: "sm_clock".into(),
+                tick_ps: 505.05,
+                globaltimer_step_ns: 32,
+                sm_clock_mhz: 1980.0,
+            },
+        };
+        assert_eq!(
+            info.summary(),
+            "NVIDIA H100 80GB HBM3 (GPU-5e2a019c-1122-3344-abcd-0001020304ff), 0000:19:00.0, link 32.0 GT/s PCIe x16 \
+             (max 32.0 GT/s PCIe x16), MPS 256, MRRS 512, NUMA node 0; engine ce; 132 SMs; timer sm_clock (0.505 ns \
+             per tick; %globaltimer step 32 ns, SM clock 1980 MHz); CUDA driver 13.0, kernel module 580.95.05"
+        );
+        let link = info
+            .pci
+            .as_ref()
+            .and_then(PciDevice::link_config)
+            .expect("a Gen5 x16 link");
+        assert_eq!(link.to_string().split(',').next(), Some("Gen5 x16"));
+    }
 
     #[test]
     fn specs_name_a_device_index() {
