@@ -21,9 +21,6 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-/// Entries of the address table the kernels cycle through (8 MB of device memory): DMA i uses
-/// entry i mod this, so any count runs in bounded memory; random patterns repeat after 1 M DMAs.
-const TABLE_MAX: u64 = 1 << 20;
 /// Largest DMA the GPU backend runs: pcie-bench's transfers stay within a 4 KB page.
 const MAX_TRANSFER: u32 = 4096;
 /// Device memory the copy engines copy to and from.
@@ -273,10 +270,9 @@ impl Gpu {
         Ok(())
     }
 
-    /// The address table on the device: the test's first `min(count, TABLE_MAX)` offsets.
+    /// The address table on the device.
     fn table(&self, t: &TestParams, seed: u64) -> Result<(DeviceBuffer, u32), driver::DriverError> {
-        let mut offsets = plan::offsets(t, seed);
-        offsets.truncate(t.count.min(TABLE_MAX) as usize);
+        let offsets = plan::offsets(t, seed);
         let table = DeviceBuffer::new(offsets.len() * 8)?;
         table.upload(&offsets)?;
         Ok((table, offsets.len() as u32))
