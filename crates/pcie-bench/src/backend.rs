@@ -69,5 +69,10 @@ pub trait Backend: Sync {
     fn link(&self) -> Option<serde_json::Value> {
         None
     }
+    /// Whether this backend runs `test` at all (a GPU's copy engines run no latency tests);
+    /// a suite's tests it does not run are left out with a note, not failed.
+    fn supports(&self, _test: &TestParams) -> bool {
+        true
+    }
     fn run(&self, test: &TestParams, seed: u64) -> Result<Outcome, BackendError>;
 }

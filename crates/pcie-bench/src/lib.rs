@@ -4,6 +4,7 @@
 
 pub mod backend;
 pub mod exec;
+pub mod gpu;
 pub mod host;
 pub mod params;
 pub mod results;
@@ -14,6 +15,7 @@ pub mod suite;
 
 pub use backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
 pub use exec::{ExecBackend, ExecOptions, ProgramLog};
+pub use gpu::{CudaBackend, CudaOptions, Engine};
 pub use params::{
     check_count, CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams, BUFFER_BYTES, MAX_BANDWIDTH_COUNT,
     MAX_LATENCY_SAMPLES,

@@ -14,7 +14,7 @@ use crate::llc::{LineState, Llc};
 use crate::profile::{DeviceProfile, HostProfile, Spread, Tail};
 use crate::rng::Rng;
 use crate::tlp_time::TlpTimes;
-use crate::workload::{CachePrep, Op, Workload, BUFFER_BYTES};
+use crate::workload::{Addresses, CachePrep, Op, Workload, BUFFER_BYTES};
 use pcie_model::{split_completions, split_read_requests, split_writes, LinkConfig};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -130,46 +130,6 @@ fn draw_tail(rng: &mut Rng, t: &Tail) -> Ps {
         ps(t.min_ns + rng.unit() * (t.max_ns - t.min_ns))
     } else {
         0
-    }
-}
-
-/// Addresses a test visits: pcie-bench's units of (size + host offset) rounded up to 64 B,
-/// skipping units whose transfer would cross a 4 KB boundary.
-struct Addresses {
-    units: Vec<u32>,
-    unit: u64,
-    host_offset: u64,
-    random: bool,
-    next: usize,
-}
-
-impl Addresses {
-    fn new(w: &Workload) -> Addresses {
-        let unit = (w.size as u64 + w.host_offset as u64).next_multiple_of(LINE);
-        let count = (w.window / unit).max(1);
-        let crosses = |u: u64| {
-            let a = u * unit + w.host_offset as u64;
-            a / 4096 != (a + w.size as u64 - 1) / 4096
-        };
-        let units: Vec<u32> = (0..count).filter(|&u| !crosses(u)).map(|u| u as u32).collect();
-        Addresses {
-            units,
-            unit,
-            host_offset: w.host_offset as u64,
-            random: w.random,
-            next: 0,
-        }
-    }
-
-    fn next(&mut self, rng: &mut Rng) -> u64 {
-        let i = if self.random {
-            rng.below(self.units.len() as u64) as usize
-        } else {
-            let i = self.next;
-            self.next = (self.next + 1) % self.units.len();
-            i
-        };
-        self.units[i] as u64 * self.unit + self.host_offset
     }
 }
 

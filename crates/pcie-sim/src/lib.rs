@@ -16,8 +16,8 @@ mod workload;
 
 pub use engine::Measured;
 pub use profile::{builtin_devices, builtin_hosts, DeviceProfile, HostProfile, ProfileError};
-pub use rng::mix_seed;
-pub use workload::{CachePrep, Op, Workload, BUFFER_BYTES};
+pub use rng::{mix_seed, Rng};
+pub use workload::{Addresses, CachePrep, Op, Workload, BUFFER_BYTES};
 
 use pcie_model::{LinkConfig, LinkParams};
 

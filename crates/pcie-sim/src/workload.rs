@@ -1,5 +1,7 @@
 //! What to simulate: one pcie-bench-style test, described without depending on the bench crate.
 
+use crate::rng::Rng;
+
 /// The operation each transaction performs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
@@ -60,3 +62,45 @@ pub struct Workload {
 
 /// The 64 MB host buffer pcie-bench allocates.
 pub const BUFFER_BYTES: u64 = 64 << 20;
+
+/// Addresses a test visits: pcie-bench's units of (size + host offset) rounded up to 64 B,
+/// skipping units whose transfer would cross a 4 KB boundary. Every backend that generates
+/// addresses on the host (the simulator, the GPU) uses this, so a seed visits the same lines.
+pub struct Addresses {
+    units: Vec<u32>,
+    unit: u64,
+    host_offset: u64,
+    random: bool,
+    next: usize,
+}
+
+impl Addresses {
+    pub fn new(w: &Workload) -> Addresses {
+        let unit = (w.size as u64 + w.host_offset as u64).next_multiple_of(64);
+        let count = (w.window / unit).max(1);
+        let crosses = |u: u64| {
+            let a = u * unit + w.host_offset as u64;
+            a / 4096 != (a + w.size as u64 - 1) / 4096
+        };
+        let units: Vec<u32> = (0..count).filter(|&u| !crosses(u)).map(|u| u as u32).collect();
+        Addresses {
+            units,
+            unit,
+            host_offset: w.host_offset as u64,
+            random: w.random,
+            next: 0,
+        }
+    }
+
+    /// The next transfer's byte offset in the buffer.
+    pub fn next(&mut self, rng: &mut Rng) -> u64 {
+        let i = if self.random {
+            rng.below(self.units.len() as u64) as usize
+        } else {
+            let i = self.next;
+            self.next = (self.next + 1) % self.units.len();
+            i
+        };
+        self.units[i] as u64 * self.unit + self.host_offset
+    }
+}

@@ -7,8 +7,9 @@ use crate::output::{Cell, Format, Table};
 use clap::Args;
 use pcie_bench::host::{normalize_bdf, PciDevice};
 use pcie_bench::{
-    parse_bytes, rfc3339, run_tests, Backend, CacheState, ExecBackend, ExecOptions, Group, HostInfo, Iommu,
-    Measurement, Numa, Pattern, ProgramLog, RunEvent, RunInfo, RunWriter, SimBackend, Suite, TestKind, TestParams,
+    parse_bytes, rfc3339, run_tests, Backend, CacheState, CudaBackend, CudaOptions, Engine, ExecBackend, ExecOptions,
+    Group, HostInfo, Iommu, Measurement, Numa, Pattern, ProgramLog, RunEvent, RunInfo, RunWriter, SimBackend, Suite,
+    TestKind, TestParams,
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,10 +24,15 @@ pub struct RunArgs {
     /// Run only these output groups of the suite (comma-separated base names)
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// What runs the DMAs: sim, sim:HOST or sim:HOST,DEVICE (built-in profiles or files), or
-    /// exec:PROGRAM [ARGS] (an external program driving a device, docs/backends.md)
+    /// What runs the DMAs: sim, sim:HOST or sim:HOST,DEVICE (built-in profiles or files),
+    /// cuda or cuda:N (NVIDIA GPU N over its PCIe link), or exec:PROGRAM [ARGS] (an external
+    /// program driving a device, docs/backends.md)
     #[arg(long, default_value = "sim")]
     backend: String,
+    /// cuda backends: who moves the data, sm (the GPU's threads; every test but LAT_CMD_*) or
+    /// ce (the copy engines; bandwidth tests only) [default: sm]
+    #[arg(long)]
+    engine: Option<String>,
     /// exec backends: seconds each test may take [default: 10 + 10 µs per transaction]
     #[arg(long)]
     timeout: Option<f64>,
@@ -168,6 +174,34 @@ fn seconds(option: &str, s: f64) -> Result<Duration, CliError> {
 fn open_backend(a: &RunArgs, numa: Numa, threads: usize) -> Result<Opened, CliError> {
     let handshake_timeout = seconds("handshake-timeout", a.handshake_timeout)?;
     let test_timeout = a.timeout.map(|t| seconds("timeout", t)).transpose()?;
+    let cuda = a.backend.starts_with("cuda");
+    if a.engine.is_some() && !cuda {
+        return Err(usage("--engine: only for cuda backends"));
+    }
+    if cuda {
+        if a.device.is_some() || a.timeout.is_some() {
+            return Err(usage("--device and --timeout: only for exec: backends"));
+        }
+        let engine: Engine = a
+            .engine
+            .as_deref()
+            .unwrap_or("sm")
+            .parse()
+            .map_err(|e| usage(format!("--{e}")))?;
+        let options = CudaOptions {
+            engine,
+            root: PathBuf::from("/"),
+            buffer_node: Some(numa.mem as u32),
+            cache_node: Some(numa.cpu as u32),
+        };
+        let backend =
+            CudaBackend::open(&a.backend, options).map_err(|e| usage(format!("--backend {}: {e}", a.backend)))?;
+        return Ok(Opened {
+            warnings: backend.warnings().to_vec(),
+            device: backend.gpu_info().pci.clone(),
+            backend: Box::new(backend),
+        });
+    }
     if !a.backend.starts_with("exec:") {
         if a.device.is_some() || a.timeout.is_some() {
             return Err(usage("--device and --timeout: only for exec: backends"));
@@ -244,9 +278,9 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
     let numa: Numa = a.numa.parse().map_err(|e| usage(format!("--{e}")))?;
     let iommu: Iommu = a.iommu.parse().map_err(|e| usage(format!("--{e}")))?;
     // One device: tests run one at a time unless asked otherwise (then one program per thread).
-    let exec = a.backend.starts_with("exec:");
+    let device_backend = a.backend.starts_with("exec:") || a.backend.starts_with("cuda");
     let threads = a.threads.unwrap_or_else(|| {
-        if exec {
+        if device_backend {
             1
         } else {
             std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -262,12 +296,31 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
     }
     let backend = backend.as_ref();
     let suite = suite(a, backend, numa, iommu)?;
-    let tests: Vec<(usize, TestParams)> = suite
+    let all: Vec<(usize, TestParams)> = suite
         .groups()
         .iter()
         .enumerate()
         .flat_map(|(g, group)| group.expand().into_iter().map(move |t| (g, t)))
         .collect();
+    let (tests, left_out): (Vec<_>, Vec<_>) = all.into_iter().partition(|(_, t)| backend.supports(t));
+    if tests.is_empty() {
+        return Err(usage(format!(
+            "--backend {}: runs none of the suite's tests",
+            a.backend
+        )));
+    }
+    if !left_out.is_empty() {
+        let mut kinds: Vec<String> = left_out.iter().map(|(_, t)| t.kind.to_string()).collect();
+        kinds.sort();
+        kinds.dedup();
+        eprintln!(
+            "note: --backend {} leaves out {} of {} tests ({})",
+            a.backend,
+            left_out.len(),
+            left_out.len() + tests.len(),
+            kinds.join(", ")
+        );
+    }
     let info = RunInfo {
         tool: "pcieperf".into(),
         version: env!("CARGO_PKG_VERSION").into(),

@@ -1,0 +1,476 @@
+//! An NVIDIA GPU as the pcie-bench device: `--backend cuda[:N]`. The GPU reads and writes the
+//! host-side DMA buffer (huge pages, NUMA binding, pcie-bench's cache steps) over its real PCIe
+//! link, either from its own threads (`sm`: the buffer pinned and mapped into the GPU, kernels
+//! in kernels.ptx) or with its copy engines (`ce`: `cuMemcpy*Async` on several streams).
+//!
+//! The driver API is loaded at run time, so pcieperf builds and runs without CUDA; without a
+//! driver, opening the backend fails with dlopen's reason. Tests on one GPU run one at a time.
+
+mod driver;
+mod plan;
+mod ptx;
+
+pub use plan::Engine;
+
+use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
+use crate::host::{node_cpus, CacheSteps, DmaBuffer, PciDevice};
+use crate::params::{CacheState, TestParams, BUFFER_BYTES};
+use driver::{Device, DeviceBuffer, Direction, Function, Mapped, Module, Streams};
+use plan::{Arg, Buffers};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Largest DMA the GPU backend runs: pcie-bench's transfers stay within a 4 KB page.
+const MAX_TRANSFER: u32 = 4096;
+/// Device memory the copy engines copy to and from.
+const DEVICE_BUFFER: usize = 64 << 20;
+
+/// How to open the GPU.
+#[derive(Debug, Clone)]
+pub struct CudaOptions {
+    pub engine: Engine,
+    /// Root of sysfs/procfs (for the link state, NUMA and the kernel driver's version).
+    pub root: PathBuf,
+    /// NUMA node of the host buffer (`--numa mem=`) and of the CPUs that run the cache steps.
+    pub buffer_node: Option<u32>,
+    pub cache_node: Option<u32>,
+}
+
+/// What `run.json` records about the GPU.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuInfo {
+    pub name: String,
+    pub uuid: String,
+    pub ordinal: i32,
+    pub engine: Engine,
+    /// The CUDA version the driver implements (13000 = 13.0) and the kernel module's version.
+    pub cuda_driver_version: i32,
+    pub kernel_driver_version: Option<String>,
+    pub multiprocessors: u32,
+    /// The GPU's PCI function as sysfs shows it: link speed and width (current and maximum),
+    /// MPS/MRRS from its config space, NUMA node.
+    pub pci: Option<PciDevice>,
+    pub timer: TimerInfo,
+}
+
+impl GpuInfo {
+    /// One line for reports: the GPU, its PCI function and link, the engine and the timer.
+    pub fn summary(&self) -> String {
+        let link = match &self.pci {
+            Some(p) => format!(
+                "{}, link {} x{} (max {} x{}), MPS {}, MRRS {}, NUMA node {}",
+                p.bdf,
+                p.current_link_speed.as_deref().unwrap_or("?"),
+                p.current_link_width.map_or("?".into(), |w| w.to_string()),
+                p.max_link_speed.as_deref().unwrap_or("?"),
+                p.max_link_width.map_or("?".into(), |w| w.to_string()),
+                p.mps.map_or("?".into(), |v| v.to_string()),
+                p.mrrs.map_or("?".into(), |v| v.to_string()),
+                p.numa_node.map_or("?".into(), |v| v.to_string()),
+            ),
+            None => "PCI function not found in sysfs".into(),
+        };
+        format!(
+            "{} ({}), {link}; engine {}; {} SMs; timer {} ({:.3} ns per tick; %globaltimer step {} ns, SM clock {:.0} MHz); CUDA driver {}.{}{}",
+            self.name,
+            self.uuid,
+            self.engine,
+            self.multiprocessors,
+            self.timer.source,
+            self.timer.tick_ps / 1000.0,
+            self.timer.globaltimer_step_ns,
+            self.timer.sm_clock_mhz,
+            self.cuda_driver_version / 1000,
+            self.cuda_driver_version % 1000 / 10,
+            self.kernel_driver_version.as_deref().map_or(String::new(), |v| format!(", kernel module {v}")),
+        )
+    }
+}
+
+/// The latency timer, chosen by measuring both (as pcie-bench records the NFP's 13.33 ns tick).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimerInfo {
+    /// "sm_clock" (%clock64) or "globaltimer" (%globaltimer).
+    pub source: String,
+    /// Length of one tick of the chosen timer, in ps (the SM clock's from its measured rate).
+    pub tick_ps: f64,
+    /// The smallest step %globaltimer took in a 2 ms spin, in ns.
+    pub globaltimer_step_ns: u64,
+    /// The SM clock's rate over the same spin, in MHz.
+    pub sm_clock_mhz: f64,
+}
+
+/// Kernels, memory and streams of one open GPU. Field order is drop order: mappings and
+/// allocations go before the context, the host buffer after its mapping.
+struct Gpu {
+    latency: Function,
+    bandwidth: Function,
+    warm: Function,
+    _module: Module,
+    streams: Streams,
+    device_buffer: DeviceBuffer,
+    mapped: Mapped,
+    device: Device,
+    buffer: DmaBuffer,
+    cache: CacheSteps,
+    sms: u32,
+    use_clock: bool,
+}
+
+// SAFETY: every handle belongs to the context `device` holds, which `run` makes current on
+// its thread before use; the mutex around `Gpu` keeps one thread at a time.
+unsafe impl Send for Gpu {}
+
+/// `--backend cuda[:N]`.
+pub struct CudaBackend {
+    spec: String,
+    info: GpuInfo,
+    engine: Engine,
+    warnings: Vec<String>,
+    gpu: Mutex<Gpu>,
+}
+
+/// The CUDA device index in `cuda` or `cuda:N`.
+pub fn parse_spec(spec: &str) -> Result<i32, String> {
+    match spec.strip_prefix("cuda") {
+        Some("") => Ok(0),
+        Some(rest) => rest
+            .strip_prefix(':')
+            .and_then(|n| n.parse::<i32>().ok())
+            .filter(|n| (0..=1023).contains(n))
+            .ok_or_else(|| "must be cuda or cuda:N with N a CUDA device index (0-1023)".to_string()),
+        None => Err("must be cuda or cuda:N".to_string()),
+    }
+}
+
+fn err(test: &TestParams, e: impl std::fmt::Display) -> BackendError {
+    BackendError {
+        test: crate::exec::test_name(test),
+        message: e.to_string(),
+    }
+}
+
+impl CudaBackend {
+    /// Opens GPU `cuda[:N]`: loads the driver, the kernels and the host buffer, measures the
+    /// timers. Fails (a usage error for the CLI) without a driver or without that GPU.
+    pub fn open(spec: &str, options: CudaOptions) -> Result<CudaBackend, String> {
+        let ordinal = parse_spec(spec)?;
+        driver::probe().map_err(|why| format!("no NVIDIA driver found ({}): {why}", driver::DRIVER_LIBRARY))?;
+        let (count, cuda_version) = driver::init().map_err(|e| e.to_string())?;
+        if ordinal >= count {
+            return Err(match count {
+                0 => "the driver sees no CUDA device".to_string(),
+                _ => format!("this host has {count} CUDA devices (cuda:0 to cuda:{})", count - 1),
+            });
+        }
+        let device = Device::open(ordinal).map_err(|e| e.to_string())?;
+        let module = device.module(ptx::PTX).map_err(|e| e.to_string())?;
+        let function = |entry: (&str, &[&str])| module.function(entry.0).map_err(|e| e.to_string());
+        let (probe, latency, bandwidth, warm) = (
+            function(ptx::TIMER_PROBE)?,
+            function(ptx::LATENCY)?,
+            function(ptx::BANDWIDTH)?,
+            function(ptx::DEVICE_WARM)?,
+        );
+        let (mut buffer, warnings) = DmaBuffer::allocate(&options.root, BUFFER_BYTES, options.buffer_node)?;
+        // SAFETY: the buffer outlives the mapping (declared after it in `Gpu`).
+        let mapped =
+            unsafe { Mapped::new(buffer.as_mut_slice().as_mut_ptr(), buffer.len()) }.map_err(|e| e.to_string())?;
+        let cpus = match options.cache_node {
+            Some(n) => node_cpus(&options.root, n).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+        let sms = device
+            .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(|e| e.to_string())? as u32;
+        let timer = measure_timer(&probe).map_err(|e| e.to_string())?;
+        let bdf = device.pci_address().map_err(|e| e.to_string())?;
+        let info = GpuInfo {
+            name: device.name().map_err(|e| e.to_string())?,
+            uuid: device.uuid().map_err(|e| e.to_string())?,
+            ordinal,
+            engine: options.engine,
+            cuda_driver_version: cuda_version,
+            kernel_driver_version: kernel_driver_version(&options.root),
+            multiprocessors: sms,
+            pci: PciDevice::read(&options.root, &bdf).ok(),
+            timer: timer.clone(),
+        };
+        let gpu = Gpu {
+            latency,
+            bandwidth,
+            warm,
+            _module: module,
+            streams: Streams::new(plan::CE_STREAMS).map_err(|e| e.to_string())?,
+            device_buffer: DeviceBuffer::new(DEVICE_BUFFER).map_err(|e| e.to_string())?,
+            mapped,
+            device,
+            buffer,
+            cache: CacheSteps::new(cpus),
+            sms,
+            use_clock: timer.source == "sm_clock",
+        };
+        Ok(CudaBackend {
+            spec: spec.to_string(),
+            info,
+            engine: options.engine,
+            warnings,
+            gpu: Mutex::new(gpu),
+        })
+    }
+
+    /// What the host could not provide (huge pages, NUMA binding).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    pub fn gpu_info(&self) -> &GpuInfo {
+        &self.info
+    }
+}
+
+/// Runs the timer probe: %globaltimer's smallest step and the SM clock's rate.
+fn measure_timer(probe: &Function) -> Result<TimerInfo, driver::DriverError> {
+    let out = DeviceBuffer::new(3 * 8)?;
+    probe.launch(1, 1, &[("out", Arg::U64(out.ptr))])?;
+    let mut v = [0u64; 3];
+    out.download(&mut v)?;
+    let (clock, tick_ps) = plan::choose_timer(v[0], v[1], v[2]);
+    Ok(TimerInfo {
+        source: if clock { "sm_clock" } else { "globaltimer" }.into(),
+        tick_ps,
+        globaltimer_step_ns: v[0],
+        sm_clock_mhz: if v[1] > 0 {
+            v[2] as f64 * 1000.0 / v[1] as f64
+        } else {
+            0.0
+        },
+    })
+}
+
+/// The NVIDIA kernel module's version (`/sys/module/nvidia/version`), when loaded.
+fn kernel_driver_version(root: &std::path::Path) -> Option<String> {
+    std::fs::read_to_string(root.join("sys/module/nvidia/version"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+impl Gpu {
+    /// Leaves the caches as `t.cache` asks: pcie-bench's host steps, then for DWarm the GPU
+    /// writes the window, so its lines were last written by the device.
+    fn prepare(&mut self, t: &TestParams) -> Result<(), driver::DriverError> {
+        self.cache.prepare(self.buffer.as_mut_slice(), t);
+        if t.cache == CacheState::DWarm {
+            let args = [("buf", Arg::U64(self.mapped.device)), ("bytes", Arg::U64(t.window))];
+            self.warm
+                .launch(plan::bandwidth_blocks(self.sms), plan::BLOCK_THREADS, &args)?;
+        }
+        Ok(())
+    }
+
+    /// The address table on the device.
+    fn table(&self, t: &TestParams, seed: u64) -> Result<(DeviceBuffer, u32), driver::DriverError> {
+        let offsets = plan::offsets(t, seed);
+        let table = DeviceBuffer::new(offsets.len() * 8)?;
+        table.upload(&offsets)?;
+        Ok((table, offsets.len() as u32))
+    }
+
+    fn latency(&mut self, t: &TestParams, seed: u64, kind: u32) -> Result<Outcome, driver::DriverError> {
+        let (table, entries) = self.table(t, seed)?;
+        let n = t.count as usize;
+        let samples = DeviceBuffer::new(n * 4)?;
+        let totals = DeviceBuffer::new(3 * 8)?;
+        let buffers = Buffers {
+            host: self.mapped.device,
+            table: table.ptr,
+            entries,
+            out: samples.ptr,
+            totals: totals.ptr,
+        };
+        self.latency
+            .launch(1, 32, &plan::latency_args(t, buffers, kind, self.use_clock))?;
+        let mut cycles = vec![0u32; n];
+        samples.download(&mut cycles)?;
+        let mut sums = [0u64; 3];
+        totals.download(&mut sums)?;
+        // The SM clock's rate over this very test: its ticks against %globaltimer's ns.
+        let cycle_ps = if self.use_clock && sums[0] > 0 {
+            sums[1] as f64 * 1000.0 / sums[0] as f64
+        } else {
+            1000.0
+        };
+        Ok(Outcome::Latency(LatencySamples {
+            cycles,
+            cycle_ps,
+            total_cycles: sums[0],
+        }))
+    }
+
+    fn bandwidth_sm(&mut self, t: &TestParams, seed: u64, mode: u32) -> Result<Outcome, driver::DriverError> {
+        let (table, entries) = self.table(t, seed)?;
+        let blocks = plan::bandwidth_blocks(self.sms);
+        let sink = DeviceBuffer::new((blocks * plan::BLOCK_THREADS) as usize * 4)?;
+        let buffers = Buffers {
+            host: self.mapped.device,
+            table: table.ptr,
+            entries,
+            out: sink.ptr,
+            totals: 0,
+        };
+        let args = plan::bandwidth_args(t, buffers, mode);
+        let ms = self.bandwidth.launch_timed(blocks, plan::BLOCK_THREADS, &args)?;
+        Ok(bandwidth_outcome(t, ms))
+    }
+
+    fn bandwidth_ce(&mut self, t: &TestParams, seed: u64) -> Result<Outcome, driver::DriverError> {
+        let offsets = plan::offsets(t, seed);
+        let host = self.buffer.as_mut_slice().as_mut_ptr();
+        let device = self.device_buffer.ptr + t.device_offset as u64;
+        let kind = t.kind;
+        let copies = (0..t.count).map(|i| {
+            let off = offsets[(i % offsets.len() as u64) as usize] as usize;
+            let dir = match (kind, i % 2) {
+                (crate::params::TestKind::BwWr, _) | (crate::params::TestKind::BwRdWr, 1) => Direction::DeviceToHost,
+                _ => Direction::HostToDevice,
+            };
+            // SAFETY: `off + size` is inside the buffer (the offsets stay in the window).
+            (dir, unsafe { host.add(off) }, device, t.size as usize)
+        });
+        // SAFETY: the host buffer is registered (pinned) for its whole length.
+        let ms = unsafe { self.streams.time_copies(copies)? };
+        Ok(bandwidth_outcome(t, ms))
+    }
+}
+
+/// pcie-bench's bandwidth totals from the GPU's elapsed milliseconds, in ns ticks.
+fn bandwidth_outcome(t: &TestParams, ms: f64) -> Outcome {
+    let (bytes, transactions) = plan::bandwidth_totals(t);
+    Outcome::Bandwidth(BandwidthTotals {
+        bytes,
+        transactions,
+        time_cycles: (ms * 1e6).round() as u64,
+        cycle_ps: 1000.0,
+    })
+}
+
+impl Backend for CudaBackend {
+    fn info(&self) -> BackendInfo {
+        // As the simulator's: a role with a one-line description (the report prints it) beside
+        // every recorded field.
+        let mut device = serde_json::to_value(&self.info).unwrap_or_default();
+        if let Some(d) = device.as_object_mut() {
+            d.insert("description".into(), self.info.summary().into());
+        }
+        BackendInfo {
+            name: self.spec.clone(),
+            description: serde_json::json!({ "device": device }),
+            max_transfer: MAX_TRANSFER,
+        }
+    }
+
+    fn link(&self) -> Option<serde_json::Value> {
+        let link = self.info.pci.as_ref()?.link_config()?;
+        serde_json::to_value(link).ok()
+    }
+
+    fn supports(&self, t: &TestParams) -> bool {
+        self.engine.runs(t.kind)
+    }
+
+    fn run(&self, t: &TestParams, seed: u64) -> Result<Outcome, BackendError> {
+        if t.count > u32::MAX as u64 {
+            return Err(err(
+                t,
+                format!("{} transactions: the GPU kernels count at most {}", t.count, u32::MAX),
+            ));
+        }
+        let mut gpu = self
+            .gpu
+            .lock()
+            .map_err(|_| err(t, "an earlier test panicked with the GPU"))?;
+        gpu.device.bind().map_err(|e| err(t, e))?;
+        gpu.prepare(t).map_err(|e| err(t, e))?;
+        let outcome = match (self.engine, plan::latency_kind(t.kind), plan::bandwidth_mode(t.kind)) {
+            (Engine::Sm, Some(kind), _) => gpu.latency(t, seed, kind),
+            (Engine::Sm, None, Some(mode)) => gpu.bandwidth_sm(t, seed, mode),
+            (Engine::Ce, _, Some(_)) => gpu.bandwidth_ce(t, seed),
+            _ => return Err(err(t, format!("--engine {}: cannot run {}", self.engine, t.kind))),
+        };
+        outcome.map_err(|e| err(t, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_names_gpu_link_engine_and_timer() {
+        let info = GpuInfo {
+            name: "NVIDIA H100 80GB HBM3".into(),
+            uuid: "GPU-5e2a019c-1122-3344-abcd-0001020304ff".into(),
+            ordinal: 0,
+            engine: Engine::Ce,
+            cuda_driver_version: 13000,
+            kernel_driver_version: Some("580.95.05".into()),
+            multiprocessors: 132,
+            pci: Some(PciDevice {
+                bdf: "0000:19:00.0".into(),
+                current_link_speed: Some("32.0 GT/s PCIe".into()),
+                current_link_width: Some(16),
+                max_link_speed: Some("32.0 GT/s PCIe".into()),
+                max_link_width: Some(16),
+                mps: Some(256),
+                mrrs: Some(512),
+                numa_node: Some(0),
+                ..PciDevice::default()
+            }),
+            timer: TimerInfo {
+                source: "sm_clock".into(),
+                tick_ps: 505.05,
+                globaltimer_step_ns: 32,
+                sm_clock_mhz: 1980.0,
+            },
+        };
+        assert_eq!(
+            info.summary(),
+            "NVIDIA H100 80GB HBM3 (GPU-5e2a019c-1122-3344-abcd-0001020304ff), 0000:19:00.0, link 32.0 GT/s PCIe x16 \
+             (max 32.0 GT/s PCIe x16), MPS 256, MRRS 512, NUMA node 0; engine ce; 132 SMs; timer sm_clock (0.505 ns \
+             per tick; %globaltimer step 32 ns, SM clock 1980 MHz); CUDA driver 13.0, kernel module 580.95.05"
+        );
+        let link = info
+            .pci
+            .as_ref()
+            .and_then(PciDevice::link_config)
+            .expect("a Gen5 x16 link");
+        assert_eq!(link.to_string().split(',').next(), Some("Gen5 x16"));
+    }
+
+    #[test]
+    fn specs_name_a_device_index() {
+        assert_eq!(parse_spec("cuda"), Ok(0));
+        assert_eq!(parse_spec("cuda:3"), Ok(3));
+        for bad in ["cuda:", "cuda:-1", "cuda:x", "cuda3", "cuda:1024", "cudа"] {
+            assert!(parse_spec(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn without_a_driver_opening_says_so() {
+        if driver::probe().is_ok() {
+            eprintln!("skipped: an NVIDIA driver is installed here");
+            return;
+        }
+        let options = CudaOptions {
+            engine: Engine::Sm,
+            root: PathBuf::from("/"),
+            buffer_node: None,
+            cache_node: None,
+        };
+        let e = CudaBackend::open("cuda", options).err().expect("no driver here");
+        assert!(e.starts_with("no NVIDIA driver found (libcuda.so.1): "), "{e}");
+    }
+}

@@ -1,0 +1,335 @@
+//! What a test asks of the GPU, worked out on the host: the addresses it visits, the access
+//! width that keeps every access aligned, and the launch geometry. Pure functions, so the
+//! mapping is tested without a GPU.
+
+use crate::params::{TestKind, TestParams};
+use crate::sim_backend::{test_seed, workload};
+use pcie_sim::{Addresses, Rng};
+
+/// Threads per block of the bandwidth kernel.
+pub const BLOCK_THREADS: u32 = 256;
+/// Blocks per SM of the bandwidth kernel: enough warps in flight to keep thousands of reads
+/// outstanding (H100: 132 SMs x 8 x 256 = 270,336 threads), the way the NFP keeps its tags busy.
+pub const BLOCKS_PER_SM: u32 = 8;
+/// Copy engines' streams (`ce`): copies are spread over them round-robin, so several copy
+/// engines work at once, as nvbandwidth does.
+pub const CE_STREAMS: usize = 4;
+
+/// One kernel argument, by value, as the PTX entry declares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arg {
+    U32(u32),
+    U64(u64),
+}
+
+/// A launch's arguments, named as the PTX entry names its parameters (ptx.rs checks the names
+/// and their order against the text).
+pub type Args<const N: usize> = [(&'static str, Arg); N];
+
+/// Device addresses a test's kernels work on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Buffers {
+    /// The host buffer as the GPU sees it.
+    pub host: u64,
+    /// The address table and its entries.
+    pub table: u64,
+    pub entries: u32,
+    /// Latency: samples and totals; bandwidth: the sink.
+    pub out: u64,
+    pub totals: u64,
+}
+
+/// The latency kernel's arguments for test `t` (`kind` from [`latency_kind`]).
+pub fn latency_args(t: &TestParams, b: Buffers, kind: u32, use_clock: bool) -> Args<11> {
+    [
+        ("buf", Arg::U64(b.host)),
+        ("offs", Arg::U64(b.table)),
+        ("table", Arg::U32(b.entries)),
+        ("n", Arg::U32(t.count as u32)),
+        ("size", Arg::U32(t.size)),
+        ("width", Arg::U32(store_width(t))),
+        ("kind", Arg::U32(kind)),
+        ("clock", Arg::U32(use_clock as u32)),
+        ("zero", Arg::U32(0)),
+        ("lat", Arg::U64(b.out)),
+        ("totals", Arg::U64(b.totals)),
+    ]
+}
+
+/// The bandwidth kernel's arguments for test `t` (`mode` from [`bandwidth_mode`]).
+pub fn bandwidth_args(t: &TestParams, b: Buffers, mode: u32) -> Args<9> {
+    [
+        ("buf", Arg::U64(b.host)),
+        ("offs", Arg::U64(b.table)),
+        ("table", Arg::U32(b.entries)),
+        ("n", Arg::U32(t.count as u32)),
+        ("size", Arg::U32(t.size)),
+        ("width", Arg::U32(store_width(t))),
+        ("lanes", Arg::U32(lanes(t.size))),
+        ("mode", Arg::U32(mode)),
+        ("sink", Arg::U64(b.out)),
+    ]
+}
+
+/// Who moves the data on the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// The GPU's threads load and store host memory mapped into the GPU.
+    Sm,
+    /// The copy engines (`cuMemcpyHtoDAsync` / `cuMemcpyDtoHAsync`).
+    Ce,
+}
+
+impl std::str::FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Engine, String> {
+        match s {
+            "sm" => Ok(Engine::Sm),
+            "ce" => Ok(Engine::Ce),
+            _ => Err(format!(
+                "engine {s}: must be sm (the GPU's threads) or ce (the copy engines)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Engine::Sm => "sm",
+            Engine::Ce => "ce",
+        })
+    }
+}
+
+impl Engine {
+    /// Whether this engine runs `kind` (the copy engines only move bulk data).
+    pub fn runs(self, kind: TestKind) -> bool {
+        match self {
+            Engine::Sm => !kind.is_cmd(),
+            Engine::Ce => kind.is_bandwidth(),
+        }
+    }
+}
+
+/// Entries of the address table the kernels cycle through (8 MB of device memory): DMA i uses
+/// entry i mod the table's length, so any count runs in bounded memory; random patterns repeat
+/// after 1,048,576 DMAs.
+pub const TABLE_MAX: u64 = 1 << 20;
+
+/// Byte offsets into the host buffer of the test's first DMAs, in issue order (pcie-bench's
+/// units: the same addresses the simulator visits for the same seed), at most [`TABLE_MAX`].
+pub fn offsets(t: &TestParams, seed: u64) -> Vec<u64> {
+    let mut addrs = Addresses::new(&workload(t));
+    let mut rng = Rng::new(test_seed(seed, t));
+    (0..t.count.min(TABLE_MAX)).map(|_| addrs.next(&mut rng)).collect()
+}
+
+/// The widest access (16, 4 or 1 bytes) that keeps every store of a DMA aligned: the DMAs start
+/// at `unit * k + host_offset` with units of 64 bytes, so the host offset and the size decide.
+pub fn store_width(t: &TestParams) -> u32 {
+    [16, 4]
+        .into_iter()
+        .find(|w| t.host_offset.is_multiple_of(*w) && t.size.is_multiple_of(*w))
+        .unwrap_or(1)
+}
+
+/// Threads that move one DMA in the bandwidth kernel: one per 16-byte piece, rounded up to a
+/// power of two so a group never straddles a warp, at most a warp.
+pub fn lanes(size: u32) -> u32 {
+    size.div_ceil(16).next_power_of_two().min(32)
+}
+
+/// Blocks of the bandwidth kernel for a GPU with `sms` multiprocessors.
+pub fn bandwidth_blocks(sms: u32) -> u32 {
+    sms.max(1) * BLOCKS_PER_SM
+}
+
+/// The bandwidth kernel's mode: 0 reads, 1 writes, 2 both (even DMAs read).
+pub fn bandwidth_mode(kind: TestKind) -> Option<u32> {
+    match kind {
+        TestKind::BwRd => Some(0),
+        TestKind::BwWr => Some(1),
+        TestKind::BwRdWr => Some(2),
+        _ => None,
+    }
+}
+
+/// The latency kernel's kind: 0 LAT_RD, 1 LAT_WRRD.
+pub fn latency_kind(kind: TestKind) -> Option<u32> {
+    match kind {
+        TestKind::LatRd => Some(0),
+        TestKind::LatWrRd => Some(1),
+        _ => None,
+    }
+}
+
+/// Bytes and transactions pcie-bench counts for a bandwidth test of `count` DMAs: BW_RDWR counts
+/// one direction, half of the DMAs.
+pub fn bandwidth_totals(t: &TestParams) -> (u64, u64) {
+    let dmas = match t.kind {
+        TestKind::BwRdWr => t.count / 2,
+        _ => t.count,
+    };
+    (dmas * t.size as u64, dmas)
+}
+
+/// The timer the latency kernel uses, from the probe's measurements: the SM clock when one of
+/// its cycles is shorter than the global timer's smallest step (the usual case), else the
+/// global timer. Returns (use the SM clock, picoseconds per tick).
+pub fn choose_timer(globaltimer_step_ns: u64, probe_ns: u64, probe_cycles: u64) -> (bool, f64) {
+    let clock_ps = if probe_cycles > 0 {
+        probe_ns as f64 * 1000.0 / probe_cycles as f64
+    } else {
+        f64::INFINITY
+    };
+    let global_ps = globaltimer_step_ns.max(1) as f64 * 1000.0;
+    if clock_ps < global_ps {
+        (true, clock_ps)
+    } else {
+        (false, 1000.0)
+    }
+}
+
+/// A test of the given shape, 1000 transactions, for the unit tests.
+#[cfg(test)]
+pub(crate) fn test(
+    kind: TestKind,
+    size: u32,
+    host_offset: u32,
+    window: u64,
+    pattern: crate::params::Pattern,
+) -> TestParams {
+    TestParams {
+        kind,
+        size,
+        window,
+        host_offset,
+        device_offset: 0,
+        pattern,
+        cache: crate::params::CacheState::HWarm,
+        count: 1000,
+        numa: crate::params::Numa::default(),
+        iommu: crate::params::Iommu::Off,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Pattern;
+
+    #[test]
+    fn sequential_offsets_walk_the_window_in_units_and_wrap() {
+        let t = test(TestKind::LatRd, 64, 0, 8192, Pattern::Seq);
+        let o = offsets(&t, 1);
+        assert_eq!(o.len(), 1000);
+        assert_eq!(&o[..3], &[0, 64, 128]);
+        assert_eq!(o[128], 0, "8 KB holds 128 units of 64 B");
+        // 100 B at offset 8: units of 128 B, each starting 8 bytes in.
+        let t = test(TestKind::BwRd, 100, 8, 8192, Pattern::Seq);
+        assert_eq!(&offsets(&t, 1)[..3], &[8, 136, 264]);
+    }
+
+    #[test]
+    fn random_offsets_stay_in_the_window_never_cross_a_page_and_follow_the_seed() {
+        let t = test(TestKind::LatRd, 2000, 60, 1 << 20, Pattern::Rand);
+        let o = offsets(&t, 7);
+        assert!(o.iter().all(|&a| a + 2000 <= 1 << 20));
+        assert!(
+            o.iter().all(|&a| a / 4096 == (a + 1999) / 4096),
+            "no DMA crosses a 4 KB page"
+        );
+        assert!(o.iter().all(|&a| a % 64 == 60));
+        assert_eq!(o, offsets(&t, 7));
+        assert_ne!(o, offsets(&t, 8));
+        let distinct: std::collections::BTreeSet<_> = o.iter().collect();
+        assert!(distinct.len() > 100, "random units spread over the window");
+    }
+
+    #[test]
+    fn the_table_is_bounded_whatever_the_count() {
+        let mut t = test(TestKind::BwRd, 64, 0, 8192, Pattern::Rand);
+        t.count = u32::MAX as u64;
+        assert_eq!(offsets(&t, 1).len() as u64, TABLE_MAX);
+    }
+
+    #[test]
+    fn store_width_keeps_every_store_aligned() {
+        let w = |size, off| store_width(&test(TestKind::BwWr, size, off, 8192, Pattern::Seq));
+        assert_eq!(w(64, 0), 16);
+        assert_eq!(w(2048, 32), 16);
+        assert_eq!(w(64, 4), 4);
+        assert_eq!(w(68, 0), 4);
+        assert_eq!(w(63, 0), 1);
+        assert_eq!(w(64, 1), 1);
+    }
+
+    #[test]
+    fn lanes_are_a_power_of_two_up_to_a_warp() {
+        assert_eq!(lanes(1), 1);
+        assert_eq!(lanes(16), 1);
+        assert_eq!(lanes(17), 2);
+        assert_eq!(lanes(64), 4);
+        assert_eq!(lanes(100), 8);
+        assert_eq!(lanes(512), 32);
+        assert_eq!(lanes(4096), 32);
+        for size in 1..=4096 {
+            let l = lanes(size);
+            assert!(l.is_power_of_two() && 32 % l == 0, "{size}: {l}");
+        }
+    }
+
+    #[test]
+    fn geometry_and_modes() {
+        assert_eq!(bandwidth_blocks(132), 1056);
+        assert_eq!(bandwidth_blocks(0), BLOCKS_PER_SM);
+        assert_eq!(bandwidth_mode(TestKind::BwRdWr), Some(2));
+        assert_eq!(bandwidth_mode(TestKind::LatRd), None);
+        assert_eq!(latency_kind(TestKind::LatWrRd), Some(1));
+        assert_eq!(latency_kind(TestKind::LatCmdRd), None);
+        let t = test(TestKind::BwRdWr, 64, 0, 8192, Pattern::Seq);
+        assert_eq!(bandwidth_totals(&t), (500 * 64, 500));
+        assert!(Engine::Ce.runs(TestKind::BwWr) && !Engine::Ce.runs(TestKind::LatRd));
+        assert!(Engine::Sm.runs(TestKind::LatWrRd) && !Engine::Sm.runs(TestKind::LatCmdRd));
+        assert_eq!("ce".parse::<Engine>(), Ok(Engine::Ce));
+        assert!("gpu".parse::<Engine>().unwrap_err().contains("must be sm"));
+    }
+
+    #[test]
+    fn arguments_carry_the_test() {
+        let t = test(TestKind::LatWrRd, 68, 4, 8192, Pattern::Rand);
+        let b = Buffers {
+            host: 0x7000_0000,
+            table: 0x1000,
+            entries: 1000,
+            out: 0x2000,
+            totals: 0x3000,
+        };
+        let a = latency_args(&t, b, 1, true);
+        let get = |name| a.iter().find(|(n, _)| *n == name).unwrap().1;
+        assert_eq!(get("n"), Arg::U32(1000));
+        assert_eq!(get("size"), Arg::U32(68));
+        assert_eq!(get("width"), Arg::U32(4));
+        assert_eq!(get("kind"), Arg::U32(1));
+        assert_eq!(get("clock"), Arg::U32(1));
+        assert_eq!(get("zero"), Arg::U32(0), "the dependency trick needs a run-time zero");
+        let t = test(TestKind::BwRdWr, 100, 0, 8192, Pattern::Seq);
+        let a = bandwidth_args(&t, b, 2);
+        assert_eq!(a[6], ("lanes", Arg::U32(8)));
+        assert_eq!(a[7], ("mode", Arg::U32(2)));
+        assert_eq!(a[8], ("sink", Arg::U64(0x2000)));
+    }
+
+    #[test]
+    fn the_finer_timer_wins() {
+        // H100-like: globaltimer steps of 32 ns, SM clock 1.98 GHz.
+        let (clock, ps) = choose_timer(32, 2_000_000, 3_960_000);
+        assert!(clock);
+        assert!((ps - 505.05).abs() < 0.01, "{ps}");
+        // A global timer finer than the clock (or a clock that did not tick): the global timer.
+        assert_eq!(choose_timer(1, 2_000_000, 1_000_000), (false, 1000.0));
+        assert_eq!(choose_timer(32, 2_000_000, 0), (false, 1000.0));
+    }
+}

@@ -1,0 +1,116 @@
+//! The kernels as PTX text (kernels.ptx), loaded with `cuModuleLoadData`: the driver compiles
+//! them for the GPU at hand, so no CUDA compiler is needed to build pcieperf. The parameter
+//! lists below are the contract between the text and the launches in `mod.rs`; the tests hold
+//! the two together.
+
+/// The PTX module.
+pub const PTX: &str = include_str!("kernels.ptx");
+
+/// Entry points and their parameters, in declaration order.
+pub const TIMER_PROBE: (&str, &[&str]) = ("timer_probe", &["out"]);
+pub const LATENCY: (&str, &[&str]) = (
+    "latency",
+    &[
+        "buf", "offs", "table", "n", "size", "width", "kind", "clock", "zero", "lat", "totals",
+    ],
+);
+pub const BANDWIDTH: (&str, &[&str]) = (
+    "bandwidth",
+    &["buf", "offs", "table", "n", "size", "width", "lanes", "mode", "sink"],
+);
+pub const DEVICE_WARM: (&str, &[&str]) = ("device_warm", &["buf", "bytes"]);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::plan::{bandwidth_args, latency_args, Buffers};
+
+    /// The parameters of `entry` as the PTX text declares them: (name, PTX type).
+    fn parameters(entry: &str) -> Option<Vec<(String, String)>> {
+        let head = format!(".visible .entry {entry}(");
+        let start = PTX.find(&head)? + head.len();
+        let end = start + PTX[start..].find(')')?;
+        Some(
+            PTX[start..end]
+                .split(',')
+                .map(|p| {
+                    let words: Vec<&str> = p.split_whitespace().collect();
+                    (words[2].to_string(), words[1].trim_start_matches('.').to_string())
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn the_text_is_what_the_driver_accepts() {
+        assert!(PTX.is_ascii(), "ptxas refuses non-ASCII characters, even in comments");
+        assert!(!PTX.contains('\0'), "cuModuleLoadData reads up to the first NUL");
+        assert!(PTX.contains(".version 7.0\n.target sm_70\n.address_size 64"));
+        assert_eq!(PTX.matches('{').count(), PTX.matches('}').count());
+    }
+
+    #[test]
+    fn every_launch_matches_its_entry_point() {
+        for (entry, names) in [TIMER_PROBE, LATENCY, BANDWIDTH, DEVICE_WARM] {
+            let declared = parameters(entry).unwrap_or_else(|| panic!("{entry} is not in the PTX"));
+            let declared_names: Vec<&str> = declared.iter().map(|(n, _)| n.as_str()).collect();
+            assert_eq!(declared_names, names, "{entry}");
+            for (name, ty) in &declared {
+                assert!(ty == "u32" || ty == "u64", "{entry}.{name}: {ty}");
+            }
+        }
+        assert_eq!(
+            PTX.matches(".visible .entry").count(),
+            4,
+            "no entry point without a launch"
+        );
+    }
+
+    #[test]
+    fn launches_pass_the_parameters_in_the_declared_order() {
+        let t = crate::gpu::plan::test(
+            crate::params::TestKind::LatRd,
+            64,
+            0,
+            8192,
+            crate::params::Pattern::Rand,
+        );
+        let b = Buffers {
+            host: 1,
+            table: 2,
+            entries: 3,
+            out: 4,
+            totals: 5,
+        };
+        let names = |a: &[(&'static str, crate::gpu::plan::Arg)]| a.iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        assert_eq!(names(&latency_args(&t, b, 0, true)), LATENCY.1);
+        assert_eq!(names(&bandwidth_args(&t, b, 0)), BANDWIDTH.1);
+        // Widths as declared: u64 for addresses, u32 for the rest.
+        for (entry, args) in [
+            (LATENCY.0, latency_args(&t, b, 0, true).to_vec()),
+            (BANDWIDTH.0, bandwidth_args(&t, b, 0).to_vec()),
+        ] {
+            for ((name, arg), (_, ty)) in args.iter().zip(parameters(entry).unwrap()) {
+                let expected = match arg {
+                    crate::gpu::plan::Arg::U32(_) => "u32",
+                    crate::gpu::plan::Arg::U64(_) => "u64",
+                };
+                assert_eq!(ty, expected, "{entry}.{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn host_accesses_refetch_and_device_data_is_cached() {
+        // Host-memory loads must cross the link every time (.cv); the address table in device
+        // memory may be cached.
+        for line in PTX
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.contains("ld.global") && !l.starts_with("//"))
+        {
+            let host = line.contains("[ptr]") && !line.contains(".u64 ");
+            assert_eq!(line.contains(".cv"), host, "{line}");
+        }
+    }
+}
