@@ -296,7 +296,8 @@ impl TestParams {
     }
 
     /// The checks pcie-bench's control program applies, plus ours. `max_transfer` is the
-    /// device's DMA limit (4096 on the NFP-6000).
+    /// device's DMA limit (4096 on the NFP-6000); a device with a larger one also has a device
+    /// buffer that large, and its DMAs may cross 4 KB pages.
     pub fn check(&self, max_transfer: u32) -> Result<(), ParamError> {
         if self.size == 0 {
             return Err(ParamError::new("size", 0, "must be at least 1"));
@@ -334,7 +335,9 @@ impl TestParams {
             return Err(ParamError::new("host-offset", self.host_offset, "must be below 4096"));
         }
         let reach = self.size as u64 + self.host_offset as u64;
-        if reach > 4096 {
+        // pcie-bench's DMAs stay within a 4 KB page; a device whose DMAs may be larger (a GPU's
+        // copy engines) moves whole buffers, across pages.
+        if reach > 4096 && max_transfer <= 4096 {
             return Err(ParamError::new(
                 "host-offset",
                 self.host_offset,
@@ -348,11 +351,12 @@ impl TestParams {
                 format!("must hold transfer + host offset = {reach} bytes"),
             ));
         }
-        if self.device_offset as u64 + self.size as u64 > DEVICE_BUFFER_BYTES as u64 {
+        let device_buffer = DEVICE_BUFFER_BYTES.max(max_transfer);
+        if self.device_offset as u64 + self.size as u64 > device_buffer as u64 {
             return Err(ParamError::new(
                 "device-offset",
                 self.device_offset,
-                format!("device offset + transfer must fit the {DEVICE_BUFFER_BYTES}-byte device buffer"),
+                format!("device offset + transfer must fit the {device_buffer}-byte device buffer"),
             ));
         }
         check_count(self.kind, self.count)
@@ -430,6 +434,33 @@ mod tests {
 
     fn base() -> TestParams {
         sample(TestKind::BwRd, 1000)
+    }
+
+    #[test]
+    fn a_device_with_larger_dmas_crosses_pages_within_its_buffers() {
+        let big = TestParams {
+            size: 2 << 20,
+            host_offset: 64,
+            window: 64 << 20,
+            ..base()
+        };
+        assert_eq!(big.check(4096).unwrap_err().param, "size");
+        assert!(big.check(64 << 20).is_ok(), "a GPU's copy engines move 2 MiB");
+        let e = TestParams {
+            window: 2 << 20,
+            ..big.clone()
+        }
+        .check(64 << 20)
+        .unwrap_err();
+        assert_eq!(e.param, "window", "{e}");
+        let e = TestParams {
+            device_offset: 63 << 20,
+            ..big
+        }
+        .check(64 << 20)
+        .unwrap_err();
+        assert_eq!(e.param, "device-offset", "{e}");
+        assert!(e.to_string().contains("67108864-byte device buffer"), "{e}");
     }
 
     #[test]

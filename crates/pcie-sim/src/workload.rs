@@ -78,9 +78,11 @@ impl Addresses {
     pub fn new(w: &Workload) -> Addresses {
         let unit = (w.size as u64 + w.host_offset as u64).next_multiple_of(64);
         let count = (w.window / unit).max(1);
+        // Transfers larger than a page (a GPU's copy engines) cross pages by nature.
+        let page_bound = w.size as u64 + w.host_offset as u64 <= 4096;
         let crosses = |u: u64| {
             let a = u * unit + w.host_offset as u64;
-            a / 4096 != (a + w.size as u64 - 1) / 4096
+            page_bound && a / 4096 != (a + w.size as u64 - 1) / 4096
         };
         let units: Vec<u32> = (0..count).filter(|&u| !crosses(u)).map(|u| u as u32).collect();
         Addresses {

@@ -21,10 +21,11 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-/// Largest DMA the GPU backend runs: pcie-bench's transfers stay within a 4 KB page.
-const MAX_TRANSFER: u32 = 4096;
-/// Device memory the copy engines copy to and from.
-const DEVICE_BUFFER: usize = 64 << 20;
+/// Largest DMA the GPU's threads run: pcie-bench's transfers stay within a 4 KB page.
+const SM_MAX_TRANSFER: u32 = 4096;
+/// Largest copy (and the device memory the copy engines copy to and from): the host buffer,
+/// so `--engine ce` also measures the large copies applications and nvbandwidth make.
+const CE_MAX_TRANSFER: u32 = BUFFER_BYTES as u32;
 
 /// How to open the GPU.
 #[derive(Debug, Clone)]
@@ -204,7 +205,7 @@ impl CudaBackend {
             warm,
             _module: module,
             streams: Streams::new(plan::CE_STREAMS).map_err(|e| e.to_string())?,
-            device_buffer: DeviceBuffer::new(DEVICE_BUFFER).map_err(|e| e.to_string())?,
+            device_buffer: DeviceBuffer::new(CE_MAX_TRANSFER as usize).map_err(|e| e.to_string())?,
             mapped,
             device,
             buffer,
@@ -367,7 +368,10 @@ impl Backend for CudaBackend {
         BackendInfo {
             name: self.spec.clone(),
             description: serde_json::json!({ "device": device }),
-            max_transfer: MAX_TRANSFER,
+            max_transfer: match self.engine {
+                Engine::Sm => SM_MAX_TRANSFER,
+                Engine::Ce => CE_MAX_TRANSFER,
+            },
         }
     }
 

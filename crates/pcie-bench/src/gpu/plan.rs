@@ -249,6 +249,18 @@ mod tests {
     }
 
     #[test]
+    fn copies_larger_than_a_page_tile_the_window() {
+        let t = test(TestKind::BwRd, 2 << 20, 0, 64 << 20, Pattern::Seq);
+        let o = offsets(&t, 1);
+        assert_eq!(&o[..3], &[0, 2 << 20, 4 << 20]);
+        assert_eq!(o[32], 0, "64 MiB holds 32 copies of 2 MiB");
+        let t = test(TestKind::BwWr, 2 << 20, 0, 64 << 20, Pattern::Rand);
+        assert!(offsets(&t, 1)
+            .iter()
+            .all(|&a| a % (2 << 20) == 0 && a + (2 << 20) <= 64 << 20));
+    }
+
+    #[test]
     fn the_table_is_bounded_whatever_the_count() {
         let mut t = test(TestKind::BwRd, 64, 0, 8192, Pattern::Rand);
         t.count = u32::MAX as u64;
