@@ -396,6 +396,30 @@ fn tail(key: &str, t: &Tail) -> Result<(), String> {
 
 const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
 
+/// `key`, a text, has at most `max` characters.
+pub(crate) fn chars(key: &str, s: &str, max: usize) -> Result<(), String> {
+    let n = s.chars().count();
+    if n > max {
+        Err(format!("{key}: {n} characters: at most {max}"))
+    } else {
+        Ok(())
+    }
+}
+
+/// A profile's words: `name` at most 64 characters, `description` and each of at most 32
+/// `sources` at most 1024, so that a profile's text stays small however it is edited.
+pub(crate) fn words(name: &str, description: &str, sources: &[String]) -> Result<(), String> {
+    chars("name", name, 64)?;
+    chars("description", description, 1024)?;
+    if sources.len() > 32 {
+        return Err(format!("sources: {} entries: at most 32", sources.len()));
+    }
+    sources
+        .iter()
+        .enumerate()
+        .try_for_each(|(i, s)| chars(&format!("sources[{i}]"), s, 1024))
+}
+
 /// Times of a profile by key, with their largest allowed value; all may be 0.
 fn times(list: &[(&str, f64, f64)]) -> Result<(), String> {
     list.iter().try_for_each(|&(k, v, hi)| between(k, v, 0.0, hi, " ns"))
@@ -403,6 +427,7 @@ fn times(list: &[(&str, f64, f64)]) -> Result<(), String> {
 
 impl Checked for HostProfile {
     fn check(&self) -> Result<(), String> {
+        words(&self.name, &self.description, &self.sources)?;
         one_of("link.max_mps", self.link.max_mps, &SIZES)?;
         one_of("link.rcb", self.link.rcb, &[64, 128])?;
         let (rc, m, io) = (&self.root_complex, &self.memory, &self.iommu);
@@ -437,6 +462,7 @@ impl Checked for HostProfile {
 
 impl Checked for DeviceProfile {
     fn check(&self) -> Result<(), String> {
+        words(&self.name, &self.description, &self.sources)?;
         one_of("link.gen", self.link.gen, &[1, 2, 3, 4, 5, 6, 7])?;
         one_of("link.lanes", self.link.lanes, &[1, 2, 4, 8, 16, 32])?;
         one_of("link.max_mps", self.link.max_mps, &SIZES)?;
@@ -504,5 +530,16 @@ mod tests {
         let text = include_str!("../../../data/profiles/e5-2637v3.toml").replace("[cpu]", "[cpu]\nturbo = true");
         let e = parse::<HostProfile>("h.toml", &text).unwrap_err().to_string();
         assert!(e.contains("turbo"), "{e}");
+    }
+
+    #[test]
+    fn words_are_bounded_so_a_profile_stays_small() {
+        let text = include_str!("../../../data/profiles/e5-2637v3.toml");
+        let long = text.replace("name = \"e5-2637v3\"", &format!("name = \"{}\"", "x".repeat(65)));
+        let e = parse::<HostProfile>("h.toml", &long).unwrap_err().to_string();
+        assert_eq!(e, "h.toml: name: 65 characters: at most 64");
+        let many = text.replace("sources = [", &format!("sources = [{}", "\"s\", ".repeat(32)));
+        let e = parse::<HostProfile>("h.toml", &many).unwrap_err().to_string();
+        assert_eq!(e, "h.toml: sources: 36 entries: at most 32");
     }
 }

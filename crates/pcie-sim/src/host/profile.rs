@@ -2,7 +2,7 @@
 //! costs of a storage workload, as TOML data (`data/profiles/yitian710.toml`). A profile may
 //! `inherit` a built-in one and override some of its tables (`yitian710-narrow`).
 
-use crate::profile::{above_zero, between, count, one_of, spread, ProfileError, Spread, MAX_NS};
+use crate::profile::{above_zero, between, chars, count, one_of, spread, words, ProfileError, Spread, MAX_NS};
 use serde::Deserialize;
 
 /// How the kernel driver presents each root port's PMU.
@@ -260,6 +260,7 @@ impl PmuHostProfile {
     }
 
     fn check(&self) -> Result<(), String> {
+        words(&self.name, &self.description, &self.sources)?;
         let p = &self.pmu;
         one_of("pmu.throughput_bits", p.throughput_bits, &[32, 64])?;
         one_of("pmu.lane_bits", p.lane_bits, &[32, 64])?;
@@ -301,7 +302,10 @@ impl PmuHostProfile {
             }
         }
         for (i, d) in self.devices.iter().enumerate() {
+            chars(&format!("device[{i}].name"), &d.name, 64)?;
             let key = format!("device[{i}] ({})", d.name);
+            chars(&format!("{key}.description"), &d.description, 1024)?;
+            chars(&format!("{key}.driver"), &d.driver, 64)?;
             count(&format!("{key}.vendor"), d.vendor, 0, 0xffff)?;
             count(&format!("{key}.device"), d.device, 0, 0xffff)?;
             count(&format!("{key}.class"), d.class, 0, 0xff_ffff)?;
