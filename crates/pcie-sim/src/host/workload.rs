@@ -147,6 +147,9 @@ pub enum Workload {
 const STORAGE_ONLY: [&str; 5] = ["rw", "bs", "iodepth", "numjobs", "size"];
 const NIC_ONLY: [&str; 3] = ["rx", "tx", "pkt"];
 
+/// Longest spec: every key with a long value fits many times over.
+const MAX_SPEC_CHARS: usize = 512;
+
 /// What a workload spec looks like, for messages about its shape.
 const SYNTAX: &str = "a workload is port=BDF and KEY=VALUE pairs, separated by commas \
      (e.g. port=00:02.0,rw=read,bs=1M or port=30:03.0,rx=40); \
@@ -154,6 +157,12 @@ const SYNTAX: &str = "a workload is port=BDF and KEY=VALUE pairs, separated by c
 
 /// `key=value,...` pairs and the normalised `port`.
 fn pairs(text: &str) -> Result<(String, Vec<(String, String)>), WorkloadError> {
+    let n = text.chars().count();
+    if n > MAX_SPEC_CHARS {
+        return Err(WorkloadError::spec(format!(
+            "--workload: {n} characters: at most {MAX_SPEC_CHARS} ({SYNTAX})"
+        )));
+    }
     let mut port = None;
     let mut out: Vec<(String, String)> = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -524,6 +533,14 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_spec_is_at_most_512_characters() {
+        let host = PmuHostProfile::load("yitian710").unwrap();
+        let spec = format!("port=00:02.0{}", ",".repeat(600));
+        let e = Workload::parse(&host, &spec).unwrap_err().to_string();
+        assert!(e.starts_with("--workload: 612 characters: at most 512"), "{e}");
     }
 
     #[test]
