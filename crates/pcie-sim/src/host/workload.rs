@@ -274,15 +274,17 @@ impl NicJob {
             runtime: None,
         };
         for (k, v) in pairs(text)?.1 {
-            let rate = || match v.parse::<f64>() {
+            let rate = || {
+                match v.parse::<f64>() {
                 Ok(g) if g == 0.0 || (MIN_GBPS..=line_gbps).contains(&g) => Ok(g),
                 _ => Err(bad(
                     &k,
                     &v,
                     &format!(
-                        "must be a rate in Gb/s: 0 (idle) or from {MIN_GBPS} to {line_gbps} (the NIC's line rate)"
+                        "must be a rate in Gb/s from 0 to {line_gbps} (the NIC's line rate): 0 (idle) or at least {MIN_GBPS}"
                     ),
                 )),
+            }
             };
             match k.as_str() {
                 "rx" => job.rx_gbps = rate()?,
@@ -453,7 +455,9 @@ mod tests {
         );
         let e = nic("port=30:03.0,rx=400").unwrap_err().to_string();
         assert!(
-            e.starts_with("rx=400: must be a rate in Gb/s: 0 (idle) or from 0.001 to 100"),
+            e.starts_with(
+                "rx=400: must be a rate in Gb/s from 0 to 100 (the NIC's line rate): 0 (idle) or at least 0.001"
+            ),
             "{e}"
         );
         let e = nic("port=30:03.0,rw=read").unwrap_err().to_string();
