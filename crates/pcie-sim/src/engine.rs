@@ -24,6 +24,8 @@ pub(crate) type Ps = u64;
 
 const LINE: u64 = 64;
 
+/// Nanoseconds to picoseconds. The cast saturates (and NaN gives 0), but profile ranges keep
+/// every time at or below 1 s (PMU host) or 1 ms (DMA host and device), far inside `Ps`.
 pub(crate) fn ps(ns: f64) -> Ps {
     // `x + 0.5` truncated: round half up without a libm call (all times are non-negative).
     (ns * 1000.0 + 0.5) as Ps
@@ -39,7 +41,7 @@ impl Server {
     /// Occupy the server from `arrival` (or when it frees) for `busy`; returns the start.
     pub(crate) fn serve(&mut self, arrival: Ps, busy: Ps) -> Ps {
         let start = arrival.max(self.free);
-        self.free = start + busy;
+        self.free = start.saturating_add(busy);
         start
     }
 }
@@ -59,7 +61,7 @@ impl Pool {
             .min_by_key(|(_, f)| **f)
             .expect("pool is never empty");
         let start = arrival.max(f);
-        self.free[i] = start + busy;
+        self.free[i] = start.saturating_add(busy);
         start
     }
 }
@@ -75,14 +77,14 @@ struct Wire {
 impl Wire {
     /// Send a packet taking `busy` from `ready`: returns when its last byte has left.
     fn send(&mut self, ready: Ps, busy: Ps) -> Ps {
-        self.server.serve(ready, busy) + busy
+        self.server.serve(ready, busy).saturating_add(busy)
     }
 
     /// DLLPs owed for traffic in the other direction take link time here. They are folded
     /// into the busy time as it stands (Acks and UpdateFCs are scheduled around TLPs), rather
     /// than queued behind the future moment they were earned at.
     fn owe(&mut self, busy: Ps) {
-        self.server.free += busy;
+        self.server.free = self.server.free.saturating_add(busy);
     }
 }
 
@@ -204,6 +206,64 @@ impl Costs {
             bus_line: ps(dma.bus_line_ns),
         }
     }
+}
+
+/// An upper bound of the simulated time one transaction adds to a run, in nanoseconds: every
+/// profile time weighted by the most times one transaction of the device's largest size can meet
+/// it on its way through the machine, queueing behind earlier ones included (each resource is a
+/// FIFO, so a transaction waits at most for the work earlier transactions put there, which their
+/// own bounds count). A LAT_WRRD (write then read) or a command write-read is the longest kind.
+pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link: &LinkConfig) -> f64 {
+    let (rc, m, io, d, c) = (&host.root_complex, &host.memory, &host.iommu, &dev.dma, &dev.cmd);
+    let size = d.max_transfer as f64;
+    // Lines, read requests, write TLPs and completions of an unaligned DMA of that size; a
+    // piece of it may share its first and last line with its neighbours.
+    let lines = size / LINE as f64 + 1.0;
+    let requests = size / link.mrrs as f64 + 1.0;
+    let tlps = size / link.mps as f64 + 1.0;
+    let completions = lines + requests;
+    let spans = lines + completions;
+    // Read requests beyond the tags wait for an earlier request's round trip.
+    let rounds = (requests / d.read_tags as f64).ceil();
+    let wire_bytes = 4.0 * size + 64.0 * (requests + tlps + completions);
+    let link_ns = 2.0 * wire_bytes * 8.0 / pcie_model::capacity(link).0;
+    let latency = m.llc_hit.max_ns.max(m.dram.max_ns).max(m.io_line.max_ns) + 2.0 * m.remote_ns;
+    let own = rc.write_own_ns.map_or(0.0, |o| {
+        o + spans * rc.write_own_line_ns + m.llc_hit.mode_ns.max(m.dram.mode_ns).max(m.io_line.mode_ns) + m.remote_ns
+    });
+    let walk = io.walk_ns + io.walk_busy_ns + m.dram_tail.max_ns;
+    let hiccup = m.dram_tail.max_ns.max(host.cpu.wake.max_ns);
+    let fabric_line = rc.line_ns + m.remote_line_ns;
+    let commit = host.link.wire_ns + spans * (rc.write_line_ns + m.ddio_allocate_ns) + rc.write_commit_ns + own;
+    let accept = d.issue_ns + d.bus_dma_ns + lines * d.bus_line_ns + d.jitter.max_ns;
+    let write = accept
+        + (d.write_dma_ns + tlps * d.write_tlp_ns + lines * d.write_line_ns + d.write_slow_ns).max(d.write_min_ns)
+        + d.write_gather_ns
+        + spans * d.write_move_line_ns
+        + commit;
+    let read = accept
+        + d.read_dma_ns
+        + requests * d.read_request_ns
+        + lines * d.read_line_ns.max(d.read_full_line_ns)
+        + d.read_slow_ns
+        + rounds * (2.0 * host.link.wire_ns + rc.fixed_ns + latency)
+        + requests * rc.request_ns
+        + 2.0 * spans * fabric_line
+        + spans * d.move_line_ns
+        + hiccup;
+    let dma = write + read + 2.0 * walk + (requests + tlps) * io.replay_ns + d.complete_ns + d.worker_ns.max(d.loop_ns);
+    let command = c.issue_ns
+        + commit
+        + 2.0 * host.link.wire_ns
+        + rc.fixed_ns
+        + rc.request_ns
+        + 2.0 * fabric_line
+        + latency
+        + hiccup
+        + 2.0 * (walk + io.replay_ns)
+        + c.complete_ns
+        + c.loop_ns;
+    dma.max(command) + link_ns
 }
 
 /// How many pieces `[addr, addr + len)` is cut into at multiples of `boundary`, a power of two

@@ -21,6 +21,16 @@ pub use workload::{Addresses, CachePrep, Op, Workload, BUFFER_BYTES};
 
 use pcie_model::{LinkConfig, LinkParams};
 
+/// Transactions one test may run at most (the bench caps its counts here). With it the
+/// simulator's time base holds: a host and device pair is refused when its worst-case
+/// transaction, times this many, would not fit 64-bit picoseconds.
+pub const MAX_TRANSACTIONS: u64 = 1 << 32;
+
+/// Longest worst case of one transaction, about 4.29 ms: [`MAX_TRANSACTIONS`] of them plus the
+/// latency test's random start (less than a timestamp tick, at most 1024 cycles of 1 MHz) stay
+/// below 2^64 ps.
+const MAX_TRANSACTION_PS: u64 = u64::MAX / (MAX_TRANSACTIONS + 1);
+
 /// A host and a device joined by a link.
 #[derive(Debug, Clone)]
 pub struct Simulator {
@@ -44,7 +54,29 @@ impl Simulator {
             file: device.name.clone(),
             message: format!("link: {e}"),
         })?;
-        Ok(Simulator { host, device, link })
+        let s = Simulator { host, device, link };
+        let bound_ps = s.worst_transaction_ns() * 1000.0;
+        if bound_ps > MAX_TRANSACTION_PS as f64 {
+            return Err(ProfileError {
+                file: format!("{} + {}", s.host.name, s.device.name),
+                message: format!(
+                    "one transaction may take up to {} ns of simulated time (the profiles' times weighted by how \
+                     often one transaction meets them); the simulator's 64-bit picosecond clock holds {} \
+                     transactions of at most {} ns: lower the largest times",
+                    profile::show((bound_ps / 1000.0).round()),
+                    MAX_TRANSACTIONS,
+                    MAX_TRANSACTION_PS / 1000
+                ),
+            });
+        }
+        Ok(s)
+    }
+
+    /// An upper bound of the simulated time one transaction of any test takes or adds to a
+    /// run, in nanoseconds (every profile time weighted by how often one transaction meets it,
+    /// plus the rounding of each to whole picoseconds).
+    pub fn worst_transaction_ns(&self) -> f64 {
+        engine::transaction_bound_ns(&self.host, &self.device, &self.link) + 10.0
     }
 
     /// Load built-in profiles (or TOML files) by name.

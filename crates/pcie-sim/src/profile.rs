@@ -284,35 +284,76 @@ impl HostProfile {
     pub fn load(name: &str) -> Result<HostProfile, ProfileError> {
         load(name, &HOSTS, "host")
     }
+
+    /// Parse and check a profile's text (`file` names it in errors).
+    pub fn parse(file: &str, text: &str) -> Result<HostProfile, ProfileError> {
+        parse(file, text)
+    }
 }
 
 impl DeviceProfile {
     pub fn load(name: &str) -> Result<DeviceProfile, ProfileError> {
         load(name, &DEVICES, "device")
     }
-}
 
-pub(crate) fn positive(key: &str, v: f64) -> Result<(), String> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err(format!("{key} = {v}: must be a positive number"))
+    /// Parse and check a profile's text (`file` names it in errors).
+    pub fn parse(file: &str, text: &str) -> Result<DeviceProfile, ProfileError> {
+        parse(file, text)
     }
 }
 
-pub(crate) fn non_negative(key: &str, v: f64) -> Result<(), String> {
-    if v.is_finite() && v >= 0.0 {
-        Ok(())
+/// Longest latency, or time per DMA, a profile may give: 1 ms (10^6 ns). Far above any real
+/// host or device (a DMA read that took 1 ms would be a completion timeout), small enough that
+/// one transaction's worst case fits the simulator's time base (see [`crate::MAX_TRANSACTIONS`]).
+pub(crate) const MAX_NS: f64 = 1e6;
+/// Longest time per read request or TLP: 100 µs.
+pub(crate) const MAX_REQUEST_NS: f64 = 1e5;
+/// Longest time per 64 B line: 10 µs (6.4 MB/s, a thousand times slower than any real path).
+pub(crate) const MAX_LINE_NS: f64 = 1e4;
+
+/// A number as a message shows it: plainly, or in exponent form when it is huge or tiny.
+pub(crate) fn show(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-4..1e9).contains(&v.abs()) {
+        format!("{v:e}")
     } else {
-        Err(format!("{key} = {v}: must be zero or more"))
+        format!("{v}")
     }
 }
 
-pub(crate) fn probability(key: &str, v: f64) -> Result<(), String> {
-    if (0.0..=1.0).contains(&v) {
+/// `key = v` must lie in `[lo, hi]` (`unit` follows the bounds in the message).
+pub(crate) fn between(key: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), String> {
+    if (lo..=hi).contains(&v) {
         Ok(())
     } else {
-        Err(format!("{key} = {v}: must be between 0 and 1"))
+        Err(format!(
+            "{key} = {}: must be between {} and {}{unit}",
+            show(v),
+            show(lo),
+            show(hi)
+        ))
+    }
+}
+
+/// `key = v` must be more than 0 and at most `hi`.
+pub(crate) fn above_zero(key: &str, v: f64, hi: f64, unit: &str) -> Result<(), String> {
+    if v > 0.0 && v <= hi {
+        Ok(())
+    } else {
+        Err(format!(
+            "{key} = {}: must be more than 0 and at most {}{unit}",
+            show(v),
+            show(hi)
+        ))
+    }
+}
+
+/// A whole number `key = v` must lie in `[lo, hi]`.
+pub(crate) fn count(key: &str, v: impl Into<u64>, lo: u64, hi: u64) -> Result<(), String> {
+    let v = v.into();
+    if (lo..=hi).contains(&v) {
+        Ok(())
+    } else {
+        Err(format!("{key} = {v}: must be between {lo} and {hi}"))
     }
 }
 
@@ -325,21 +366,27 @@ pub(crate) fn one_of(key: &str, v: u32, allowed: &[u32]) -> Result<(), String> {
     }
 }
 
-pub(crate) fn spread(key: &str, s: &Spread) -> Result<(), String> {
-    non_negative(&format!("{key}.min_ns"), s.min_ns)?;
+/// Each of a spread's times between 0 and `hi` ns, in order.
+pub(crate) fn spread(key: &str, s: &Spread, hi: f64) -> Result<(), String> {
+    for (k, v) in [("min_ns", s.min_ns), ("mode_ns", s.mode_ns), ("max_ns", s.max_ns)] {
+        between(&format!("{key}.{k}"), v, 0.0, hi, " ns")?;
+    }
     if s.min_ns <= s.mode_ns && s.mode_ns <= s.max_ns {
         Ok(())
     } else {
         Err(format!(
             "{key}: need min_ns <= mode_ns <= max_ns, got {} / {} / {}",
-            s.min_ns, s.mode_ns, s.max_ns
+            show(s.min_ns),
+            show(s.mode_ns),
+            show(s.max_ns)
         ))
     }
 }
 
 fn tail(key: &str, t: &Tail) -> Result<(), String> {
-    probability(&format!("{key}.prob"), t.prob)?;
-    non_negative(&format!("{key}.min_ns"), t.min_ns)?;
+    between(&format!("{key}.prob"), t.prob, 0.0, 1.0, "")?;
+    between(&format!("{key}.min_ns"), t.min_ns, 0.0, MAX_NS, " ns")?;
+    between(&format!("{key}.max_ns"), t.max_ns, 0.0, MAX_NS, " ns")?;
     if t.min_ns <= t.max_ns {
         Ok(())
     } else {
@@ -349,99 +396,109 @@ fn tail(key: &str, t: &Tail) -> Result<(), String> {
 
 const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
 
+/// `key`, a text, has at most `max` characters.
+pub(crate) fn chars(key: &str, s: &str, max: usize) -> Result<(), String> {
+    let n = s.chars().count();
+    if n > max {
+        Err(format!("{key}: {n} characters: at most {max}"))
+    } else {
+        Ok(())
+    }
+}
+
+/// A profile's words: `name` at most 64 characters, `description` and each of at most 32
+/// `sources` at most 1024, so that a profile's text stays small however it is edited.
+pub(crate) fn words(name: &str, description: &str, sources: &[String]) -> Result<(), String> {
+    chars("name", name, 64)?;
+    chars("description", description, 1024)?;
+    if sources.len() > 32 {
+        return Err(format!("sources: {} entries: at most 32", sources.len()));
+    }
+    sources
+        .iter()
+        .enumerate()
+        .try_for_each(|(i, s)| chars(&format!("sources[{i}]"), s, 1024))
+}
+
+/// Times of a profile by key, with their largest allowed value; all may be 0.
+fn times(list: &[(&str, f64, f64)]) -> Result<(), String> {
+    list.iter().try_for_each(|&(k, v, hi)| between(k, v, 0.0, hi, " ns"))
+}
+
 impl Checked for HostProfile {
     fn check(&self) -> Result<(), String> {
+        words(&self.name, &self.description, &self.sources)?;
         one_of("link.max_mps", self.link.max_mps, &SIZES)?;
         one_of("link.rcb", self.link.rcb, &[64, 128])?;
-        non_negative("link.wire_ns", self.link.wire_ns)?;
-        let rc = &self.root_complex;
-        non_negative("root_complex.fixed_ns", rc.fixed_ns)?;
-        positive("root_complex.request_ns", rc.request_ns)?;
-        positive("root_complex.line_ns", rc.line_ns)?;
-        positive("root_complex.write_line_ns", rc.write_line_ns)?;
-        if rc.posted_credits == 0 {
-            return Err("root_complex.posted_credits = 0: must be at least 1".into());
-        }
-        non_negative("root_complex.write_commit_ns", rc.write_commit_ns)?;
-        if let Some(own) = rc.write_own_ns {
-            non_negative("root_complex.write_own_ns", own)?;
-            non_negative("root_complex.write_own_line_ns", rc.write_own_line_ns)?;
-        }
-        let m = &self.memory;
-        if m.llc_bytes < 64 * 1024 {
-            return Err(format!("memory.llc_bytes = {}: must be at least 65536", m.llc_bytes));
-        }
-        probability("memory.ddio_share", m.ddio_share)?;
-        non_negative("memory.ddio_allocate_ns", m.ddio_allocate_ns)?;
-        spread("memory.llc_hit", &m.llc_hit)?;
-        spread("memory.dram", &m.dram)?;
-        spread("memory.io_line", &m.io_line)?;
+        let (rc, m, io) = (&self.root_complex, &self.memory, &self.iommu);
+        above_zero("root_complex.request_ns", rc.request_ns, MAX_REQUEST_NS, " ns")?;
+        above_zero("root_complex.line_ns", rc.line_ns, MAX_LINE_NS, " ns")?;
+        above_zero("root_complex.write_line_ns", rc.write_line_ns, MAX_LINE_NS, " ns")?;
+        above_zero("iommu.walk_ns", io.walk_ns, MAX_NS, " ns")?;
+        times(&[
+            ("link.wire_ns", self.link.wire_ns, MAX_NS),
+            ("root_complex.fixed_ns", rc.fixed_ns, MAX_NS),
+            ("root_complex.write_commit_ns", rc.write_commit_ns, MAX_NS),
+            ("root_complex.write_own_ns", rc.write_own_ns.unwrap_or(0.0), MAX_NS),
+            ("root_complex.write_own_line_ns", rc.write_own_line_ns, MAX_LINE_NS),
+            ("memory.ddio_allocate_ns", m.ddio_allocate_ns, MAX_LINE_NS),
+            ("memory.remote_ns", m.remote_ns, MAX_NS),
+            ("memory.remote_line_ns", m.remote_line_ns, MAX_LINE_NS),
+            ("iommu.walk_busy_ns", io.walk_busy_ns, MAX_NS),
+            ("iommu.replay_ns", io.replay_ns, MAX_REQUEST_NS),
+        ])?;
+        count("root_complex.posted_credits", rc.posted_credits, 1, 4096)?;
+        count("memory.llc_bytes", m.llc_bytes, 64 << 10, 1 << 40)?;
+        between("memory.ddio_share", m.ddio_share, 0.0, 1.0, "")?;
+        spread("memory.llc_hit", &m.llc_hit, MAX_NS)?;
+        spread("memory.dram", &m.dram, MAX_NS)?;
+        spread("memory.io_line", &m.io_line, MAX_NS)?;
         tail("memory.dram_tail", &m.dram_tail)?;
-        non_negative("memory.remote_ns", m.remote_ns)?;
-        non_negative("memory.remote_line_ns", m.remote_line_ns)?;
         tail("cpu.wake", &self.cpu.wake)?;
-        if self.iommu.iotlb_entries == 0 || self.iommu.walkers == 0 {
-            return Err("iommu.iotlb_entries and iommu.walkers must be at least 1".into());
-        }
-        non_negative("iommu.walk_busy_ns", self.iommu.walk_busy_ns)?;
-        non_negative("iommu.replay_ns", self.iommu.replay_ns)?;
-        positive("iommu.walk_ns", self.iommu.walk_ns)
+        count("iommu.iotlb_entries", io.iotlb_entries, 1, 1 << 16)?;
+        count("iommu.walkers", io.walkers, 1, 256)
     }
 }
 
 impl Checked for DeviceProfile {
     fn check(&self) -> Result<(), String> {
+        words(&self.name, &self.description, &self.sources)?;
         one_of("link.gen", self.link.gen, &[1, 2, 3, 4, 5, 6, 7])?;
         one_of("link.lanes", self.link.lanes, &[1, 2, 4, 8, 16, 32])?;
         one_of("link.max_mps", self.link.max_mps, &SIZES)?;
         one_of("link.mrrs", self.link.mrrs, &SIZES)?;
-        positive("clock.mhz", self.clock.mhz)?;
-        if self.clock.tick_cycles == 0 {
-            return Err("clock.tick_cycles = 0: must be at least 1".into());
-        }
+        between("clock.mhz", self.clock.mhz, 1.0, 100_000.0, " MHz")?;
+        count("clock.tick_cycles", self.clock.tick_cycles, 1, 1024)?;
         let d = &self.dma;
-        if d.workers == 0 || d.workers > 4096 {
-            return Err(format!("dma.workers = {}: must be between 1 and 4096", d.workers));
-        }
+        count("dma.workers", d.workers, 1, 4096)?;
         one_of("dma.max_transfer", d.max_transfer, &[1024, 2048, 4096])?;
-        for (k, v) in [
-            ("dma.issue_ns", d.issue_ns),
-            ("dma.complete_ns", d.complete_ns),
-            ("dma.worker_ns", d.worker_ns),
-            ("dma.loop_ns", d.loop_ns),
-            ("cmd.issue_ns", self.cmd.issue_ns),
-            ("cmd.complete_ns", self.cmd.complete_ns),
-            ("cmd.loop_ns", self.cmd.loop_ns),
-        ] {
-            non_negative(k, v)?;
-        }
-        for (k, v) in [
-            ("dma.read_dma_ns", d.read_dma_ns),
-            ("dma.read_request_ns", d.read_request_ns),
-            ("dma.read_line_ns", d.read_line_ns),
-            ("dma.read_full_line_ns", d.read_full_line_ns),
-            ("dma.write_dma_ns", d.write_dma_ns),
-            ("dma.write_tlp_ns", d.write_tlp_ns),
-            ("dma.write_line_ns", d.write_line_ns),
-            ("dma.write_min_ns", d.write_min_ns),
-            ("dma.bus_dma_ns", d.bus_dma_ns),
-            ("dma.bus_line_ns", d.bus_line_ns),
-            ("dma.move_line_ns", d.move_line_ns),
-            ("dma.write_gather_ns", d.write_gather_ns),
-            ("dma.write_move_line_ns", d.write_move_line_ns),
-            ("dma.read_slow_ns", d.read_slow_ns),
-            ("dma.write_slow_ns", d.write_slow_ns),
-        ] {
-            non_negative(k, v)?;
-        }
-        for (k, v) in [] {
-            positive(k, v)?;
-        }
-        if d.read_tags == 0 {
-            return Err("dma.read_tags = 0: must be at least 1".into());
-        }
+        count("dma.read_tags", d.read_tags, 1, 16384)?;
         one_of("dma.fast_align", d.fast_align, &[1, 2, 4, 8, 16, 32, 64])?;
-        spread("dma.jitter", &d.jitter)
+        times(&[
+            ("dma.issue_ns", d.issue_ns, MAX_NS),
+            ("dma.read_dma_ns", d.read_dma_ns, MAX_NS),
+            ("dma.read_request_ns", d.read_request_ns, MAX_REQUEST_NS),
+            ("dma.read_line_ns", d.read_line_ns, MAX_LINE_NS),
+            ("dma.read_full_line_ns", d.read_full_line_ns, MAX_LINE_NS),
+            ("dma.write_dma_ns", d.write_dma_ns, MAX_NS),
+            ("dma.write_tlp_ns", d.write_tlp_ns, MAX_REQUEST_NS),
+            ("dma.write_line_ns", d.write_line_ns, MAX_LINE_NS),
+            ("dma.write_min_ns", d.write_min_ns, MAX_NS),
+            ("dma.bus_dma_ns", d.bus_dma_ns, MAX_NS),
+            ("dma.bus_line_ns", d.bus_line_ns, MAX_LINE_NS),
+            ("dma.move_line_ns", d.move_line_ns, MAX_LINE_NS),
+            ("dma.write_gather_ns", d.write_gather_ns, MAX_NS),
+            ("dma.write_move_line_ns", d.write_move_line_ns, MAX_LINE_NS),
+            ("dma.complete_ns", d.complete_ns, MAX_NS),
+            ("dma.worker_ns", d.worker_ns, MAX_NS),
+            ("dma.loop_ns", d.loop_ns, MAX_NS),
+            ("dma.read_slow_ns", d.read_slow_ns, MAX_NS),
+            ("dma.write_slow_ns", d.write_slow_ns, MAX_NS),
+            ("cmd.issue_ns", self.cmd.issue_ns, MAX_NS),
+            ("cmd.complete_ns", self.cmd.complete_ns, MAX_NS),
+            ("cmd.loop_ns", self.cmd.loop_ns, MAX_NS),
+        ])?;
+        spread("dma.jitter", &d.jitter, MAX_NS)
     }
 }
 
@@ -473,5 +530,16 @@ mod tests {
         let text = include_str!("../../../data/profiles/e5-2637v3.toml").replace("[cpu]", "[cpu]\nturbo = true");
         let e = parse::<HostProfile>("h.toml", &text).unwrap_err().to_string();
         assert!(e.contains("turbo"), "{e}");
+    }
+
+    #[test]
+    fn words_are_bounded_so_a_profile_stays_small() {
+        let text = include_str!("../../../data/profiles/e5-2637v3.toml");
+        let long = text.replace("name = \"e5-2637v3\"", &format!("name = \"{}\"", "x".repeat(65)));
+        let e = parse::<HostProfile>("h.toml", &long).unwrap_err().to_string();
+        assert_eq!(e, "h.toml: name: 65 characters: at most 64");
+        let many = text.replace("sources = [", &format!("sources = [{}", "\"s\", ".repeat(32)));
+        let e = parse::<HostProfile>("h.toml", &many).unwrap_err().to_string();
+        assert_eq!(e, "h.toml: sources: 36 entries: at most 32");
     }
 }

@@ -233,7 +233,7 @@ impl PmuHost {
 
     /// Run the simulation until `ns` nanoseconds (never backwards).
     pub fn advance_to(&mut self, ns: u64) {
-        let t = (ns * 1000).max(self.now);
+        let t = ns.saturating_mul(1000).max(self.now);
         while let Some(&Reverse((te, _, ev))) = self.queue.peek() {
             if te > t {
                 break;

@@ -2,7 +2,7 @@
 //! costs of a storage workload, as TOML data (`data/profiles/yitian710.toml`). A profile may
 //! `inherit` a built-in one and override some of its tables (`yitian710-narrow`).
 
-use crate::profile::{non_negative, one_of, positive, spread, ProfileError, Spread};
+use crate::profile::{above_zero, between, chars, count, one_of, spread, words, ProfileError, Spread, MAX_NS};
 use serde::Deserialize;
 
 /// How the kernel driver presents each root port's PMU.
@@ -260,29 +260,32 @@ impl PmuHostProfile {
     }
 
     fn check(&self) -> Result<(), String> {
+        words(&self.name, &self.description, &self.sources)?;
         let p = &self.pmu;
         one_of("pmu.throughput_bits", p.throughput_bits, &[32, 64])?;
         one_of("pmu.lane_bits", p.lane_bits, &[32, 64])?;
-        positive("pmu.mux_interval_ms", p.mux_interval_ms)?;
-        positive("pmu.core_clock_mhz", p.core_clock_mhz)?;
-        if p.cpus_per_die == 0 {
-            return Err("pmu.cpus_per_die = 0: must be at least 1".into());
-        }
+        between("pmu.mux_interval_ms", p.mux_interval_ms, 1.0, 60_000.0, " ms")?;
+        between("pmu.core_clock_mhz", p.core_clock_mhz, 1.0, 100_000.0, " MHz")?;
+        count("pmu.cpus_per_die", p.cpus_per_die, 1, 4096)?;
+        count("pmu.first_type", p.first_type, 0, 65535)?;
         let h = &self.host;
         one_of("host.max_mps", h.max_mps, &SIZES)?;
         one_of("host.rcb", h.rcb, &[64, 128])?;
-        non_negative("host.wire_ns", h.wire_ns)?;
-        spread("host.memory_read", &h.memory_read)?;
-        spread("host.submit", &h.submit)?;
-        spread("host.reap", &h.reap)?;
-        if self.ports.is_empty() {
-            return Err("port: a host needs at least one [[port]]".into());
+        between("host.wire_ns", h.wire_ns, 0.0, MAX_NS, " ns")?;
+        spread("host.memory_read", &h.memory_read, MAX_NS)?;
+        spread("host.submit", &h.submit, MAX_HOST_NS)?;
+        spread("host.reap", &h.reap, MAX_HOST_NS)?;
+        for (k, n, least) in [("port", self.ports.len(), 1), ("device", self.devices.len(), 0)] {
+            if !(least..=256).contains(&n) {
+                return Err(format!("{k}: {n} [[{k}]] tables: a host has {least} to 256"));
+            }
         }
         for (i, port) in self.ports.iter().enumerate() {
             let key = format!("port[{i}]");
             parse_bdf(&port.bdf).ok_or_else(|| format!("{key}.bdf = {:?}: must be dddd:bb:dd.f", port.bdf))?;
             one_of(&format!("{key}.gen"), port.gen, &[1, 2, 3, 4, 5, 6])?;
             one_of(&format!("{key}.lanes"), port.lanes, &[1, 2, 4, 8, 16])?;
+            count(&format!("{key}.die"), port.die, 0, 255)?;
             if self.ports[..i].iter().any(|q| q.bdf == port.bdf) {
                 return Err(format!("{key}.bdf = {:?}: listed twice", port.bdf));
             }
@@ -299,7 +302,13 @@ impl PmuHostProfile {
             }
         }
         for (i, d) in self.devices.iter().enumerate() {
+            chars(&format!("device[{i}].name"), &d.name, 64)?;
             let key = format!("device[{i}] ({})", d.name);
+            chars(&format!("{key}.description"), &d.description, 1024)?;
+            chars(&format!("{key}.driver"), &d.driver, 64)?;
+            count(&format!("{key}.vendor"), d.vendor, 0, 0xffff)?;
+            count(&format!("{key}.device"), d.device, 0, 0xffff)?;
+            count(&format!("{key}.class"), d.class, 0, 0xff_ffff)?;
             one_of(&format!("{key}.gen"), d.gen, &[1, 2, 3, 4, 5, 6])?;
             one_of(&format!("{key}.lanes"), d.lanes, &[1, 2, 4, 8, 16])?;
             one_of(&format!("{key}.max_mps"), d.max_mps, &SIZES)?;
@@ -317,28 +326,29 @@ impl PmuHostProfile {
 
 const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
 
+/// Longest host CPU time (submit, reap) or media latency a PMU host profile may give: 1 s,
+/// beyond any real I/O path, small enough that a day of I/Os stays far inside the simulator's
+/// 64-bit picosecond clock.
+const MAX_HOST_NS: f64 = 1e9;
+
 fn check_storage(key: &str, s: &StorageSpec) -> Result<(), String> {
-    for (k, v) in [
-        ("queues", s.queues),
-        ("queue_depth", s.queue_depth),
-        ("channels", s.channels),
-        ("sg_entry_bytes", s.sg_entry_bytes),
-        ("sg_segment_bytes", s.sg_segment_bytes),
-    ] {
-        if v == 0 {
-            return Err(format!("{key}.storage.{k} = 0: must be at least 1"));
-        }
-    }
-    if s.chunk_bytes < 512 || !s.chunk_bytes.is_power_of_two() {
+    let key = format!("{key}.storage");
+    count(&format!("{key}.queues"), s.queues, 1, 65536)?;
+    count(&format!("{key}.queue_depth"), s.queue_depth, 1, 65536)?;
+    count(&format!("{key}.channels"), s.channels, 1, 1024)?;
+    count(&format!("{key}.sg_entry_bytes"), s.sg_entry_bytes, 1, 4096)?;
+    count(&format!("{key}.sg_segment_bytes"), s.sg_segment_bytes, 512, 1 << 30)?;
+    count(&format!("{key}.sg_inline"), s.sg_inline, 0, 4096)?;
+    if s.chunk_bytes < 512 || s.chunk_bytes > 16 << 20 || !s.chunk_bytes.is_power_of_two() {
         return Err(format!(
-            "{key}.storage.chunk_bytes = {}: must be a power of two of at least 512",
+            "{key}.chunk_bytes = {}: must be a power of two between 512 and 16777216",
             s.chunk_bytes
         ));
     }
-    positive(&format!("{key}.storage.read_mbps"), s.read_mbps)?;
-    positive(&format!("{key}.storage.write_mbps"), s.write_mbps)?;
-    spread(&format!("{key}.storage.read_latency"), &s.read_latency)?;
-    spread(&format!("{key}.storage.write_latency"), &s.write_latency)?;
+    between(&format!("{key}.read_mbps"), s.read_mbps, 10.0, 1e6, " MB/s")?;
+    between(&format!("{key}.write_mbps"), s.write_mbps, 10.0, 1e6, " MB/s")?;
+    spread(&format!("{key}.read_latency"), &s.read_latency, MAX_HOST_NS)?;
+    spread(&format!("{key}.write_latency"), &s.write_latency, MAX_HOST_NS)?;
     let lists = [
         ("command_reads", &s.command_reads),
         ("doorbell_writes", &s.doorbell_writes),
@@ -347,15 +357,18 @@ fn check_storage(key: &str, s: &StorageSpec) -> Result<(), String> {
         ("reap_reads", &s.reap_reads),
     ];
     for (k, list) in lists {
+        if list.len() > 16 {
+            return Err(format!("{key}.{k}: {} entries: at most 16", list.len()));
+        }
         if let Some(b) = list.iter().find(|&&b| b == 0 || b > 4096 || !b.is_multiple_of(4)) {
             return Err(format!(
-                "{key}.storage.{k}: {b} bytes: each must be a multiple of 4 between 4 and 4096"
+                "{key}.{k}: {b} bytes: each must be a multiple of 4 between 4 and 4096"
             ));
         }
     }
     if !s.interrupt_bytes.is_multiple_of(4) || s.interrupt_bytes > 64 {
         return Err(format!(
-            "{key}.storage.interrupt_bytes = {}: must be 0 or a multiple of 4 up to 64",
+            "{key}.interrupt_bytes = {}: must be a multiple of 4 between 0 and 64",
             s.interrupt_bytes
         ));
     }
@@ -363,7 +376,7 @@ fn check_storage(key: &str, s: &StorageSpec) -> Result<(), String> {
 }
 
 fn check_nic(key: &str, n: &NicSpec) -> Result<(), String> {
-    positive(&format!("{key}.nic.line_gbps"), n.line_gbps)?;
+    above_zero(&format!("{key}.nic.line_gbps"), n.line_gbps, 1e4, " Gb/s")?;
     if n.batch == 0 || n.batch > 4096 {
         return Err(format!("{key}.nic.batch = {}: must be between 1 and 4096", n.batch));
     }

@@ -77,6 +77,10 @@ impl fmt::Display for WorkloadError {
 impl std::error::Error for WorkloadError {}
 
 const MAX_BS: u64 = 16 << 20;
+/// Bytes one job may move: 1 TiB, half an hour of the fastest simulated SSD.
+const MAX_JOB_SIZE: u64 = 1 << 40;
+/// Slowest NIC rate other than idle: 1 Mb/s, a batch of jumbo frames every 5 minutes at most.
+const MIN_GBPS: f64 = 0.001;
 
 /// A size with fio's suffixes (k, m, g, t; powers of 1024; an optional trailing `b`/`ib`).
 pub fn parse_size(s: &str) -> Option<u64> {
@@ -140,28 +144,73 @@ pub enum Workload {
     Nic(NicJob),
 }
 
-const STORAGE_KEYS: &str = "port, rw, bs, iodepth, numjobs, runtime, size";
-const NIC_KEYS: &str = "port, rx, tx, pkt, runtime";
+const STORAGE_ONLY: [&str; 5] = ["rw", "bs", "iodepth", "numjobs", "size"];
+const NIC_ONLY: [&str; 3] = ["rx", "tx", "pkt"];
+
+/// Longest spec: every key with a long value fits many times over.
+const MAX_SPEC_CHARS: usize = 512;
+
+/// What a workload spec looks like, for messages about its shape.
+const SYNTAX: &str = "a workload is port=BDF and KEY=VALUE pairs, separated by commas \
+     (e.g. port=00:02.0,rw=read,bs=1M or port=30:03.0,rx=40); \
+     keys: port, rw, bs, iodepth, numjobs, runtime, size (storage), rx, tx, pkt, runtime (NIC)";
 
 /// `key=value,...` pairs and the normalised `port`.
-fn pairs(text: &str, keys: &str) -> Result<(String, Vec<(String, String)>), WorkloadError> {
+fn pairs(text: &str) -> Result<(String, Vec<(String, String)>), WorkloadError> {
+    let n = text.chars().count();
+    if n > MAX_SPEC_CHARS {
+        return Err(WorkloadError::spec(format!(
+            "--workload: {n} characters: at most {MAX_SPEC_CHARS} ({SYNTAX})"
+        )));
+    }
     let mut port = None;
-    let mut out = Vec::new();
+    let mut out: Vec<(String, String)> = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = part.split_once('=').ok_or_else(|| {
-            WorkloadError::spec(format!("--workload {text:?}: {part:?} is not KEY=VALUE (keys: {keys})"))
-        })?;
-        match k.trim() {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| WorkloadError::spec(format!("--workload {text:?}: {part:?} is not KEY=VALUE; {SYNTAX}")))?;
+        let k = k.trim();
+        if k == "port" && port.is_some() || out.iter().any(|(o, _)| o == k) {
+            return Err(WorkloadError::spec(format!("--workload {text:?}: {k} is given twice")));
+        }
+        match k {
             "port" => port = Some(check_port(v)?),
-            k => out.push((k.to_string(), v.trim().to_string())),
+            k if k == "runtime" || STORAGE_ONLY.contains(&k) || NIC_ONLY.contains(&k) => {
+                out.push((k.to_string(), v.trim().to_string()))
+            }
+            k => {
+                return Err(WorkloadError::spec(format!(
+                    "--workload {text:?}: {k:?} is not a key; {SYNTAX}"
+                )))
+            }
         }
     }
-    let port = port.ok_or_else(|| WorkloadError::spec(format!("--workload {text:?}: needs port=BDF")))?;
+    let port = port.ok_or_else(|| WorkloadError::spec(format!("--workload {text:?}: needs port=BDF; {SYNTAX}")))?;
     Ok((port, out))
 }
 
-fn unknown_key(text: &str, key: &str, keys: &str) -> WorkloadError {
-    WorkloadError::spec(format!("--workload {text:?}: unknown key {key:?}; keys: {keys}"))
+/// A key of the other kind of workload on `port`: the port lacks that kind of device.
+fn wrong_kind(host: &PmuHostProfile, port: &str, key: &str, value: &str, nic: bool) -> WorkloadError {
+    let Some(p) = host.ports.iter().find(|p| p.bdf == port) else {
+        return no_such_port(host, port);
+    };
+    let (lacks, kind, with): (&str, &str, Vec<&str>) = if nic {
+        ("NIC", "NIC", ports_with(host, |d| d.nic.is_some()))
+    } else {
+        ("storage device", "storage", ports_with(host, |d| d.storage.is_some()))
+    };
+    let holds = match host.device_of(p) {
+        Some(d) => format!("it holds a {} ({})", d.name, d.description),
+        None => "it is empty".to_string(),
+    };
+    bad(
+        key,
+        value,
+        &format!(
+            "port {port} has no {lacks} ({holds}); {kind} ports: {}",
+            with.join(", ")
+        ),
+    )
 }
 
 /// Root ports whose device carries the workload kind `has`.
@@ -173,11 +222,28 @@ fn ports_with(host: &PmuHostProfile, has: impl Fn(&DeviceSpec) -> bool) -> Vec<&
         .collect()
 }
 
+/// Where workloads can run, for messages about a port.
+fn places(host: &PmuHostProfile) -> String {
+    format!(
+        "root ports with a storage device: {}; with a NIC: {}",
+        ports_with(host, |d| d.storage.is_some()).join(", "),
+        ports_with(host, |d| d.nic.is_some()).join(", ")
+    )
+}
+
+fn no_such_port(host: &PmuHostProfile, port: &str) -> WorkloadError {
+    bad(
+        "port",
+        port,
+        &format!("no such root port on {}; {}", host.name, places(host)),
+    )
+}
+
 impl Workload {
     /// Parse `port=BDF,key=value,...`: storage keys (rw, bs, iodepth, numjobs, runtime, size)
     /// on a storage port, NIC keys (rx, tx in Gb/s, pkt, runtime) on a NIC port.
     pub fn parse(host: &PmuHostProfile, text: &str) -> Result<Workload, WorkloadError> {
-        let (port, _) = pairs(text, STORAGE_KEYS)?;
+        let (port, _) = pairs(text)?;
         let nic = host
             .ports
             .iter()
@@ -185,7 +251,7 @@ impl Workload {
             .and_then(|p| host.device_of(p))
             .and_then(|d| d.nic.as_ref());
         match nic {
-            Some(n) => NicJob::parse(text, port, n.line_gbps).map(Workload::Nic),
+            Some(n) => NicJob::parse(host, text, port, n.line_gbps).map(Workload::Nic),
             None => StorageJob::parse(host, text).map(Workload::Storage),
         }
     }
@@ -199,22 +265,26 @@ impl Workload {
 }
 
 impl NicJob {
-    fn parse(text: &str, port: String, line_gbps: f64) -> Result<NicJob, WorkloadError> {
+    fn parse(host: &PmuHostProfile, text: &str, port: String, line_gbps: f64) -> Result<NicJob, WorkloadError> {
         let mut job = NicJob {
-            port,
+            port: port.clone(),
             rx_gbps: 0.0,
             tx_gbps: 0.0,
             pkt: 1500,
             runtime: None,
         };
-        for (k, v) in pairs(text, NIC_KEYS)?.1 {
-            let rate = || match v.parse::<f64>() {
-                Ok(g) if (0.0..=line_gbps).contains(&g) => Ok(g),
+        for (k, v) in pairs(text)?.1 {
+            let rate = || {
+                match v.parse::<f64>() {
+                Ok(g) if g == 0.0 || (MIN_GBPS..=line_gbps).contains(&g) => Ok(g),
                 _ => Err(bad(
                     &k,
                     &v,
-                    &format!("must be a rate in Gb/s from 0 to {line_gbps} (the NIC's line rate)"),
+                    &format!(
+                        "must be a rate in Gb/s from 0 to {line_gbps} (the NIC's line rate): 0 (idle) or at least {MIN_GBPS}"
+                    ),
                 )),
+            }
             };
             match k.as_str() {
                 "rx" => job.rx_gbps = rate()?,
@@ -226,7 +296,7 @@ impl NicJob {
                     }
                 }
                 "runtime" => job.runtime = Some(parse_runtime(&v)?),
-                other => return Err(unknown_key(text, other, NIC_KEYS)),
+                _ => return Err(wrong_kind(host, &port, &k, &v, false)),
             }
         }
         Ok(job)
@@ -236,28 +306,18 @@ impl NicJob {
 impl StorageJob {
     /// Check a job against the host: the port must exist and have a storage device.
     pub fn new(host: &PmuHostProfile, job: StorageJob) -> Result<StorageJob, WorkloadError> {
-        let with_storage = ports_with(host, |d| d.storage.is_some());
-        let with_nic = ports_with(host, |d| d.nic.is_some());
-        let places = format!(
-            "root ports with a storage device: {}; with a NIC: {}",
-            with_storage.join(", "),
-            with_nic.join(", ")
-        );
         match host.ports.iter().find(|p| p.bdf == job.port) {
-            None => Err(bad(
-                "port",
-                &job.port,
-                &format!("no such root port on {}; {places}", host.name),
-            )),
-            Some(p) if !with_storage.contains(&p.bdf.as_str()) => Err(bad(
+            None => Err(no_such_port(host, &job.port)),
+            Some(p) if host.device_of(p).is_none_or(|d| d.storage.is_none()) => Err(bad(
                 "port",
                 &job.port,
                 &format!(
-                    "{} no storage device behind it; {places}",
+                    "{} no storage device behind it; {}",
                     match host.device_of(p) {
                         Some(d) => format!("the root port holds a {} ({}),", d.name, d.description),
                         None => "the root port is empty,".to_string(),
                     },
+                    places(host)
                 ),
             )),
             Some(_) => Ok(job),
@@ -266,9 +326,9 @@ impl StorageJob {
 
     /// Parse `key=value,...` (keys: port, rw, bs, iodepth, numjobs, runtime, size) and check it.
     pub fn parse(host: &PmuHostProfile, text: &str) -> Result<StorageJob, WorkloadError> {
-        let (port, kv) = pairs(text, STORAGE_KEYS)?;
+        let (port, kv) = pairs(text)?;
         let mut job = StorageJob {
-            port,
+            port: port.clone(),
             rw: Rw::Read,
             bs: 1 << 20,
             iodepth: 64,
@@ -284,7 +344,7 @@ impl StorageJob {
                 "numjobs" => job.numjobs = parse_count("numjobs", &v, 256)?,
                 "runtime" => job.runtime = Some(parse_runtime(&v)?),
                 "size" => job.size = Some(parse_job_size(&v)?),
-                other => return Err(unknown_key(text, other, STORAGE_KEYS)),
+                _ => return Err(wrong_kind(host, &port, &k, &v, true)),
             }
         }
         StorageJob::new(host, job)
@@ -316,23 +376,23 @@ pub fn parse_count(key: &str, v: &str, max: u32) -> Result<u32, WorkloadError> {
     }
 }
 
-/// `runtime=`: a positive duration (`20s`, `500ms`, `2m`, plain seconds) up to a day.
+/// `runtime=`: a duration (`20s`, `500ms`, `2m`, plain seconds) from 1 µs to a day.
 pub fn parse_runtime(v: &str) -> Result<f64, WorkloadError> {
     match parse_duration(v) {
-        Some(s) if s <= 86400.0 => Ok(s),
+        Some(s) if (1e-6..=86400.0).contains(&s) => Ok(s),
         _ => Err(bad(
             "runtime",
             v,
-            "must be a positive duration up to 24h (e.g. 20s, 500ms, 2m)",
+            "must be a duration from 1us to 24h (e.g. 20s, 500ms, 2m)",
         )),
     }
 }
 
-/// `size=`: bytes per job, at least one block of 512.
+/// `size=`: bytes per job, from one block of 512 to 1 TiB.
 pub fn parse_job_size(v: &str) -> Result<u64, WorkloadError> {
     match parse_size(v) {
-        Some(b) if b >= 512 => Ok(b),
-        _ => Err(bad("size", v, "must be a size of at least 512 bytes (e.g. 2G, 512M)")),
+        Some(b) if (512..=MAX_JOB_SIZE).contains(&b) => Ok(b),
+        _ => Err(bad("size", v, "must be a size from 512 bytes to 1T (e.g. 2G, 512M)")),
     }
 }
 
@@ -394,14 +454,105 @@ mod tests {
             })
         );
         let e = nic("port=30:03.0,rx=400").unwrap_err().to_string();
-        assert!(e.starts_with("rx=400: must be a rate in Gb/s from 0 to 100"), "{e}");
+        assert!(
+            e.starts_with(
+                "rx=400: must be a rate in Gb/s from 0 to 100 (the NIC's line rate): 0 (idle) or at least 0.001"
+            ),
+            "{e}"
+        );
         let e = nic("port=30:03.0,rw=read").unwrap_err().to_string();
         assert!(
-            e.contains("unknown key \"rw\"; keys: port, rx, tx, pkt, runtime"),
+            e.starts_with("rw=read: port 0000:30:03.0 has no storage device (it holds a cx5")
+                && e.contains("storage ports: 0000:00:01.0, 0000:00:02.0"),
             "{e}"
         );
         assert!(matches!(nic("port=00:02.0,rw=write"), Ok(Workload::Storage(_))));
         assert!(err("rw=read").contains("needs port=BDF"));
-        assert!(err("port=00:02.0,turbo=1").contains("unknown key \"turbo\""));
+        assert!(err("port=00:02.0,turbo=1").contains("\"turbo\" is not a key"));
+    }
+
+    #[test]
+    fn a_prefixed_port_is_not_a_key() {
+        let host = PmuHostProfile::load("yitian710").unwrap();
+        let e = Workload::parse(&host, "storage:port=00:02.0,rw=read")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"storage:port\" is not a key; a workload is port=BDF and KEY=VALUE pairs")
+                && !e.contains("needs port"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_nic_key_on_a_port_without_a_nic_lists_the_nic_ports() {
+        let host = PmuHostProfile::load("yitian710").unwrap();
+        let nic_ports = ports_with(&host, |d| d.nic.is_some()).join(", ");
+        for (port, key, holds) in [
+            ("00:04.0", "rx=40", "it is empty"),
+            ("00:02.0", "tx=1", "it holds a sata"),
+        ] {
+            let e = Workload::parse(&host, &format!("port={port},{key}"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("{key}: port 0000:{port} has no NIC ({holds}"))
+                    && e.ends_with(&format!("; NIC ports: {nic_ports}")),
+                "{e}"
+            );
+        }
+        let e = Workload::parse(&host, "port=0f:00.0,pkt=64").unwrap_err().to_string();
+        assert!(e.starts_with("port=0000:0f:00.0: no such root port"), "{e}");
+    }
+
+    #[test]
+    fn hostile_numbers_are_refused_naming_key_and_value() {
+        let host = PmuHostProfile::load("yitian710").unwrap();
+        let hostile = [
+            "0",
+            "-1",
+            "1e300",
+            "nan",
+            "inf",
+            "18446744073709551615",
+            "1e-300",
+            "99999999999T",
+        ];
+        for (port, keys) in [
+            ("00:02.0", &["bs", "iodepth", "numjobs", "runtime", "size"][..]),
+            ("30:03.0", &["rx", "tx", "pkt", "runtime"][..]),
+        ] {
+            for key in keys {
+                for v in hostile {
+                    let spec = format!("port={port},{key}={v}");
+                    match Workload::parse(&host, &spec) {
+                        // Idle is a rate.
+                        Ok(_) if v == "0" && (*key == "rx" || *key == "tx") => {}
+                        Ok(w) => panic!("{spec} accepted: {w:?}"),
+                        Err(e) => {
+                            let e = e.to_string();
+                            assert!(e.starts_with(&format!("{key}={v}: must be")), "{spec}: {e}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_spec_is_at_most_512_characters() {
+        let host = PmuHostProfile::load("yitian710").unwrap();
+        let spec = format!("port=00:02.0{}", ",".repeat(600));
+        let e = Workload::parse(&host, &spec).unwrap_err().to_string();
+        assert!(e.starts_with("--workload: 612 characters: at most 512"), "{e}");
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused() {
+        let host = PmuHostProfile::load("yitian710").unwrap();
+        for spec in ["port=00:02.0,bs=4k,bs=1M", "port=00:02.0,port=00:01.0"] {
+            let e = Workload::parse(&host, spec).unwrap_err().to_string();
+            assert!(e.contains("is given twice"), "{e}");
+        }
     }
 }
