@@ -149,13 +149,13 @@ fn validate_numbers_out_of_range_exit_2() {
         ),
         (
             &["--runtime", "1e300"],
-            "--runtime 1e300: must be a positive duration up to 24h",
+            "--runtime 1e300: must be a duration from 1us to 24h",
         ),
         (&["--runtime", "nan"], "--runtime nan: must be"),
-        (&["--size", "0"], "--size 0: must be a size of at least 512 bytes"),
+        (&["--size", "0"], "--size 0: must be a size from 512 bytes to 1T"),
         (
             &["--size", "18446744073709551615"],
-            "--size 18446744073709551615: at most 64G per job with --source sim",
+            "--size 18446744073709551615: must be a size from 512 bytes to 1T",
         ),
         (&["--size", "65G"], "--size 65G: at most 64G per job"),
         (&["-I", "0"], "-I 0: the interval must be at least 1 ms"),
