@@ -27,7 +27,7 @@ pub mod targets;
 
 pub use alloc::BoundedAlloc;
 pub use mutate::{mutate, Rng, HOSTILE_NUMBERS};
-pub use run::{fuzz, Failure, Report};
+pub use run::{fuzz, fuzz_with_progress, Failure, Report, PROGRESS_EVERY};
 
 /// What one input did to a target.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -87,6 +87,21 @@ fn quiet_panics() {
 /// Run `inputs` inputs through `target`, starting from seed `seed`; an input that takes longer
 /// than `limit` is a failure.
 pub fn fuzz(target: &Target, inputs: u64, seed: u64, limit: Duration) -> Report {
+    fuzz_with_progress(target, inputs, seed, limit, |_| {})
+}
+
+/// Inputs between two calls of a long run's progress callback.
+pub const PROGRESS_EVERY: u64 = 1_000_000;
+
+/// [`fuzz`], calling `progress` with the report so far after every [`PROGRESS_EVERY`] inputs,
+/// so a long run that is stopped early still says how far it got.
+pub fn fuzz_with_progress(
+    target: &Target,
+    inputs: u64,
+    seed: u64,
+    limit: Duration,
+    mut progress: impl FnMut(&Report),
+) -> Report {
     quiet_panics();
     let mut rng = Rng::new(seed);
     let mut corpus: Vec<Vec<u8>> = target.seeds.clone();
@@ -98,6 +113,10 @@ pub fn fuzz(target: &Target, inputs: u64, seed: u64, limit: Duration) -> Report 
     let start = Instant::now();
     let mut failed = 0u64;
     for i in 0..inputs {
+        if i > 0 && i % PROGRESS_EVERY == 0 {
+            report.elapsed = start.elapsed();
+            progress(&report);
+        }
         // The seeds themselves first, then mutants of the corpus.
         let input = match target.seeds.get(i as usize) {
             Some(s) => s.clone(),

@@ -1,7 +1,8 @@
 //! `pcie-fuzz [--inputs N] [--seed S] [--limit-ms MS] [TARGET...]`: fuzz every target (or the
-//! named ones) and print inputs tried and failures per target; exit 1 when any target failed.
+//! named ones) and print inputs tried and failures per target (progress on stderr every million
+//! inputs); exit 1 when any target failed.
 
-use pcie_fuzz::{fuzz, targets, BoundedAlloc};
+use pcie_fuzz::{fuzz_with_progress, targets, BoundedAlloc};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -52,7 +53,15 @@ fn main() -> ExitCode {
         .iter()
         .filter(|t| names.is_empty() || names.iter().any(|n| n == t.name))
     {
-        let r = fuzz(t, inputs, seed, Duration::from_millis(limit_ms));
+        let r = fuzz_with_progress(t, inputs, seed, Duration::from_millis(limit_ms), |r| {
+            eprintln!(
+                "{}: {} inputs, {} failures, {:.0} s",
+                r.target,
+                r.tried,
+                r.failures.len(),
+                r.elapsed.as_secs_f64()
+            )
+        });
         println!(
             "{:<16} {:>12} {:>12} {:>12} {:>9} {:>12} {:>10.0}",
             r.target,
