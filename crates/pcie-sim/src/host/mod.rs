@@ -13,6 +13,7 @@ pub mod link;
 mod nic;
 pub mod profile;
 mod storage;
+pub use storage::{IoStats, StorageStats};
 pub mod workload;
 
 use crate::engine::{ps, Ps, Sampler};
@@ -223,6 +224,15 @@ impl PmuHost {
         match self.slots[i] {
             Slot::Storage(s) => self.sets[s].bytes(),
             Slot::Nic(f) => (self.flows[f].rx_bytes, self.flows[f].tx_bytes),
+        }
+    }
+
+    /// What fio would report for workload `i`, a storage workload: bytes, I/Os and completion
+    /// latency per direction, and its runtime; `None` for a NIC workload.
+    pub fn storage_stats(&self, i: usize) -> Option<StorageStats> {
+        match self.slots[i] {
+            Slot::Storage(s) => Some(self.sets[s].stats()),
+            Slot::Nic(_) => None,
         }
     }
 

@@ -40,14 +40,57 @@ impl Storage {
     }
 }
 
+/// One direction of a storage workload as fio reports it: bytes and I/Os completed, and the
+/// completion latency (submission to completion) of each I/O, accumulated with Welford's method.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct IoStats {
+    pub bytes: u64,
+    pub ios: u64,
+    clat_mean_ns: f64,
+    clat_m2: f64,
+}
+
+impl IoStats {
+    fn add(&mut self, bytes: u64, clat_ns: f64) {
+        self.bytes += bytes;
+        self.ios += 1;
+        let d = clat_ns - self.clat_mean_ns;
+        self.clat_mean_ns += d / self.ios as f64;
+        self.clat_m2 += d * (clat_ns - self.clat_mean_ns);
+    }
+
+    /// Mean completion latency in nanoseconds (0 without I/Os).
+    pub fn clat_mean_ns(&self) -> f64 {
+        self.clat_mean_ns
+    }
+
+    /// Sample standard deviation of the completion latency, as fio prints it.
+    pub fn clat_stdev_ns(&self) -> f64 {
+        if self.ios < 2 {
+            0.0
+        } else {
+            (self.clat_m2 / (self.ios - 1) as f64).sqrt()
+        }
+    }
+}
+
+/// What fio reports for a storage workload (its jobs group-reported): each direction, and the
+/// runtime from the start to the last completion.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StorageStats {
+    pub read: IoStats,
+    pub write: IoStats,
+    pub runtime_ns: u64,
+}
+
 /// One `--workload`: its jobs share these totals.
 pub(super) struct JobSet {
     job: StorageJob,
     port: usize,
+    start: Ps,
     stop: Option<Ps>,
-    /// Bytes of completed I/Os, as fio counts them.
-    read_bytes: u64,
-    write_bytes: u64,
+    /// Completed I/Os, as fio counts them.
+    stats: StorageStats,
     outstanding: u32,
     /// Jobs still submitting.
     active: u32,
@@ -64,6 +107,8 @@ pub(super) struct Job {
 pub(super) struct Io {
     job: usize,
     write: bool,
+    /// When the job submitted it (fio's clat starts here).
+    submitted: Ps,
     data_start: Ps,
 }
 
@@ -75,7 +120,11 @@ impl JobSet {
 
     /// Bytes of completed reads and writes.
     pub(super) fn bytes(&self) -> (u64, u64) {
-        (self.read_bytes, self.write_bytes)
+        (self.stats.read.bytes, self.stats.write.bytes)
+    }
+
+    pub(super) fn stats(&self) -> StorageStats {
+        self.stats
     }
 }
 
@@ -99,9 +148,9 @@ impl PmuHost {
         self.sets.push(JobSet {
             job: job.clone(),
             port,
+            start: self.now,
             stop: job.runtime.map(|s| self.now + (s * 1e12) as Ps),
-            read_bytes: 0,
-            write_bytes: 0,
+            stats: StorageStats::default(),
             outstanding: 0,
             active: job.numjobs,
         });
@@ -162,6 +211,7 @@ impl PmuHost {
         let io = Io {
             job: j,
             write,
+            submitted: start,
             data_start: 0,
         };
         let id = match self.free_ios.pop() {
@@ -302,14 +352,16 @@ impl PmuHost {
 
     pub(super) fn done(&mut self, io: usize, t: Ps) {
         let o = &self.ios[io];
-        let (j, write) = (o.job, o.write);
+        let (j, write, clat) = (o.job, o.write, (t - o.submitted) as f64 / 1000.0);
         let set = &mut self.sets[self.jobs[j].set];
         let bs = set.job.bs as u64;
-        if write {
-            set.write_bytes += bs;
+        let dir = if write {
+            &mut set.stats.write
         } else {
-            set.read_bytes += bs;
-        }
+            &mut set.stats.read
+        };
+        dir.add(bs, clat);
+        set.stats.runtime_ns = (t - set.start) / 1000;
         set.outstanding -= 1;
         self.free_ios.push(io);
         let port = set.port;
