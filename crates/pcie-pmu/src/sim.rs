@@ -13,7 +13,7 @@ use crate::event_spec::ResolvedEvent;
 use crate::sysfs_writer::{dwc_pmu, DwcVariant, SysfsWriter};
 use crate::{PmuError, System};
 pub use pcie_sim::host::profile::{builtin_pmu_hosts, PmuHostProfile};
-use pcie_sim::host::profile::{parse_bdf, PmuDriver, PortSpec};
+use pcie_sim::host::profile::{parse_bdf, DeviceSpec, PmuDriver, PortSpec};
 pub use pcie_sim::host::workload::{self, StorageJob, Workload, WorkloadError};
 pub use pcie_sim::host::PmuHost;
 use std::io;
@@ -67,10 +67,11 @@ fn write_tree(w: &SysfsWriter, host: &PmuHost) -> io::Result<()> {
             &format!("{}", p.pmu.mux_interval_ms),
         )?;
     }
-    Ok(())
+    write_rcieps(w, p)
 }
 
 fn write_port(w: &SysfsWriter, host: &PmuHost, i: usize, port: &PortSpec) -> io::Result<()> {
+    let p = host.profile();
     let link = host.link(i);
     let numa = port.die.to_string();
     let (cur_speed, cur_width) = match link {
@@ -78,7 +79,14 @@ fn write_port(w: &SysfsWriter, host: &PmuHost, i: usize, port: &PortSpec) -> io:
         None => ("Unknown", "0".to_string()),
     };
     let max_width = port.lanes.to_string();
-    let bus = port.device_bdf.as_deref().and_then(parse_bdf).map(|b| b.1.to_string());
+    let below: Vec<&str> = port
+        .device_bdf
+        .iter()
+        .map(String::as_str)
+        .chain(port.functions.iter().map(|f| f.bdf.as_str()))
+        .collect();
+    let buses: Vec<u32> = below.iter().filter_map(|b| parse_bdf(b)).map(|b| b.1).collect();
+    let range = buses.iter().min().zip(buses.iter().max()).map(|(lo, hi)| [lo.to_string(), hi.to_string()]);
     let mut attrs = vec![
         ("vendor", "0x1ded"),
         ("device", "0x8000"),
@@ -89,31 +97,83 @@ fn write_port(w: &SysfsWriter, host: &PmuHost, i: usize, port: &PortSpec) -> io:
         ("max_link_width", &max_width),
         ("numa_node", &numa),
     ];
-    if let Some(b) = &bus {
-        attrs.extend([
-            ("secondary_bus_number", b.as_str()),
-            ("subordinate_bus_number", b.as_str()),
-        ]);
+    if let Some([lo, hi]) = &range {
+        attrs.extend([("secondary_bus_number", lo.as_str()), ("subordinate_bus_number", hi.as_str())]);
     }
     w.pci(&[], &port.bdf, &attrs, Some("pcieport"))?;
-    let (Some(dev), Some(dev_bdf)) = (host.profile().device_of(port), &port.device_bdf) else {
+    let (Some(dev), Some(dev_bdf)) = (p.device_of(port), &port.device_bdf) else {
         return Ok(());
     };
-    w.pci(
-        &[&port.bdf],
-        dev_bdf,
-        &[
-            ("vendor", &format!("{:#06x}", dev.vendor)),
-            ("device", &format!("{:#06x}", dev.device)),
-            ("class", &format!("{:#08x}", dev.class)),
+    let trained = Some((cur_speed, cur_width.as_str()));
+    write_function(w, &[&port.bdf], dev_bdf, dev, trained, &numa)?;
+    let dev_bus = parse_bdf(dev_bdf).map(|b| b.1);
+    for f in &port.functions {
+        let Some(d) = p.device(&f.device) else { continue };
+        // Behind the device when it is a bridge and the function sits on a further bus.
+        let behind = dev.class >> 8 == 0x0604 && parse_bdf(&f.bdf).map(|b| b.1) != dev_bus;
+        let chain: Vec<&str> = if behind {
+            vec![&port.bdf, dev_bdf]
+        } else {
+            vec![&port.bdf]
+        };
+        // Another function of the device shares its link; one behind a bridge has its own.
+        let link = (!behind).then_some((cur_speed, cur_width.as_str()));
+        write_function(w, &chain, &f.bdf, d, link, &numa)?;
+    }
+    Ok(())
+}
+
+/// One function's directory: ids, class, driver and, when it has a PCIe link, the link trained
+/// (`link`: current speed and width; its own maximum otherwise).
+fn write_function(
+    w: &SysfsWriter,
+    chain: &[&str],
+    bdf: &str,
+    d: &DeviceSpec,
+    link: Option<(&str, &str)>,
+    numa: &str,
+) -> io::Result<()> {
+    let ids = [
+        format!("{:#06x}", d.vendor),
+        format!("{:#06x}", d.device),
+        format!("{:#08x}", d.class),
+    ];
+    let mut attrs = vec![
+        ("vendor", ids[0].as_str()),
+        ("device", ids[1].as_str()),
+        ("class", ids[2].as_str()),
+        ("numa_node", numa),
+    ];
+    let max_width = d.lanes.to_string();
+    let own = (speed(d.gen), max_width.as_str());
+    if d.gen > 0 {
+        let (cur_speed, cur_width) = link.unwrap_or(own);
+        attrs.extend([
             ("current_link_speed", cur_speed),
-            ("max_link_speed", speed(dev.gen)),
-            ("current_link_width", &cur_width),
-            ("max_link_width", &dev.lanes.to_string()),
-            ("numa_node", &numa),
-        ],
-        Some(&dev.driver),
-    )
+            ("max_link_speed", own.0),
+            ("current_link_width", cur_width),
+            ("max_link_width", own.1),
+        ]);
+    }
+    let driver = (!d.driver.is_empty()).then_some(d.driver.as_str());
+    w.pci(chain, bdf, &attrs, driver)
+}
+
+/// Functions on a root bus outside every root port, on the die of the root ports below them.
+fn write_rcieps(w: &SysfsWriter, p: &PmuHostProfile) -> io::Result<()> {
+    for f in &p.rcieps {
+        let (Some(d), Some(bus)) = (p.device(&f.device), parse_bdf(&f.bdf).map(|b| b.1)) else {
+            continue;
+        };
+        let die = p
+            .ports
+            .iter()
+            .filter(|q| parse_bdf(&q.bdf).is_some_and(|b| b.1 <= bus))
+            .max_by_key(|q| parse_bdf(&q.bdf).map(|b| b.1))
+            .map_or(0, |q| q.die);
+        write_function(w, &[], &f.bdf, d, None, &die.to_string())?;
+    }
+    Ok(())
 }
 
 /// Why a simulated host could not be started.

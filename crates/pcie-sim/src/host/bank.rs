@@ -134,6 +134,8 @@ struct PortCounters {
 pub struct Bank {
     spec: PmuSpec,
     mux: Ps,
+    /// How long the counter counts nothing after each rotation.
+    blind: Ps,
     ports: Vec<PortCounters>,
     events: Vec<Event>,
 }
@@ -196,6 +198,7 @@ impl Bank {
         Bank {
             spec: spec.clone(),
             mux: ((spec.mux_interval_ms * 1e9) as Ps).max(1),
+            blind: (spec.config_access_ns * 1000.0 * SWITCH_ACCESSES as f64) as Ps,
             ports: vec![PortCounters::default(); ports],
             events: Vec::new(),
         }
@@ -212,10 +215,11 @@ impl Bank {
         let Some(link) = link else {
             // No link: only cycle counts move; give them out turn by turn below.
             let none = &mut |_| (Tally::default(), Tally::default());
-            return advance_turns(p, &mut self.events, self.mux, t, clock, &DllpRates::default(), none);
+            let none_dllps = DllpRates::default();
+            return advance_turns(p, &mut self.events, self.mux, self.blind, t, clock, &none_dllps, none);
         };
         let PortLink { rx, tx, dllps } = link;
-        advance_turns(p, &mut self.events, self.mux, t, clock, &dllps, &mut |x| {
+        advance_turns(p, &mut self.events, self.mux, self.blind, t, clock, &dllps, &mut |x| {
             (rx.at(x), tx.at(x))
         });
     }
@@ -260,41 +264,68 @@ impl Bank {
     }
 }
 
+/// Configuration accesses a rotation makes after reading the outgoing event's count before the
+/// counter counts again for the incoming one (Linux `dwc_pcie_pmu.c`: stop disables the counter
+/// with a read-modify-write, add selects the incoming event with a write, start enables it with
+/// a read-modify-write).
+pub const SWITCH_ACCESSES: u32 = 5;
+
 fn advance_turns(
     p: &mut PortCounters,
     events: &mut [Event],
     mux: Ps,
+    blind: Ps,
     t: Ps,
     clock: f64,
     dllps: &DllpRates,
     crossed: &mut dyn FnMut(Ps) -> (Tally, Tally),
 ) {
-    let mut cuts: Vec<Ps> = Vec::new();
-    for r in p.rotations.iter().filter(|r| r.events.len() > 1) {
-        // Turn boundaries after `p.at` up to `t`.
-        let mut k = (p.at - r.epoch) / mux + 1;
+    // When a counter's events take turns, turn k >= 1 starts at `epoch + k * mux` and counts
+    // from `blind` later. Every moment where some count starts or ends, in order.
+    let shared = |r: &Rotation| r.events.len() > 1;
+    let mut points: Vec<Ps> = vec![p.at, t];
+    for r in p.rotations.iter().filter(|r| shared(r)) {
+        let mut k = (p.at - r.epoch) / mux;
         while r.epoch + k * mux < t {
-            cuts.push(r.epoch + k * mux);
+            let b = r.epoch + k * mux;
+            if b > p.at {
+                points.push(b);
+            }
+            if k > 0 && b + blind > p.at {
+                points.push((b + blind).min(t));
+            }
             k += 1;
         }
     }
-    cuts.sort_unstable();
-    cuts.dedup();
-    cuts.push(t);
-    let mut from = p.at;
-    for to in cuts {
-        let (rx, tx) = crossed(to);
-        for r in p.rotations.iter().filter(|r| !r.events.is_empty()) {
-            let turn = ((from - r.epoch) / mux) as usize % r.events.len();
-            let e = &mut events[r.events[turn]];
-            e.count +=
-                value(e.measure, &rx, &tx, to, clock, dllps) - value(e.measure, &p.rx, &p.tx, from, clock, dllps);
+    points.sort_unstable();
+    points.dedup();
+    let tallies: Vec<(Tally, Tally)> = points
+        .iter()
+        .map(|&x| if x == p.at { (p.rx, p.tx) } else { crossed(x) })
+        .collect();
+    let at = |x: Ps| points.binary_search(&x).expect("every boundary is a point");
+    for r in p.rotations.iter().filter(|r| !r.events.is_empty()) {
+        let n = r.events.len() as u64;
+        let mut from = p.at;
+        while from < t {
+            let k = (from - r.epoch) / mux;
+            let to = if n > 1 { (r.epoch + (k + 1) * mux).min(t) } else { t };
+            let counts_from = if n > 1 && k > 0 {
+                from.max(r.epoch + k * mux + blind).min(to)
+            } else {
+                from
+            };
+            let e = &mut events[r.events[(k % n) as usize]];
+            let (rx1, tx1) = &tallies[at(to)];
+            let (rx0, tx0) = &tallies[at(counts_from)];
+            e.count += value(e.measure, rx1, tx1, to, clock, dllps) - value(e.measure, rx0, tx0, counts_from, clock, dllps);
             e.running += to - from;
+            from = to;
         }
-        p.rx = rx;
-        p.tx = tx;
-        from = to;
     }
+    let (rx, tx) = tallies[at(t)];
+    p.rx = rx;
+    p.tx = tx;
     p.at = t;
 }
 

@@ -119,14 +119,18 @@ impl PmuHost {
                 let link = train(&profile, p);
                 let fallback = LinkConfig::new(&LinkParams::default()).expect("default link is valid");
                 let l = link.as_ref().unwrap_or(&fallback);
-                let storage = profile.device_of(p).and_then(|d| d.storage.clone()).map(Storage::new);
+                let mut rng = Rng::new(mix_seed(&[seed, i as u64]));
+                let storage = profile
+                    .device_of(p)
+                    .and_then(|d| d.storage.clone())
+                    .map(|s| Storage::new(s, &mut rng));
                 Port {
                     rx: Direction::new(l),
                     tx: Direction::new(l),
                     link,
                     storage,
                     lanes: p.lanes,
-                    rng: Rng::new(mix_seed(&[seed, i as u64])),
+                    rng,
                 }
             })
             .collect();
@@ -417,5 +421,50 @@ mod tests {
             (h.read(id), h.workload_bytes(0))
         };
         assert_eq!(run(), run());
+    }
+}
+
+#[cfg(test)]
+mod study {
+    use super::*;
+
+    /// The study's fio job on the SATA disk behind 00:02.0, and what the port's PMU counted
+    /// with `event` alone on the counter: (fio's stats, PMU bytes).
+    fn fio(rw: &str, event: u64) -> (StorageStats, u64) {
+        let p = profile::PmuHostProfile::load("yitian710").unwrap();
+        let spec = format!("port=00:02.0,rw={rw},bs=1M,iodepth=64,numjobs=4,runtime=20s");
+        let mut h = PmuHost::new(p, &[Workload::parse(h_profile(), &spec).unwrap()], 1);
+        let port = h.profile().ports.iter().position(|p| p.bdf == "0000:00:02.0").unwrap();
+        let id = h.open(port, event).unwrap();
+        let mut t = 0;
+        while !h.workloads_done() {
+            t += 100_000_000;
+            h.advance_to(t);
+        }
+        h.advance_to(t + 100_000_000);
+        (h.storage_stats(0).unwrap(), h.read(id).0 * 16)
+    }
+
+    fn h_profile() -> &'static profile::PmuHostProfile {
+        static P: std::sync::OnceLock<profile::PmuHostProfile> = std::sync::OnceLock::new();
+        P.get_or_init(|| profile::PmuHostProfile::load("yitian710").unwrap())
+    }
+
+    #[test]
+    fn calib() {
+        for (rw, ev) in [("read", 0x21u64), ("write", 0x20)] {
+            let (s, pmu) = fio(rw, ev);
+            let d = if rw == "read" { s.read } else { s.write };
+            let secs = s.runtime_ns as f64 / 1e9;
+            eprintln!(
+                "{rw}: {:.1} MiB/s, {} MiB in {secs:.3} s, clat {:.1} +- {:.1} ms, pmu {} err {:.4}%",
+                d.bytes as f64 / 1048576.0 / secs,
+                d.bytes >> 20,
+                d.clat_mean_ns() / 1e6,
+                d.clat_stdev_ns() / 1e6,
+                pmu,
+                100.0 * (pmu as f64 - d.bytes as f64) / d.bytes as f64
+            );
+        }
     }
 }

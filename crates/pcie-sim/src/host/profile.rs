@@ -34,6 +34,11 @@ pub struct PmuSpec {
     pub cpus_per_die: u32,
     /// perf `type` of the first PMU; the others follow.
     pub first_type: u32,
+    /// One configuration-space access to a root port's RAS-DES registers. When events take
+    /// turns on a counter, each rotation reads the outgoing count and reprograms the counter
+    /// through such accesses ([`bank::SWITCH_ACCESSES`](super::bank::SWITCH_ACCESSES)), and the
+    /// counter counts nothing meanwhile while perf's running time goes on.
+    pub config_access_ns: f64,
 }
 
 /// Host-side costs (CPU and memory) of the storage path.
@@ -67,6 +72,28 @@ pub struct PortSpec {
     pub device: Option<String>,
     /// The device's address (on the port's secondary bus).
     pub device_bdf: Option<String>,
+    /// Further functions below the port: other functions of the device, or functions behind
+    /// it when the device is a bridge (on a higher bus).
+    #[serde(default, rename = "function")]
+    pub functions: Vec<FunctionSpec>,
+}
+
+/// A PCI function that carries no workload: its address and its `[[device]]` name.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionSpec {
+    pub bdf: String,
+    pub device: String,
+}
+
+/// Background work that stops a drive's media now and then (garbage collection behind
+/// writes, read refresh and map loads behind reads): after a random amount of media work,
+/// exponential with mean `every_mb` MB, every channel stops for a `pause`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseSpec {
+    pub every_mb: f64,
+    pub pause: Spread,
 }
 
 /// A storage controller's queues, media and the host-memory structures its commands use.
@@ -86,6 +113,9 @@ pub struct StorageSpec {
     /// Media latency before a read's first data, and after a write's last data.
     pub read_latency: Spread,
     pub write_latency: Spread,
+    /// Pauses of the media while it reads and while it writes; none when absent.
+    pub read_pause: Option<PauseSpec>,
+    pub write_pause: Option<PauseSpec>,
     /// Host-memory structures the device reads per command (AHCI command header and CFIS;
     /// NVMe submission entry), one read request each.
     pub command_reads: Vec<u32>,
@@ -133,7 +163,10 @@ pub struct DeviceSpec {
     pub vendor: u32,
     pub device: u32,
     pub class: u32,
+    /// The kernel driver bound to it; empty for none.
     pub driver: String,
+    /// Its link; 0 and 0 for a function without one (conventional PCI behind a bridge, an
+    /// integrated endpoint).
     pub gen: u32,
     pub lanes: u32,
     pub max_mps: u32,
@@ -159,13 +192,21 @@ pub struct PmuHostProfile {
     pub ports: Vec<PortSpec>,
     #[serde(rename = "device")]
     pub devices: Vec<DeviceSpec>,
+    /// Functions on a root bus outside every root port (root complex integrated endpoints and
+    /// event collectors).
+    #[serde(default, rename = "rciep")]
+    pub rcieps: Vec<FunctionSpec>,
 }
 
-const BUILTIN: [(&str, &str); 2] = [
+const BUILTIN: [(&str, &str); 3] = [
     ("yitian710", include_str!("../../../../data/profiles/yitian710.toml")),
     (
         "yitian710-narrow",
         include_str!("../../../../data/profiles/yitian710-narrow.toml"),
+    ),
+    (
+        "yitian710-nvme",
+        include_str!("../../../../data/profiles/yitian710-nvme.toml"),
     ),
 ];
 
@@ -254,9 +295,21 @@ impl PmuHostProfile {
 
     /// The device plugged into `port`, if any.
     pub fn device_of(&self, port: &PortSpec) -> Option<&DeviceSpec> {
-        port.device
-            .as_ref()
-            .and_then(|d| self.devices.iter().find(|x| &x.name == d))
+        port.device.as_ref().and_then(|d| self.device(d))
+    }
+
+    /// The `[[device]]` named `name`.
+    pub fn device(&self, name: &str) -> Option<&DeviceSpec> {
+        self.devices.iter().find(|x| x.name == name)
+    }
+
+    fn check_function(&self, key: &str, f: &FunctionSpec) -> Result<(), String> {
+        parse_bdf(&f.bdf).ok_or_else(|| format!("{key}.bdf = {:?}: must be dddd:bb:dd.f", f.bdf))?;
+        if self.device(&f.device).is_none() {
+            let names: Vec<&str> = self.devices.iter().map(|d| d.name.as_str()).collect();
+            return Err(format!("{key}.device = {:?}: must be one of {}", f.device, names.join(", ")));
+        }
+        Ok(())
     }
 
     fn check(&self) -> Result<(), String> {
@@ -268,6 +321,7 @@ impl PmuHostProfile {
         between("pmu.core_clock_mhz", p.core_clock_mhz, 1.0, 100_000.0, " MHz")?;
         count("pmu.cpus_per_die", p.cpus_per_die, 1, 4096)?;
         count("pmu.first_type", p.first_type, 0, 65535)?;
+        between("pmu.config_access_ns", p.config_access_ns, 0.0, 100_000.0, " ns")?;
         let h = &self.host;
         one_of("host.max_mps", h.max_mps, &SIZES)?;
         one_of("host.rcb", h.rcb, &[64, 128])?;
@@ -297,9 +351,27 @@ impl PmuHostProfile {
                         return Err(format!("{key}.device = {d:?}: must be one of {}", names.join(", ")));
                     }
                     parse_bdf(b).ok_or_else(|| format!("{key}.device_bdf = {b:?}: must be dddd:bb:dd.f"))?;
+                    if self.device_of(port).is_some_and(|d| d.gen == 0) {
+                        return Err(format!("{key}.device = {d:?}: has no link (gen = 0) to train with the port"));
+                    }
                 }
                 _ => return Err(format!("{key}: device and device_bdf go together")),
             }
+            if port.functions.len() > 32 {
+                return Err(format!("{key}.function: {} functions: at most 32", port.functions.len()));
+            }
+            if !port.functions.is_empty() && port.device.is_none() {
+                return Err(format!("{key}.function: functions need the port's device"));
+            }
+            for (j, f) in port.functions.iter().enumerate() {
+                self.check_function(&format!("{key}.function[{j}]"), f)?;
+            }
+        }
+        if self.rcieps.len() > 256 {
+            return Err(format!("rciep: {} [[rciep]] tables: at most 256", self.rcieps.len()));
+        }
+        for (i, f) in self.rcieps.iter().enumerate() {
+            self.check_function(&format!("rciep[{i}]"), f)?;
         }
         for (i, d) in self.devices.iter().enumerate() {
             chars(&format!("device[{i}].name"), &d.name, 64)?;
@@ -309,8 +381,11 @@ impl PmuHostProfile {
             count(&format!("{key}.vendor"), d.vendor, 0, 0xffff)?;
             count(&format!("{key}.device"), d.device, 0, 0xffff)?;
             count(&format!("{key}.class"), d.class, 0, 0xff_ffff)?;
-            one_of(&format!("{key}.gen"), d.gen, &[1, 2, 3, 4, 5, 6])?;
-            one_of(&format!("{key}.lanes"), d.lanes, &[1, 2, 4, 8, 16])?;
+            one_of(&format!("{key}.gen"), d.gen, &[0, 1, 2, 3, 4, 5, 6])?;
+            one_of(&format!("{key}.lanes"), d.lanes, &[0, 1, 2, 4, 8, 16])?;
+            if (d.gen == 0) != (d.lanes == 0) {
+                return Err(format!("{key}: gen = {} and lanes = {}: both 0 (no link) or neither", d.gen, d.lanes));
+            }
             one_of(&format!("{key}.max_mps"), d.max_mps, &SIZES)?;
             one_of(&format!("{key}.mrrs"), d.mrrs, &SIZES)?;
             if let Some(s) = &d.storage {
@@ -349,6 +424,12 @@ fn check_storage(key: &str, s: &StorageSpec) -> Result<(), String> {
     between(&format!("{key}.write_mbps"), s.write_mbps, 10.0, 1e6, " MB/s")?;
     spread(&format!("{key}.read_latency"), &s.read_latency, MAX_HOST_NS)?;
     spread(&format!("{key}.write_latency"), &s.write_latency, MAX_HOST_NS)?;
+    for (k, p) in [("read_pause", &s.read_pause), ("write_pause", &s.write_pause)] {
+        if let Some(p) = p {
+            between(&format!("{key}.{k}.every_mb"), p.every_mb, 1.0, 1e9, " MB")?;
+            spread(&format!("{key}.{k}.pause"), &p.pause, MAX_HOST_NS)?;
+        }
+    }
     let lists = [
         ("command_reads", &s.command_reads),
         ("doorbell_writes", &s.doorbell_writes),

@@ -2,10 +2,11 @@
 //! storage device's command fetches, media and data movement (steps 1 to 6 in
 //! simulator.md's "PMU host and storage models").
 
-use super::profile::StorageSpec;
+use super::profile::{PauseSpec, StorageSpec};
 use super::workload::{Rw, StorageJob};
 use super::{Ev, HostCosts, PmuHost, Port, Slot};
 use crate::engine::{Pool, Ps, Sampler};
+use crate::rng::Rng;
 use pcie_model::{LinkConfig, TlpKind};
 use std::collections::VecDeque;
 
@@ -21,11 +22,50 @@ pub(super) struct Storage {
     /// Media time per byte of one channel.
     read_ps_per_byte: f64,
     write_ps_per_byte: f64,
+    read_pause: Option<Pauses>,
+    write_pause: Option<Pauses>,
+}
+
+/// The media's background pauses of one kind: media bytes left before the next one.
+struct Pauses {
+    mean_bytes: f64,
+    left: f64,
+    pause: Sampler,
+}
+
+impl Pauses {
+    fn new(p: &PauseSpec, rng: &mut Rng) -> Pauses {
+        let mut x = Pauses {
+            mean_bytes: p.every_mb * 1e6,
+            left: 0.0,
+            pause: Sampler::triangular(&p.pause),
+        };
+        x.left = x.next_gap(rng);
+        x
+    }
+
+    /// Media bytes to the next pause: exponential, so pauses come as a Poisson process in
+    /// the work done.
+    fn next_gap(&self, rng: &mut Rng) -> f64 {
+        -(1.0 - rng.unit()).ln() * self.mean_bytes
+    }
+
+    /// `bytes` more of media work; the pause it triggers, if any.
+    fn work(&mut self, bytes: f64, rng: &mut Rng) -> Option<Ps> {
+        self.left -= bytes;
+        if self.left > 0.0 {
+            return None;
+        }
+        self.left += self.next_gap(rng);
+        Some(self.pause.draw(rng))
+    }
 }
 
 impl Storage {
-    pub(super) fn new(s: StorageSpec) -> Storage {
+    pub(super) fn new(s: StorageSpec, rng: &mut Rng) -> Storage {
         Storage {
+            read_pause: s.read_pause.as_ref().map(|p| Pauses::new(p, rng)),
+            write_pause: s.write_pause.as_ref().map(|p| Pauses::new(p, rng)),
             media: Pool {
                 free: vec![0; s.channels as usize],
             },
@@ -265,6 +305,12 @@ impl PmuHost {
             let lat = s.read_latency.draw(rng);
             s.media.serve(t + lat, (bs * s.read_ps_per_byte) as Ps)
         };
+        let pauses = if write { &mut s.write_pause } else { &mut s.read_pause };
+        if let Some(pause) = pauses.as_mut().and_then(|p| p.work(bs, rng)) {
+            // Every channel stops once the work it has taken on is done.
+            let end = s.media.free.iter().copied().max().unwrap_or(t) + pause;
+            s.media.free.iter_mut().for_each(|f| *f = end);
+        }
         self.ios[io].data_start = data_start;
         let first = self.chunk_time(io, 0);
         self.at(first, Ev::Chunk(io, 0));
