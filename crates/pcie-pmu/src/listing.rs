@@ -216,10 +216,17 @@ mod tests {
             nic.info.link.as_deref(),
             Some("16.0 GT/s PCIe x8 (max 16.0 GT/s PCIe x16)")
         );
-        assert_eq!((nic.info.current_link_width, nic.info.max_link_width), (Some(8), Some(16)));
+        assert_eq!(
+            (nic.info.current_link_width, nic.info.max_link_width),
+            (Some(8), Some(16))
+        );
         let rx = p.metrics.iter().find(|m| m.metric == "rx_bytes").unwrap();
         assert_eq!(rx.events, ["rx_pcie_tlp_data_payload"]);
-        let ev = p.events.iter().find(|e| e.event.name == "rx_pcie_tlp_data_payload").unwrap();
+        let ev = p
+            .events
+            .iter()
+            .find(|e| e.event.name == "rx_pcie_tlp_data_payload")
+            .unwrap();
         assert_eq!(ev.spec, "dwc_rootport_3018/rx_pcie_tlp_data_payload/");
         assert_eq!(ev.config.as_deref(), Some("0x21"));
         let lane = p.events.iter().find(|e| e.event.name == "rx_memory_read").unwrap();
