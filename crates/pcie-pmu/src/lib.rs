@@ -10,7 +10,7 @@
 //!
 //! Counting goes through [`counter::CounterSource`] (Linux `perf_event_open` in
 //! [`counter::PerfEvents`]); [`accumulate`] turns successive reads into wrap-safe, multiplexing-scaled
-//! deltas and bytes into Gb/s.
+//! deltas and bytes into Gb/s. [`listing`] is what `pmu list` shows, for people and programs.
 
 pub mod accumulate;
 pub mod catalog;
@@ -21,6 +21,7 @@ pub mod family;
 /// Fixture sysfs trees for tests (here and in the CLI's tests), not part of the product.
 #[cfg(all(unix, any(test, feature = "fixture")))]
 pub mod fixture;
+pub mod listing;
 pub mod pmu;
 #[cfg(unix)]
 pub mod sim;
@@ -36,6 +37,7 @@ pub use counter::{CounterError, CounterId, CounterSource, PerfEvents, Reading};
 pub use error::PmuError;
 pub use event_spec::{resolve, split_event_list, EventSpec, ListItem, ResolvedEvent};
 pub use family::{Family, FamilyMatch};
+pub use listing::Listing;
 pub use pmu::{ConfigField, EventAlias, FormatTerm, Pmu, TermValue};
 pub use sysfs::{CpuModel, SysfsRoot};
 pub use topology::{Bdf, PciDevice, RootPort};

@@ -17,6 +17,19 @@ fn host() -> Tree {
     t
 }
 
+/// The event `ev` of PMU `pmu` in `pmu list --format json`.
+fn event(list: &serde_json::Value, pmu: &str, ev: &str) -> serde_json::Value {
+    list["pcie_pmus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"] == pmu)
+        .flat_map(|p| p["events"].as_array().unwrap())
+        .find(|e| e["name"] == ev)
+        .unwrap_or_else(|| panic!("{pmu}/{ev}"))
+        .clone()
+}
+
 #[test]
 fn table_is_a_tree_of_pmus_ports_devices_events_and_metrics() {
     let t = host();
@@ -60,7 +73,7 @@ fn table_is_a_tree_of_pmus_ports_devices_events_and_metrics() {
 }
 
 #[test]
-fn csv_and_json_have_one_record_per_event() {
+fn csv_has_one_row_per_event_and_json_one_object_per_pmu() {
     let t = host();
     let root = t.path().to_str().unwrap();
     let csv = ok(&["pmu", "list", "--sysfs", root, "--format", "csv"]);
@@ -83,20 +96,20 @@ fn csv_and_json_have_one_record_per_event() {
 
     let json = ok(&["pmu", "list", "--sysfs", root, "--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let arr = v.as_array().unwrap();
-    assert_eq!(arr.len(), 2 * 43);
-    let rx = arr
-        .iter()
-        .find(|o| o["pmu"] == "dwc_rootport_13018" && o["event"] == "rx_pcie_tlp_data_payload")
-        .unwrap();
-    assert_eq!(rx["type"], 28);
-    assert_eq!(rx["cpumask"], serde_json::json!([64]));
-    assert_eq!(rx["root_ports"], serde_json::json!(["0001:30:03.0"]));
+    let pmus = v["pcie_pmus"].as_array().unwrap();
+    assert_eq!(pmus.len(), 2);
+    assert!(pmus.iter().all(|p| p["events"].as_array().unwrap().len() == 43));
+    let p = &pmus[1];
+    assert_eq!(p["name"], "dwc_rootport_13018");
+    assert_eq!(p["type"], 28);
+    assert_eq!(p["cpumask"], serde_json::json!([64]));
+    assert_eq!(p["root_ports"][0]["bdf"], "0001:30:03.0");
+    assert_eq!(p["variant"], serde_json::json!(["dwc_rootport", "sbdf", "lower_case"]));
+    let rx = event(&v, "dwc_rootport_13018", "rx_pcie_tlp_data_payload");
     assert_eq!(rx["config"], "0x21");
     assert_eq!(rx["metric"], "rx_bytes");
     assert_eq!(rx["bytes_per_count"], 1.0);
-    assert_eq!(rx["variant"], serde_json::json!(["dwc_rootport", "sbdf", "lower_case"]));
-    let lane = arr.iter().find(|o| o["event"] == "tx_memory_write").unwrap();
+    let lane = event(&v, "dwc_rootport_3018", "tx_memory_write");
     assert_eq!(lane["required_params"], serde_json::json!(["lane"]));
     assert!(lane["config"].is_null());
 }
@@ -112,14 +125,7 @@ fn other_families_list_with_their_units() {
     let root = t.path().to_str().unwrap();
     let json = ok(&["pmu", "list", "--sysfs", root, "--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let find = |pmu: &str, ev: &str| {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["pmu"] == pmu && o["event"] == ev)
-            .unwrap_or_else(|| panic!("{pmu}/{ev}"))
-            .clone()
-    };
+    let find = |pmu: &str, ev: &str| event(&v, pmu, ev);
     let bw = find("uncore_iio_free_running_0", "bw_in_port0");
     assert_eq!(bw["bytes_per_count"], 32.0);
     assert!(bw["note"].as_str().unwrap().contains("under-report"));

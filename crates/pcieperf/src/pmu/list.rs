@@ -1,12 +1,13 @@
 //! `pcieperf pmu list`: a tree PMU → root port → devices, with events and metrics, for people;
-//! one CSV row / JSON object per PMU event for programs.
+//! for programs the same tree as one JSON document ([`Listing`]), or one CSV row per PMU event.
 
 use super::source::SourceArgs;
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
-use pcie_pmu::{event_spec, PciDevice, PcieView, PmuEvent, System};
-use serde::Serialize;
+use pcie_pmu::catalog::Origin;
+use pcie_pmu::listing::DeviceInfo;
+use pcie_pmu::{Bdf, Listing, PmuEvent};
 use std::fmt::Write;
 
 #[derive(Debug, Args)]
@@ -18,82 +19,13 @@ pub struct ListArgs {
     format: Format,
 }
 
-/// One PMU event, as CSV and JSON print it.
-#[derive(Debug, Serialize)]
-struct EventRow {
-    pmu: String,
-    family: &'static str,
-    variant: Vec<&'static str>,
-    #[serde(rename = "type")]
-    type_id: u32,
-    cpumask: Vec<u32>,
-    root_ports: Vec<String>,
-    event: String,
-    encoding: String,
-    origin: &'static str,
-    required_params: Vec<String>,
-    /// `perf_event_attr.config..config2` in hex; absent while required parameters are missing.
-    config: Option<String>,
-    config1: Option<String>,
-    config2: Option<String>,
-    metric: Option<String>,
-    unit: Option<String>,
-    bytes_per_count: Option<f64>,
-    group: Option<String>,
-    kernel_scale: Option<f64>,
-    kernel_unit: Option<String>,
-    note: Option<String>,
-}
-
-fn rows(sys: &System, views: &[PcieView]) -> Vec<EventRow> {
-    let mut out = Vec::new();
-    for v in views {
-        for e in &v.events {
-            let spec = match e.origin {
-                pcie_pmu::catalog::Origin::Sysfs => format!("{}/{}/", v.pmu.name, e.name),
-                pcie_pmu::catalog::Origin::Catalog => format!("{}/{}/", v.pmu.name, e.encoding),
-            };
-            let cfg = if e.required_params.is_empty() {
-                event_spec::resolve(&spec, &sys.pmus).ok().map(|r| r.config)
-            } else {
-                None
-            };
-            let hex = |i: usize| cfg.map(|c| format!("{:#x}", c[i]));
-            out.push(EventRow {
-                pmu: v.pmu.name.clone(),
-                family: v.family.family.key(),
-                variant: v.family.variant.clone(),
-                type_id: v.pmu.type_id,
-                cpumask: v.pmu.cpumask.clone(),
-                root_ports: v.root_ports.iter().map(|r| r.bdf.to_string()).collect(),
-                event: e.name.clone(),
-                encoding: e.encoding.clone(),
-                origin: match e.origin {
-                    pcie_pmu::catalog::Origin::Sysfs => "sysfs",
-                    pcie_pmu::catalog::Origin::Catalog => "catalog",
-                },
-                required_params: e.required_params.clone(),
-                config: hex(0),
-                config1: hex(1),
-                config2: hex(2),
-                metric: e.metric.clone(),
-                unit: e.unit.clone(),
-                bytes_per_count: e.bytes_per_count,
-                group: e.group.clone(),
-                kernel_scale: e.kernel_scale,
-                kernel_unit: e.kernel_unit.clone(),
-                note: e.note.clone(),
-            });
-        }
-    }
-    out
-}
-
 fn opt(s: &Option<String>) -> Cell {
     s.as_ref().map_or(Cell::Empty, |s| Cell::text(s.as_str()))
 }
 
-fn csv(rows: &[EventRow]) -> String {
+/// CSV is flat, so it keeps one row per event; the topology (devices, links) is in the table
+/// and the JSON only.
+fn csv(l: &Listing) -> String {
     let cols = [
         "pmu",
         "family",
@@ -120,45 +52,47 @@ fn csv(rows: &[EventRow]) -> String {
     let mut t = Table::new(&pairs);
     let join = |v: Vec<String>| Cell::text(v.join(";"));
     let num = |x: Option<f64>| x.map_or(Cell::Empty, |x| Cell::text(x.to_string()));
-    for r in rows {
-        t.push(vec![
-            Cell::text(r.pmu.as_str()),
-            Cell::text(r.family),
-            join(r.variant.iter().map(|s| s.to_string()).collect()),
-            Cell::Int(r.type_id as u64),
-            join(r.cpumask.iter().map(|c| c.to_string()).collect()),
-            join(r.root_ports.clone()),
-            Cell::text(r.event.as_str()),
-            Cell::text(r.encoding.as_str()),
-            Cell::text(r.origin),
-            join(r.required_params.clone()),
-            opt(&r.config),
-            opt(&r.config1),
-            opt(&r.config2),
-            opt(&r.metric),
-            opt(&r.unit),
-            num(r.bytes_per_count),
-            opt(&r.group),
-            num(r.kernel_scale),
-            opt(&r.kernel_unit),
-            opt(&r.note),
-        ]);
+    for p in &l.pcie_pmus {
+        for r in &p.events {
+            let e = &r.event;
+            t.push(vec![
+                Cell::text(p.name.as_str()),
+                Cell::text(p.family),
+                join(p.variant.iter().map(|s| s.to_string()).collect()),
+                Cell::Int(p.type_id as u64),
+                join(p.cpumask.iter().map(|c| c.to_string()).collect()),
+                join(p.root_ports.iter().map(|r| r.bdf.to_string()).collect()),
+                Cell::text(e.name.as_str()),
+                Cell::text(e.encoding.as_str()),
+                Cell::text(match e.origin {
+                    Origin::Sysfs => "sysfs",
+                    Origin::Catalog => "catalog",
+                }),
+                join(e.required_params.clone()),
+                opt(&r.config),
+                opt(&r.config1),
+                opt(&r.config2),
+                opt(&e.metric),
+                opt(&e.unit),
+                num(e.bytes_per_count),
+                opt(&e.group),
+                num(e.kernel_scale),
+                opt(&e.kernel_unit),
+                opt(&e.note),
+            ]);
+        }
     }
     t.to_csv()
 }
 
-fn hex16(v: Option<u16>) -> String {
-    v.map_or("?".into(), |v| format!("{v:04x}"))
-}
-
-fn device_line(d: &PciDevice) -> String {
-    let mut parts = vec![d.bdf.to_string(), format!("{}:{}", hex16(d.vendor), hex16(d.device))];
-    if let Some(c) = d.class {
-        parts.push(format!("class {c:06x}"));
+fn device_line(bdf: Bdf, d: &DeviceInfo) -> String {
+    let mut parts = vec![bdf.to_string(), d.id.as_deref().unwrap_or("?:?").to_string()];
+    if let Some(c) = &d.class {
+        parts.push(format!("class {c}"));
     }
     parts.push(d.driver.clone().unwrap_or_else(|| "no driver".into()));
-    if let Some(l) = d.link_summary() {
-        parts.push(l);
+    if let Some(l) = &d.link {
+        parts.push(l.clone());
     }
     if let Some(n) = d.numa_node {
         parts.push(format!("NUMA {n}"));
@@ -178,39 +112,38 @@ fn indent(text: &str, by: &str) -> String {
     text.lines().map(|l| format!("{by}{l}\n")).collect()
 }
 
-fn human(sys: &System, views: &[PcieView]) -> String {
+fn human(root: &std::path::Path, l: &Listing) -> String {
     let mut out = String::new();
-    if views.is_empty() {
-        let others: Vec<&str> = sys.pmus.iter().map(|p| p.name.as_str()).collect();
+    if l.pcie_pmus.is_empty() {
         let _ = writeln!(
             out,
             "No PCIe PMUs under {} ({} other PMUs: {}).",
-            sys.root.path().display(),
-            others.len(),
-            if others.is_empty() {
+            root.display(),
+            l.other_pmus.len(),
+            if l.other_pmus.is_empty() {
                 "none".to_string()
             } else {
-                others.join(", ")
+                l.other_pmus.join(", ")
             }
         );
         return out;
     }
-    for (i, v) in views.iter().enumerate() {
+    for (i, v) in l.pcie_pmus.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
-        let cpus: Vec<String> = v.pmu.cpumask.iter().map(|c| c.to_string()).collect();
+        let cpus: Vec<String> = v.cpumask.iter().map(|c| c.to_string()).collect();
         let _ = writeln!(
             out,
             "{}  {}{}  type {}  cpu {}",
-            v.pmu.name,
-            v.family.family.title(),
-            if v.family.variant.is_empty() {
+            v.name,
+            v.family_title,
+            if v.variant.is_empty() {
                 String::new()
             } else {
-                format!(" ({})", v.family.variant.join(", "))
+                format!(" ({})", v.variant.join(", "))
             },
-            v.pmu.type_id,
+            v.type_id,
             if cpus.is_empty() {
                 "any".to_string()
             } else {
@@ -221,32 +154,19 @@ fn human(sys: &System, views: &[PcieView]) -> String {
             let _ = writeln!(out, "  root ports: not identified by this PMU family");
         }
         for rp in &v.root_ports {
-            match &rp.port {
-                Some(p) => {
-                    let _ = writeln!(out, "  root port {}", device_line(p));
-                }
-                None => {
-                    let _ = writeln!(out, "  root port {} (not in sys/bus/pci/devices)", rp.bdf);
-                }
+            if rp.in_sysfs {
+                let _ = writeln!(out, "  root port {}", device_line(rp.bdf, &rp.info));
+            } else {
+                let _ = writeln!(out, "  root port {} (not in sys/bus/pci/devices)", rp.bdf);
             }
             for d in &rp.devices {
-                let _ = writeln!(out, "    {}", device_line(d));
+                let _ = writeln!(out, "    {}", device_line(d.bdf, &d.info));
             }
         }
-        // Metrics: which events make up each normalised metric.
-        let mut metrics: Vec<(&str, Vec<&str>)> = Vec::new();
-        for e in &v.events {
-            if let Some(m) = e.metric.as_deref() {
-                match metrics.iter_mut().find(|(n, _)| *n == m) {
-                    Some((_, evs)) => evs.push(&e.name),
-                    None => metrics.push((m, vec![&e.name])),
-                }
-            }
-        }
-        if !metrics.is_empty() {
+        if !v.metrics.is_empty() {
             let _ = writeln!(out, "  metrics:");
-            for (m, evs) in &metrics {
-                let _ = writeln!(out, "    {m:<17} {}", evs.join(" + "));
+            for m in &v.metrics {
+                let _ = writeln!(out, "    {:<17} {}", m.metric, m.events.join(" + "));
             }
         }
         let _ = writeln!(out, "  events ({}):", v.events.len());
@@ -258,7 +178,7 @@ fn human(sys: &System, views: &[PcieView]) -> String {
             ("group", "Group"),
             ("note", "Note"),
         ]);
-        for e in &v.events {
+        for e in v.events.iter().map(|r| &r.event) {
             let mut note = e.note.clone().unwrap_or_default();
             if !e.required_params.is_empty() {
                 let need: Vec<String> = e.required_params.iter().map(|p| format!("{p}=N")).collect();
@@ -288,10 +208,10 @@ pub fn run(a: &ListArgs) -> Result<String, CliError> {
     for p in &sys.problems {
         eprintln!("warning: skipped a PMU: {p}");
     }
-    let views = sys.pcie_pmus()?;
+    let listing = sys.listing()?;
     Ok(match a.format {
-        Format::Table => human(&sys, &views),
-        Format::Csv => csv(&rows(&sys, &views)),
-        Format::Json => json(&rows(&sys, &views)),
+        Format::Table => human(sys.root.path(), &listing),
+        Format::Csv => csv(&listing),
+        Format::Json => json(&listing),
     })
 }
