@@ -86,7 +86,11 @@ fn write_port(w: &SysfsWriter, host: &PmuHost, i: usize, port: &PortSpec) -> io:
         .chain(port.functions.iter().map(|f| f.bdf.as_str()))
         .collect();
     let buses: Vec<u32> = below.iter().filter_map(|b| parse_bdf(b)).map(|b| b.1).collect();
-    let range = buses.iter().min().zip(buses.iter().max()).map(|(lo, hi)| [lo.to_string(), hi.to_string()]);
+    let range = buses
+        .iter()
+        .min()
+        .zip(buses.iter().max())
+        .map(|(lo, hi)| [lo.to_string(), hi.to_string()]);
     let mut attrs = vec![
         ("vendor", "0x1ded"),
         ("device", "0x8000"),
@@ -98,7 +102,10 @@ fn write_port(w: &SysfsWriter, host: &PmuHost, i: usize, port: &PortSpec) -> io:
         ("numa_node", &numa),
     ];
     if let Some([lo, hi]) = &range {
-        attrs.extend([("secondary_bus_number", lo.as_str()), ("subordinate_bus_number", hi.as_str())]);
+        attrs.extend([
+            ("secondary_bus_number", lo.as_str()),
+            ("subordinate_bus_number", hi.as_str()),
+        ]);
     }
     w.pci(&[], &port.bdf, &attrs, Some("pcieport"))?;
     let (Some(dev), Some(dev_bdf)) = (p.device_of(port), &port.device_bdf) else {
@@ -146,7 +153,7 @@ fn write_function(
     ];
     let max_width = d.lanes.to_string();
     let own = (speed(d.gen), max_width.as_str());
-    if d.gen > 0 {
+    if d.gen > 0 && d.lanes > 0 {
         let (cur_speed, cur_width) = link.unwrap_or(own);
         attrs.extend([
             ("current_link_speed", cur_speed),

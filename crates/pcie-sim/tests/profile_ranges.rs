@@ -233,7 +233,7 @@ fn both_ends_of_every_pmu_host_profile_range_simulate() {
         |t| PmuHostProfile::parse("y.toml", t).err().map(|e| e.to_string()),
         |t, what| {
             let p = PmuHostProfile::parse("y.toml", t).unwrap_or_else(|e| panic!("{what}: {e}"));
-            let jobs: Vec<HostWorkload> = ["port=00:02.0,rw=readwrite,bs=64k,iodepth=4", "port=30:03.0,rx=10,tx=10"]
+            let jobs: Vec<HostWorkload> = ["port=00:02.0,rw=readwrite,bs=64k,iodepth=4", "port=b0:00.0,rx=10,tx=10"]
                 .iter()
                 .filter_map(|j| HostWorkload::parse(&p, j).ok())
                 .collect();

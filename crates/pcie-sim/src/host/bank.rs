@@ -318,7 +318,8 @@ fn advance_turns(
             let e = &mut events[r.events[(k % n) as usize]];
             let (rx1, tx1) = &tallies[at(to)];
             let (rx0, tx0) = &tallies[at(counts_from)];
-            e.count += value(e.measure, rx1, tx1, to, clock, dllps) - value(e.measure, rx0, tx0, counts_from, clock, dllps);
+            e.count +=
+                value(e.measure, rx1, tx1, to, clock, dllps) - value(e.measure, rx0, tx0, counts_from, clock, dllps);
             e.running += to - from;
             from = to;
         }

@@ -321,7 +321,7 @@ mod tests {
     use super::*;
 
     fn host(jobs: &[&str]) -> PmuHost {
-        let p = profile::PmuHostProfile::load("yitian710").unwrap();
+        let p = profile::PmuHostProfile::load("yitian710-nvme").unwrap();
         let jobs: Vec<Workload> = jobs.iter().map(|j| Workload::parse(&p, j).unwrap()).collect();
         PmuHost::new(p, &jobs, 7)
     }
@@ -426,45 +426,105 @@ mod tests {
 
 #[cfg(test)]
 mod study {
+    //! The seed study's fio runs on its SATA disk (issue 12), through the whole mechanism:
+    //! fio's job loop, the block layer's requests, NCQ, the link, the media and its pauses.
     use super::*;
 
-    /// The study's fio job on the SATA disk behind 00:02.0, and what the port's PMU counted
-    /// with `event` alone on the counter: (fio's stats, PMU bytes).
-    fn fio(rw: &str, event: u64) -> (StorageStats, u64) {
-        let p = profile::PmuHostProfile::load("yitian710").unwrap();
+    struct Run {
+        stats: StorageStats,
+        /// The PMU's bytes for the event asked, scaled by enabled / running as perf does.
+        pmu_bytes: f64,
+    }
+
+    /// fio `bs=1M iodepth=64 numjobs=4 runtime=20s` behind 00:02.0 while the port's PMU counts
+    /// `event`, alone or sharing the counter with the other direction's payload.
+    fn fio(profile: &str, rw: &str, event: u64, shared: bool, seed: u64) -> Run {
+        let p = profile::PmuHostProfile::load(profile).unwrap();
         let spec = format!("port=00:02.0,rw={rw},bs=1M,iodepth=64,numjobs=4,runtime=20s");
-        let mut h = PmuHost::new(p, &[Workload::parse(h_profile(), &spec).unwrap()], 1);
+        let job = Workload::parse(&p, &spec).unwrap();
+        let mut h = PmuHost::new(p, &[job], seed);
         let port = h.profile().ports.iter().position(|p| p.bdf == "0000:00:02.0").unwrap();
         let id = h.open(port, event).unwrap();
+        if shared {
+            h.open(port, event ^ 1).unwrap();
+        }
         let mut t = 0;
         while !h.workloads_done() {
             t += 100_000_000;
             h.advance_to(t);
         }
-        h.advance_to(t + 100_000_000);
-        (h.storage_stats(0).unwrap(), h.read(id).0 * 16)
+        let (v, en, run) = h.read(id);
+        Run {
+            stats: h.storage_stats(0).unwrap(),
+            pmu_bytes: v as f64 * en as f64 / run as f64,
+        }
     }
 
-    fn h_profile() -> &'static profile::PmuHostProfile {
-        static P: std::sync::OnceLock<profile::PmuHostProfile> = std::sync::OnceLock::new();
-        P.get_or_init(|| profile::PmuHostProfile::load("yitian710").unwrap())
+    fn error_pct(r: &Run, write: bool) -> f64 {
+        let d = if write { r.stats.write } else { r.stats.read };
+        100.0 * (r.pmu_bytes - d.bytes as f64) / d.bytes as f64
+    }
+
+    fn within(what: &str, got: f64, want: f64, pct: f64) {
+        assert!(
+            (got / want - 1.0).abs() * 100.0 <= pct,
+            "{what}: {got:.1}, the study {want} (more than {pct} % apart)"
+        );
     }
 
     #[test]
-    fn calib() {
-        for (rw, ev) in [("read", 0x21u64), ("write", 0x20)] {
-            let (s, pmu) = fio(rw, ev);
-            let d = if rw == "read" { s.read } else { s.write };
-            let secs = s.runtime_ns as f64 / 1e9;
-            eprintln!(
-                "{rw}: {:.1} MiB/s, {} MiB in {secs:.3} s, clat {:.1} +- {:.1} ms, pmu {} err {:.4}%",
-                d.bytes as f64 / 1048576.0 / secs,
-                d.bytes >> 20,
-                d.clat_mean_ns() / 1e6,
-                d.clat_stdev_ns() / 1e6,
-                pmu,
-                100.0 * (pmu as f64 - d.bytes as f64) / d.bytes as f64
-            );
+    fn the_studys_fio_runs_come_out_as_measured() {
+        // read: 517 MiB/s, 10.2 GiB, clat 484 +- 41 ms; write: 216 MiB/s, 4393 MiB, clat
+        // 1146 +- 196 ms (issue 12).
+        for (rw, event, mib_s, mib, clat, stdev) in [
+            ("read", 0x21, 517.0, 10.2 * 1024.0, 484.0, 41.0),
+            ("write", 0x20, 216.0, 4393.0, 1146.0, 196.0),
+        ] {
+            let r = fio("yitian710", rw, event, false, 1);
+            let write = rw == "write";
+            let d = if write { r.stats.write } else { r.stats.read };
+            let secs = r.stats.runtime_ns as f64 / 1e9;
+            let got_mib = d.bytes as f64 / 1048576.0;
+            within(&format!("{rw} MiB/s"), got_mib / secs, mib_s, 5.0);
+            within(&format!("{rw} MiB"), got_mib, mib, 5.0);
+            within(&format!("{rw} clat avg"), d.clat_mean_ns() / 1e6, clat, 5.0);
+            within(&format!("{rw} clat stdev"), d.clat_stdev_ns() / 1e6, stdev, 10.0);
+            // Alone on the counter, the PMU sees the data and the few bytes of each command.
+            let e = error_pct(&r, write);
+            assert!((0.0..0.01).contains(&e), "{rw}: single-event error {e} %");
         }
+    }
+
+    #[test]
+    fn multiplexed_errors_come_from_the_rotation_and_the_bursts() {
+        let errors = |profile: &str, rw: &str| -> Vec<f64> {
+            let event = if rw == "read" { 0x21 } else { 0x20 };
+            (1..=4)
+                .map(|seed| error_pct(&fio(profile, rw, event, true, seed), rw == "write"))
+                .collect()
+        };
+        let (reads, writes) = (errors("yitian710", "read"), errors("yitian710", "write"));
+        // Each rotation leaves 5 config accesses (10 us) of a 4 ms turn uncounted: about
+        // -0.25 %, a few tenths of a percent as real multiplexed runs show.
+        for e in reads.iter().chain(&writes) {
+            assert!((-0.5..-0.05).contains(e), "{reads:?} {writes:?}");
+        }
+        // The reads stream at the media's pace; garbage-collection pauses make the writes
+        // bursty, and where a burst falls in the turns scatters their error.
+        let spread =
+            |v: &[f64]| v.iter().cloned().fold(f64::MIN, f64::max) - v.iter().cloned().fold(f64::MAX, f64::min);
+        assert!(spread(&writes) > 10.0 * spread(&reads), "{reads:?} {writes:?}");
+    }
+
+    #[test]
+    fn without_the_counter_switch_a_smooth_stream_errs_little() {
+        let dir = std::env::temp_dir().join(format!("pcie-sim-mux-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("instant-switch.toml");
+        std::fs::write(&file, "inherit = \"yitian710\"\n[pmu]\nconfig_access_ns = 0.0\n").unwrap();
+        let r = fio(file.to_str().unwrap(), "read", 0x21, true, 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let e = error_pct(&r, false);
+        assert!(e.abs() < 0.02, "{e}");
     }
 }

@@ -103,6 +103,9 @@ pub struct StorageSpec {
     /// Hardware submission queues, and commands each accepts at once (AHCI NCQ: 1 × 32).
     pub queues: u32,
     pub queue_depth: u32,
+    /// Requests the host's block layer holds for the device at once (`nr_requests`); an
+    /// `io_submit` beyond them sleeps until one completes.
+    pub host_requests: u32,
     /// Media bandwidth (MB/s = 10^6 B/s), shared by `channels` parallel units.
     pub read_mbps: f64,
     pub write_mbps: f64,
@@ -165,8 +168,8 @@ pub struct DeviceSpec {
     pub class: u32,
     /// The kernel driver bound to it; empty for none.
     pub driver: String,
-    /// Its link; 0 and 0 for a function without one (conventional PCI behind a bridge, an
-    /// integrated endpoint).
+    /// Its link; gen or lanes 0 for a function without one (conventional PCI behind a bridge,
+    /// an integrated endpoint).
     pub gen: u32,
     pub lanes: u32,
     pub max_mps: u32,
@@ -307,7 +310,11 @@ impl PmuHostProfile {
         parse_bdf(&f.bdf).ok_or_else(|| format!("{key}.bdf = {:?}: must be dddd:bb:dd.f", f.bdf))?;
         if self.device(&f.device).is_none() {
             let names: Vec<&str> = self.devices.iter().map(|d| d.name.as_str()).collect();
-            return Err(format!("{key}.device = {:?}: must be one of {}", f.device, names.join(", ")));
+            return Err(format!(
+                "{key}.device = {:?}: must be one of {}",
+                f.device,
+                names.join(", ")
+            ));
         }
         Ok(())
     }
@@ -351,14 +358,14 @@ impl PmuHostProfile {
                         return Err(format!("{key}.device = {d:?}: must be one of {}", names.join(", ")));
                     }
                     parse_bdf(b).ok_or_else(|| format!("{key}.device_bdf = {b:?}: must be dddd:bb:dd.f"))?;
-                    if self.device_of(port).is_some_and(|d| d.gen == 0) {
-                        return Err(format!("{key}.device = {d:?}: has no link (gen = 0) to train with the port"));
-                    }
                 }
                 _ => return Err(format!("{key}: device and device_bdf go together")),
             }
             if port.functions.len() > 32 {
-                return Err(format!("{key}.function: {} functions: at most 32", port.functions.len()));
+                return Err(format!(
+                    "{key}.function: {} functions: at most 32",
+                    port.functions.len()
+                ));
             }
             if !port.functions.is_empty() && port.device.is_none() {
                 return Err(format!("{key}.function: functions need the port's device"));
@@ -381,11 +388,15 @@ impl PmuHostProfile {
             count(&format!("{key}.vendor"), d.vendor, 0, 0xffff)?;
             count(&format!("{key}.device"), d.device, 0, 0xffff)?;
             count(&format!("{key}.class"), d.class, 0, 0xff_ffff)?;
-            one_of(&format!("{key}.gen"), d.gen, &[0, 1, 2, 3, 4, 5, 6])?;
-            one_of(&format!("{key}.lanes"), d.lanes, &[0, 1, 2, 4, 8, 16])?;
-            if (d.gen == 0) != (d.lanes == 0) {
-                return Err(format!("{key}: gen = {} and lanes = {}: both 0 (no link) or neither", d.gen, d.lanes));
-            }
+            // A port's device trains the port's link; other functions may have none (0).
+            let on_port = self.ports.iter().any(|p| p.device.as_ref() == Some(&d.name));
+            let (gens, widths): (&[u32], &[u32]) = if on_port {
+                (&[1, 2, 3, 4, 5, 6], &[1, 2, 4, 8, 16])
+            } else {
+                (&[0, 1, 2, 3, 4, 5, 6], &[0, 1, 2, 4, 8, 16])
+            };
+            one_of(&format!("{key}.gen"), d.gen, gens)?;
+            one_of(&format!("{key}.lanes"), d.lanes, widths)?;
             one_of(&format!("{key}.max_mps"), d.max_mps, &SIZES)?;
             one_of(&format!("{key}.mrrs"), d.mrrs, &SIZES)?;
             if let Some(s) = &d.storage {
@@ -410,6 +421,7 @@ fn check_storage(key: &str, s: &StorageSpec) -> Result<(), String> {
     let key = format!("{key}.storage");
     count(&format!("{key}.queues"), s.queues, 1, 65536)?;
     count(&format!("{key}.queue_depth"), s.queue_depth, 1, 65536)?;
+    count(&format!("{key}.host_requests"), s.host_requests, 1, 1 << 20)?;
     count(&format!("{key}.channels"), s.channels, 1, 1024)?;
     count(&format!("{key}.sg_entry_bytes"), s.sg_entry_bytes, 1, 4096)?;
     count(&format!("{key}.sg_segment_bytes"), s.sg_segment_bytes, 512, 1 << 30)?;

@@ -14,9 +14,13 @@ use std::collections::VecDeque;
 pub(super) struct Storage {
     spec: StorageSpec,
     media: Pool,
-    /// Command slots free in the device's queues; I/Os beyond them wait in the host's queue.
+    /// Command slots free in the device's queues; requests beyond them wait in the host's queue.
     slots: u32,
     waiting: VecDeque<usize>,
+    /// Requests the block layer may still allocate; jobs whose submission found none sleep in
+    /// `blocked` (first come, first woken) with the I/O they were submitting.
+    requests: u32,
+    blocked: VecDeque<(usize, usize)>,
     read_latency: Sampler,
     write_latency: Sampler,
     /// Media time per byte of one channel.
@@ -71,6 +75,8 @@ impl Storage {
             },
             slots: s.queues * s.queue_depth,
             waiting: VecDeque::new(),
+            requests: s.host_requests,
+            blocked: VecDeque::new(),
             read_latency: Sampler::triangular(&s.read_latency),
             write_latency: Sampler::triangular(&s.write_latency),
             read_ps_per_byte: 1e6 * s.channels as f64 / s.read_mbps,
@@ -129,36 +135,45 @@ pub(super) struct JobSet {
     port: usize,
     start: Ps,
     stop: Option<Ps>,
-    /// Completed I/Os, as fio counts them.
+    /// I/Os reaped, as fio counts them.
     stats: StorageStats,
+    /// I/Os issued and not yet reaped, over all jobs.
     outstanding: u32,
     /// Jobs still submitting.
     active: u32,
 }
 
-/// One fio job: submits from one CPU, keeps `iodepth` I/Os in flight.
+/// One fio job (libaio): one CPU that issues I/Os until `iodepth` are in flight, then waits in
+/// `io_getevents` for at least one completion and reaps every completion there is. An
+/// `io_submit` that finds no block-layer request sleeps until one frees, and the job's
+/// completions wait unreaped meanwhile: fio's clat runs from issue to reap.
 pub(super) struct Job {
     set: usize,
-    cpu_free: Ps,
     issued: u64,
     stopped: bool,
+    /// Issued and not reaped.
+    in_flight: u32,
+    /// Completed and not reaped, oldest first (the completion ring).
+    completed: VecDeque<usize>,
+    /// Sleeping in `io_getevents` for a completion.
+    reaping: bool,
 }
 
 pub(super) struct Io {
     job: usize,
     write: bool,
-    /// When the job submitted it (fio's clat starts here).
+    /// When the job issued it (fio's clat starts here).
     submitted: Ps,
     data_start: Ps,
 }
 
 impl JobSet {
-    /// Stopped submitting and every I/O completed.
+    /// Stopped submitting and every I/O reaped.
     pub(super) fn finished(&self) -> bool {
         self.active == 0 && self.outstanding == 0
     }
 
-    /// Bytes of completed reads and writes.
+    /// Bytes of reaped reads and writes.
     pub(super) fn bytes(&self) -> (u64, u64) {
         (self.stats.read.bytes, self.stats.write.bytes)
     }
@@ -198,13 +213,13 @@ impl PmuHost {
             let j = self.jobs.len();
             self.jobs.push(Job {
                 set,
-                cpu_free: self.now,
                 issued: 0,
                 stopped: false,
+                in_flight: 0,
+                completed: VecDeque::new(),
+                reaping: false,
             });
-            for _ in 0..job.iodepth {
-                self.at(self.now, Ev::Submit(j));
-            }
+            self.at(self.now, Ev::Submit(j));
         }
     }
 
@@ -220,38 +235,41 @@ impl PmuHost {
         (&self.costs, l, port)
     }
 
+    /// Job `j`'s CPU is free at `t`: it issues its next I/O, or waits for completions.
     pub(super) fn submit_io(&mut self, j: usize, t: Ps) {
         let set = &self.sets[self.jobs[j].set];
         let bs = set.job.bs as u64;
         let over_size = set.job.size.is_some_and(|s| self.jobs[j].issued + bs > s);
         let over_time = set.stop.is_some_and(|s| t >= s);
-        let rw = set.job.rw;
-        if over_size || over_time {
-            if !self.jobs[j].stopped {
-                self.jobs[j].stopped = true;
-                self.sets[self.jobs[j].set].active -= 1;
+        let (rw, iodepth, port) = (set.job.rw, set.job.iodepth, set.port);
+        if (over_size || over_time) && !self.jobs[j].stopped {
+            self.jobs[j].stopped = true;
+            self.sets[self.jobs[j].set].active -= 1;
+        }
+        let job = &self.jobs[j];
+        if job.stopped || job.in_flight == iodepth {
+            // io_getevents: reap what has completed, or sleep until something does.
+            if job.completed.is_empty() {
+                self.jobs[j].reaping = job.in_flight > 0;
+            } else {
+                self.reap_job(j, t);
             }
             return;
         }
         let write = match rw {
             Rw::Read => false,
             Rw::Write => true,
-            Rw::ReadWrite => self.ports[set.port].rng.chance(0.5),
+            Rw::ReadWrite => self.ports[port].rng.chance(0.5),
         };
-        let start = t.max(self.jobs[j].cpu_free);
-        let rung = start
-            + self
-                .costs
-                .submit
-                .draw(&mut self.ports[self.sets[self.jobs[j].set].port].rng);
+        let rung = t + self.costs.submit.draw(&mut self.ports[port].rng);
         let job = &mut self.jobs[j];
-        job.cpu_free = rung;
         job.issued += bs;
+        job.in_flight += 1;
         self.sets[job.set].outstanding += 1;
         let io = Io {
             job: j,
             write,
-            submitted: start,
+            submitted: t,
             data_start: 0,
         };
         let id = match self.free_ios.pop() {
@@ -264,7 +282,35 @@ impl PmuHost {
                 self.ios.len() - 1
             }
         };
-        self.at(rung, Ev::Doorbell(id));
+        let s = self.ports[port].storage.as_mut().expect("jobs run on storage ports");
+        if s.requests == 0 {
+            s.blocked.push_back((j, id));
+        } else {
+            s.requests -= 1;
+            self.at(rung, Ev::Doorbell(id));
+            self.at(rung, Ev::Submit(j));
+        }
+    }
+
+    /// Job `j` reaps its oldest completion at `t` (fio's `iodepth_batch_complete_min` and
+    /// `_max` are both 1 by default: one event per `io_getevents`) and goes on issuing.
+    fn reap_job(&mut self, j: usize, t: Ps) {
+        let job = &mut self.jobs[j];
+        job.reaping = false;
+        let io = job.completed.pop_front().expect("reaped only with a completion");
+        job.in_flight -= 1;
+        let set = &mut self.sets[job.set];
+        let o = &self.ios[io];
+        let dir = if o.write {
+            &mut set.stats.write
+        } else {
+            &mut set.stats.read
+        };
+        dir.add(set.job.bs as u64, (t - o.submitted) as f64 / 1000.0);
+        set.outstanding -= 1;
+        set.stats.runtime_ns = (t - set.start) / 1000;
+        self.free_ios.push(io);
+        self.at(t, Ev::Submit(j));
     }
 
     /// Doorbells down; the device reads the command structures and the scatter list it needs.
@@ -396,29 +442,29 @@ impl PmuHost {
         self.at(done, Ev::Done(io));
     }
 
+    /// The kernel has completed `io` at `t`: its request and device slot free (for the next
+    /// waiting request, and the job sleeping longest for one), and its job sees it.
     pub(super) fn done(&mut self, io: usize, t: Ps) {
-        let o = &self.ios[io];
-        let (j, write, clat) = (o.job, o.write, (t - o.submitted) as f64 / 1000.0);
-        let set = &mut self.sets[self.jobs[j].set];
-        let bs = set.job.bs as u64;
-        let dir = if write {
-            &mut set.stats.write
-        } else {
-            &mut set.stats.read
-        };
-        dir.add(bs, clat);
-        set.stats.runtime_ns = (t - set.start) / 1000;
-        set.outstanding -= 1;
-        self.free_ios.push(io);
-        let port = set.port;
+        let j = self.ios[io].job;
+        let port = self.sets[self.jobs[j].set].port;
         let s = self.ports[port].storage.as_mut().expect("storage port");
-        let next = s.waiting.pop_front();
-        if next.is_none() {
-            s.slots += 1;
+        match s.waiting.pop_front() {
+            Some(next) => self.start_command(next, t),
+            None => s.slots += 1,
         }
-        if let Some(next) = next {
-            self.start_command(next, t);
+        let s = self.ports[port].storage.as_mut().expect("storage port");
+        match s.blocked.pop_front() {
+            Some((woken, pending)) => {
+                // The sleeping io_submit takes the request and returns.
+                let rung = t + self.costs.submit.draw(&mut self.ports[port].rng);
+                self.at(rung, Ev::Doorbell(pending));
+                self.at(rung, Ev::Submit(woken));
+            }
+            None => s.requests += 1,
         }
-        self.at(t, Ev::Submit(j));
+        self.jobs[j].completed.push_back(io);
+        if self.jobs[j].reaping {
+            self.reap_job(j, t);
+        }
     }
 }

@@ -421,7 +421,7 @@ mod tests {
 
     #[test]
     fn jobs_parse_and_bad_ones_name_the_value() {
-        let host = PmuHostProfile::load("yitian710").unwrap();
+        let host = PmuHostProfile::load("yitian710-nvme").unwrap();
         let j = StorageJob::parse(&host, "port=00:02.0,rw=write,bs=128k,iodepth=8,numjobs=2,runtime=5s").unwrap();
         assert_eq!(
             (j.port.as_str(), j.rw, j.bs, j.iodepth, j.numjobs, j.runtime),
@@ -473,7 +473,7 @@ mod tests {
 
     #[test]
     fn a_prefixed_port_is_not_a_key() {
-        let host = PmuHostProfile::load("yitian710").unwrap();
+        let host = PmuHostProfile::load("yitian710-nvme").unwrap();
         let e = Workload::parse(&host, "storage:port=00:02.0,rw=read")
             .unwrap_err()
             .to_string();
@@ -486,7 +486,7 @@ mod tests {
 
     #[test]
     fn a_nic_key_on_a_port_without_a_nic_lists_the_nic_ports() {
-        let host = PmuHostProfile::load("yitian710").unwrap();
+        let host = PmuHostProfile::load("yitian710-nvme").unwrap();
         let nic_ports = ports_with(&host, |d| d.nic.is_some()).join(", ");
         for (port, key, holds) in [
             ("00:04.0", "rx=40", "it is empty"),
@@ -507,7 +507,7 @@ mod tests {
 
     #[test]
     fn hostile_numbers_are_refused_naming_key_and_value() {
-        let host = PmuHostProfile::load("yitian710").unwrap();
+        let host = PmuHostProfile::load("yitian710-nvme").unwrap();
         let hostile = [
             "0",
             "-1",
@@ -541,7 +541,7 @@ mod tests {
 
     #[test]
     fn a_spec_is_at_most_512_characters() {
-        let host = PmuHostProfile::load("yitian710").unwrap();
+        let host = PmuHostProfile::load("yitian710-nvme").unwrap();
         let spec = format!("port=00:02.0{}", ",".repeat(600));
         let e = Workload::parse(&host, &spec).unwrap_err().to_string();
         assert!(e.starts_with("--workload: 612 characters: at most 512"), "{e}");
@@ -549,7 +549,7 @@ mod tests {
 
     #[test]
     fn a_key_given_twice_is_refused() {
-        let host = PmuHostProfile::load("yitian710").unwrap();
+        let host = PmuHostProfile::load("yitian710-nvme").unwrap();
         for spec in ["port=00:02.0,bs=4k,bs=1M", "port=00:02.0,port=00:01.0"] {
             let e = Workload::parse(&host, spec).unwrap_err().to_string();
             assert!(e.contains("is given twice"), "{e}");
