@@ -323,25 +323,115 @@ impl CounterSource for SimHost {
 mod tests {
     use super::*;
 
+    /// The study's machine (issue 12): root port, PMU names upstream and pre-upstream, and the
+    /// functions below it with their ids and links.
+    const STUDY: [(&str, &str, &str, &[(&str, &str, Option<&str>)]); 18] = [
+        (
+            "0000:00:00.0",
+            "dwc_rootport_0",
+            "pcie_bdf_0",
+            &[
+                ("0000:01:00.0", "1a03:1150", Some("5.0 GT/s PCIe x1")),
+                ("0000:02:00.0", "1a03:2000", None),
+            ],
+        ),
+        (
+            "0000:00:01.0",
+            "dwc_rootport_8",
+            "pcie_bdf_100",
+            &[("0000:03:00.0", "1912:0014", Some("5.0 GT/s PCIe x1"))],
+        ),
+        (
+            "0000:00:02.0",
+            "dwc_rootport_10",
+            "pcie_bdf_200",
+            &[("0000:04:00.0", "1b4b:9235", Some("5.0 GT/s PCIe x2"))],
+        ),
+        ("0000:00:03.0", "dwc_rootport_18", "pcie_bdf_300", &[]),
+        ("0000:10:00.0", "dwc_rootport_1000", "pcie_bdf_100000", &[]),
+        ("0000:10:01.0", "dwc_rootport_1008", "pcie_bdf_100100", &[]),
+        ("0000:10:02.0", "dwc_rootport_1010", "pcie_bdf_100200", &[]),
+        ("0000:10:03.0", "dwc_rootport_1018", "pcie_bdf_100300", &[]),
+        ("0000:30:00.0", "dwc_rootport_3000", "pcie_bdf_300000", &[]),
+        ("0000:30:01.0", "dwc_rootport_3008", "pcie_bdf_300100", &[]),
+        ("0000:30:02.0", "dwc_rootport_3010", "pcie_bdf_300200", &[]),
+        ("0000:30:03.0", "dwc_rootport_3018", "pcie_bdf_300300", &[]),
+        ("0000:80:00.0", "dwc_rootport_8000", "pcie_bdf_800000", &[]),
+        ("0000:80:01.0", "dwc_rootport_8008", "pcie_bdf_800100", &[]),
+        ("0000:80:02.0", "dwc_rootport_8010", "pcie_bdf_800200", &[]),
+        ("0000:80:03.0", "dwc_rootport_8018", "pcie_bdf_800300", &[]),
+        ("0000:98:00.0", "dwc_rootport_9800", "pcie_bdf_980000", &[]),
+        (
+            "0000:b0:00.0",
+            "dwc_rootport_b000",
+            "pcie_bdf_b00000",
+            &[
+                ("0000:b1:00.0", "15b3:1017", Some("8.0 GT/s PCIe x16")),
+                ("0000:b1:00.1", "15b3:1017", Some("8.0 GT/s PCIe x16")),
+            ],
+        ),
+    ];
+
     #[test]
-    fn the_simulated_host_discovers_like_a_real_one() {
-        let p = PmuHostProfile::load("yitian710").unwrap();
-        let (sys, _src) = SimHost::start(p, &[], 1, false).unwrap();
-        let views = sys.pcie_pmus().unwrap();
-        assert_eq!(views.len(), 18);
-        let sata = views
-            .iter()
-            .find(|v| v.root_ports.iter().any(|r| r.bdf.to_string() == "0000:00:02.0"))
-            .unwrap();
-        assert_eq!(sata.pmu.name, "dwc_rootport_10");
-        let dev = &sata.root_ports[0].devices[0];
-        assert_eq!(dev.driver.as_deref(), Some("ahci"));
-        // The x16 NIC ports on both dies, §6.1's names.
-        for name in ["dwc_rootport_3018", "dwc_rootport_13018"] {
-            let v = views.iter().find(|v| v.pmu.name == name).unwrap();
-            assert_eq!(v.root_ports[0].devices[0].driver.as_deref(), Some("mlx5_core"));
+    fn the_simulated_host_is_the_studys_machine() {
+        for (profile, narrow) in [("yitian710", false), ("yitian710-narrow", true)] {
+            let p = PmuHostProfile::load(profile).unwrap();
+            let (sys, _src) = SimHost::start(p, &[], 1, false).unwrap();
+            assert!(sys.problems.is_empty(), "{:?}", sys.problems);
+            let views = sys.pcie_pmus().unwrap();
+            assert_eq!(views.len(), 18);
+            for (port, upstream, old, below) in STUDY {
+                let name = if narrow { old } else { upstream };
+                let v = views
+                    .iter()
+                    .find(|v| v.pmu.name == name)
+                    .unwrap_or_else(|| panic!("{profile}: no {name}"));
+                let [rp] = v.root_ports.as_slice() else {
+                    panic!("{name}: {:?}", v.root_ports)
+                };
+                assert_eq!(rp.bdf.to_string(), port);
+                let lanes = if port.starts_with("0000:98") || port.starts_with("0000:b0") {
+                    16
+                } else {
+                    4
+                };
+                let pd = rp.port.as_ref().unwrap();
+                assert_eq!(
+                    (pd.max_link_width, pd.numa_node),
+                    (Some(lanes), Some(u32::from(rp.bdf.bus >= 0x80)))
+                );
+                let got: Vec<(String, String, Option<String>)> = rp
+                    .devices
+                    .iter()
+                    .map(|d| {
+                        let id = format!("{:04x}:{:04x}", d.vendor.unwrap(), d.device.unwrap());
+                        let link = d
+                            .current_link_speed
+                            .as_ref()
+                            .map(|s| format!("{s} x{}", d.current_link_width.unwrap()));
+                        (d.bdf.to_string(), id, link)
+                    })
+                    .collect();
+                let want: Vec<(String, String, Option<String>)> = below
+                    .iter()
+                    .map(|(b, id, l)| (b.to_string(), id.to_string(), l.map(String::from)))
+                    .collect();
+                assert_eq!(got, want, "{name}");
+            }
+            // The integrated endpoints and event collectors sit on the root buses, below no port.
+            for (bdf, id) in [
+                ("0000:7c:00.0", 0x8001),
+                ("0000:7c:0a.0", 0x8003),
+                ("0000:fc:00.0", 0x8001),
+                ("0000:fc:0a.0", 0x8003),
+            ] {
+                let d = sys.pci.iter().find(|d| d.bdf.to_string() == bdf).unwrap();
+                assert_eq!((d.vendor, d.device), (Some(0x1ded), Some(id)));
+                assert!(views
+                    .iter()
+                    .all(|v| v.root_ports.iter().all(|r| r.devices.iter().all(|x| x.bdf != d.bdf))));
+            }
         }
-        assert!(sys.problems.is_empty(), "{:?}", sys.problems);
         let n = PmuHostProfile::load("yitian710-narrow").unwrap();
         let (sys, _src) = SimHost::start(n, &[], 1, false).unwrap();
         let r = sys.resolve("pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/").unwrap();
