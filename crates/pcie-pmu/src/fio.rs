@@ -108,9 +108,7 @@ fn combine(jobs: &[serde_json::Value], dir: &str) -> Result<DirStats, String> {
     for j in jobs {
         let d = &j[dir];
         let field = |k: &str| d[k].as_f64().ok_or_else(|| format!("has no {dir}.{k}"));
-        out.bytes += d["io_bytes"]
-            .as_u64()
-            .ok_or_else(|| format!("has no {dir}.io_bytes"))?;
+        out.bytes += d["io_bytes"].as_u64().ok_or_else(|| format!("has no {dir}.io_bytes"))?;
         out.runtime_s = out.runtime_s.max(field("runtime")? / 1000.0);
         let c = &d["clat_ns"];
         let k = c["N"].as_f64().unwrap_or(0.0);
@@ -127,7 +125,9 @@ fn combine(jobs: &[serde_json::Value], dir: &str) -> Result<DirStats, String> {
     if n > 0.0 {
         out.clat_mean_ns = sum / n;
         out.clat_stdev_ns = if n > 1.0 {
-            ((sum_sq - n * out.clat_mean_ns * out.clat_mean_ns) / (n - 1.0)).max(0.0).sqrt()
+            ((sum_sq - n * out.clat_mean_ns * out.clat_mean_ns) / (n - 1.0))
+                .max(0.0)
+                .sqrt()
         } else {
             0.0
         };
@@ -316,7 +316,10 @@ mod tests {
         let e = FioStats::parse("{\"jobs\": [{\"jobname\": \"v\", \"error\": 2}]}")
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("fio failed: job v ended with error 2 (No such file"), "{e}");
+        assert!(
+            e.starts_with("fio failed: job v ended with error 2 (No such file"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -337,6 +340,9 @@ mod tests {
         );
         (j.runtime, j.size) = (None, Some(64 << 20));
         let a = args(&j, Path::new("f")).join(" ");
-        assert!(a.ends_with("--numjobs=2 --size=67108864") && !a.contains("time_based"), "{a}");
+        assert!(
+            a.ends_with("--numjobs=2 --size=67108864") && !a.contains("time_based"),
+            "{a}"
+        );
     }
 }

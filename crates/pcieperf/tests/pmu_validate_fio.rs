@@ -103,13 +103,23 @@ fn fio_side_is_what_fio_reported() {
         assert_eq!(r["workload_bytes"], 134217728, "{rw}: {r}");
         let runtime = num(r, "runtime_s");
         // fio reports whole milliseconds.
-        assert!(runtime > 0.0 && (runtime * 1000.0 - (runtime * 1000.0).round()).abs() < 1e-6, "{r}");
+        assert!(
+            runtime > 0.0 && (runtime * 1000.0 - (runtime * 1000.0).round()).abs() < 1e-6,
+            "{r}"
+        );
         let expected = 134217728.0 / 1048576.0 / runtime;
-        assert!((num(r, "workload_mib_s") - expected).abs() < 1e-9 * expected, "{rw}: {r}");
+        assert!(
+            (num(r, "workload_mib_s") - expected).abs() < 1e-9 * expected,
+            "{rw}: {r}"
+        );
         assert!(num(r, "clat_avg_ms") > 0.0 && num(r, "clat_stdev_ms") >= 0.0, "{r}");
         let idle = row(&rows, other);
         assert_eq!(
-            (num(idle, "workload_bytes"), num(idle, "runtime_s"), num(idle, "workload_mib_s")),
+            (
+                num(idle, "workload_bytes"),
+                num(idle, "runtime_s"),
+                num(idle, "workload_mib_s")
+            ),
             (0.0, 0.0, 0.0),
             "{rw}: {idle}"
         );
@@ -125,16 +135,42 @@ fn fio_side_is_what_fio_reported() {
     let file = dir.join("read.dat");
     let o = validate(
         tree.path(),
-        &["--filename", file.to_str().unwrap(), "--runtime", "1s", "--numjobs", "1", "--events", "rx"],
+        &[
+            "--filename",
+            file.to_str().unwrap(),
+            "--runtime",
+            "1s",
+            "--numjobs",
+            "1",
+            "--events",
+            "rx",
+        ],
         None,
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let table = stdout(&o);
     let header = table.lines().next().unwrap();
-    for col in ["Workload MB", "PMU MB", "Error %", "Counted %", "fio MiB/s", "Runtime s", "clat avg ms", "clat stdev ms"] {
+    for col in [
+        "Workload MB",
+        "PMU MB",
+        "Error %",
+        "Counted %",
+        "fio MiB/s",
+        "Runtime s",
+        "clat avg ms",
+        "clat stdev ms",
+    ] {
         assert!(header.contains(col), "{col}: {table}");
     }
-    let runtime: f64 = table.lines().nth(1).unwrap().split_whitespace().nth(7).unwrap().parse().unwrap();
+    let runtime: f64 = table
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .nth(7)
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1.0..1.5).contains(&runtime), "{table}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -142,7 +178,11 @@ fn fio_side_is_what_fio_reported() {
 #[test]
 fn without_fio_on_path_exit_1_naming_fio() {
     let tree = software_backed_dwc("validate-nofio");
-    let o = validate(tree.path(), &["--filename", "/dev/null", "--size", "1M"], Some("/nonexistent"));
+    let o = validate(
+        tree.path(),
+        &["--filename", "/dev/null", "--size", "1M"],
+        Some("/nonexistent"),
+    );
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert!(o.stdout.is_empty(), "{}", stdout(&o));
