@@ -4,6 +4,7 @@
 //! ([`FioStats::from_sim`]), so both sources print one table.
 
 use crate::sim::StorageJob;
+use crate::{PmuError, System};
 use pcie_sim::host::{IoStats, StorageStats};
 use std::fmt;
 use std::io;
@@ -204,6 +205,31 @@ pub fn args(job: &StorageJob, filename: &Path) -> Vec<String> {
     a
 }
 
+/// What fio reads when no file is given: the block device (`/dev/NAME`) whose sysfs path runs
+/// through a device below root port `port` (`dddd:bb:dd.f`); the first by name if several.
+pub fn block_device_below(sys: &System, port: &str) -> Result<Option<PathBuf>, PmuError> {
+    let devices: Vec<String> = sys
+        .pcie_pmus()?
+        .iter()
+        .flat_map(|v| v.root_ports.iter())
+        .filter(|r| r.bdf.to_string() == port)
+        .flat_map(|r| r.devices.iter().map(|d| format!("/{}/", d.bdf)))
+        .collect();
+    let Ok(dir) = std::fs::read_dir(sys.root.path().join("sys/block")) else {
+        return Ok(None);
+    };
+    let mut names: Vec<_> = dir.flatten().collect();
+    names.sort_by_key(|e| e.file_name());
+    Ok(names.into_iter().find_map(|e| {
+        let real = std::fs::canonicalize(e.path()).ok()?;
+        let s = real.to_string_lossy();
+        devices
+            .iter()
+            .any(|d| s.contains(d.as_str()))
+            .then(|| PathBuf::from("/dev").join(e.file_name()))
+    }))
+}
+
 /// A running fio. Dropping it before it finished kills it; its report file goes either way.
 pub struct FioRun {
     child: Child,
@@ -320,6 +346,26 @@ mod tests {
             e.starts_with("fio failed: job v ended with error 2 (No such file"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_block_device_below_a_root_port() {
+        use crate::fixture::{self, DwcVariant, Tree};
+        let t = Tree::new("fio-block");
+        fixture::dwc_pmu(&t, "dwc_rootport_3018", 27, "0", DwcVariant::Upstream);
+        t.root_port("0000:30:03.0", "0");
+        t.nic_below("0000:30:03.0", "0000:31:00.0");
+        let sys = System::discover(t.path()).unwrap();
+        assert_eq!(block_device_below(&sys, "0000:30:03.0").unwrap(), None);
+        let nvme = "devices/pci0000:30/0000:30:03.0/0000:31:00.0/nvme/nvme0/nvme0n1";
+        t.attr(&format!("sys/{nvme}/size"), "0");
+        t.symlink("sys/block/nvme0n1", &format!("../{nvme}"));
+        let sys = System::discover(t.path()).unwrap();
+        assert_eq!(
+            block_device_below(&sys, "0000:30:03.0").unwrap(),
+            Some(PathBuf::from("/dev/nvme0n1"))
+        );
+        assert_eq!(block_device_below(&sys, "0000:00:02.0").unwrap(), None);
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! `pcieperf pmu validate`: the seed study's accuracy check in one command. A storage workload
 //! with fio's options runs behind one root port while that port's PMU counts Rx and/or Tx
 //! payload (multiplexed on the port's one time-based counter when both are asked for); the
-//! PMU's bytes are compared with the workload's own byte count. On `--source perf` the
-//! workload is `fio --output-format=json` and the PMU the kernel's; on `--source sim` both are
-//! simulated, as fast as the simulation runs.
+//! PMU's bytes are compared with the workload's own byte count, and fio's bandwidth, runtime
+//! and latency are shown beside them. On `--source perf` the workload is real fio
+//! ([`pcie_pmu::fio`]) and the PMU the kernel's; on `--source sim` both are simulated, as fast
+//! as the simulation runs.
 
 use super::monitor::{check_interval, counter_err, unpolled_width};
 use super::source::{self, Source, SourceArgs};
@@ -36,10 +37,10 @@ pub struct ValidateArgs {
     /// Jobs submitting in parallel
     #[arg(long, default_value = "4")]
     numjobs: String,
-    /// Stop submitting after this long (20s unless --size is given)
+    /// Run this long, time-based (20s unless --size is given)
     #[arg(long, conflicts_with = "size")]
     runtime: Option<String>,
-    /// Bytes each job moves (fio's size, e.g. 2G)
+    /// Bytes each job moves (fio's size, e.g. 2G: 4 jobs move 8G)
     #[arg(long)]
     size: Option<String>,
     /// Payload events to compare: rx, tx, or rx,tx (both share the port's one counter)
@@ -376,20 +377,6 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
     })
 }
 
-/// The block device whose sysfs path runs through one of `devices` (PCI addresses).
-fn block_device_below(root: &Path, devices: &[String]) -> Option<PathBuf> {
-    let mut names: Vec<_> = std::fs::read_dir(root.join("sys/block")).ok()?.flatten().collect();
-    names.sort_by_key(|e| e.file_name());
-    names.into_iter().find_map(|e| {
-        let real = std::fs::canonicalize(e.path()).ok()?;
-        let s = real.to_string_lossy();
-        devices
-            .iter()
-            .any(|d| s.contains(&format!("/{d}/")))
-            .then(|| PathBuf::from("/dev").join(e.file_name()))
-    })
-}
-
 /// Real counting while fio runs on `--filename` (or the block device below the port).
 fn perf(a: &ValidateArgs, j: &StorageJob, dirs: &[Dir], interval: Duration) -> Result<Run, CliError> {
     let sys = source::discover_perf(&a.source.sysfs)?;
@@ -399,14 +386,7 @@ fn perf(a: &ValidateArgs, j: &StorageJob, dirs: &[Dir], interval: Duration) -> R
     let filename = match &a.filename {
         Some(f) => f.clone(),
         None => {
-            let devices: Vec<String> = sys
-                .pcie_pmus()?
-                .iter()
-                .flat_map(|v| v.root_ports.iter())
-                .filter(|r| r.bdf.to_string() == j.port)
-                .flat_map(|r| r.devices.iter().map(|d| d.bdf.to_string()))
-                .collect();
-            let dev = block_device_below(&a.source.sysfs, &devices).ok_or_else(|| {
+            let dev = fio::block_device_below(&sys, &j.port)?.ok_or_else(|| {
                 CliError::Usage(format!(
                     "--port {}: no block device below this root port; give --filename",
                     j.port
