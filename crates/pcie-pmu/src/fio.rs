@@ -190,7 +190,11 @@ pub fn args(job: &StorageJob, filename: &Path) -> Vec<String> {
     ]
     .map(String::from)
     .to_vec();
-    a.push(format!("--filename={}", filename.display()));
+    // fio splits `filename` at colons (several files); /dev/disk/by-path names have them.
+    a.push(format!(
+        "--filename={}",
+        filename.display().to_string().replace(':', "\\:")
+    ));
     a.push(format!("--rw={}", job.rw.name()));
     a.push(format!("--bs={}", job.bs));
     a.push(format!("--iodepth={}", job.iodepth));
@@ -385,7 +389,11 @@ mod tests {
             "{a}"
         );
         (j.runtime, j.size) = (None, Some(64 << 20));
-        let a = args(&j, Path::new("f")).join(" ");
+        let a = args(&j, Path::new("/dev/disk/by-path/pci-0000:01:00.0-nvme-1")).join(" ");
+        assert!(
+            a.contains(" --filename=/dev/disk/by-path/pci-0000\\:01\\:00.0-nvme-1 "),
+            "{a}"
+        );
         assert!(
             a.ends_with("--numjobs=2 --size=67108864") && !a.contains("time_based"),
             "{a}"

@@ -78,7 +78,8 @@ fn fio_side_is_what_fio_reported() {
     let Some(dir) = direct_io_dir("figures") else { return };
     let tree = software_backed_dwc("validate-fio");
     for (rw, event, other) in [("write", "tx", "rx"), ("read", "rx", "tx")] {
-        let file = dir.join(format!("{rw}.dat"));
+        // A colon, as in /dev/disk/by-path names: fio would split the name there unescaped.
+        let file = dir.join(format!("{rw}:1M.dat"));
         let args = [
             "--filename",
             file.to_str().unwrap(),
@@ -97,6 +98,7 @@ fn fio_side_is_what_fio_reported() {
         ];
         let o = validate(tree.path(), &args, None);
         assert_eq!(o.status.code(), Some(0), "{rw}: {}", stderr(&o));
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), 64 << 20, "{}", file.display());
         let rows: Value = serde_json::from_str(&stdout(&o)).unwrap();
         let r = row(&rows, event);
         // --size is per job: two jobs move 128 MiB.
@@ -132,7 +134,7 @@ fn fio_side_is_what_fio_reported() {
         );
     }
     // --runtime runs time-based: the whole second, re-reading the 64 MiB file as needed.
-    let file = dir.join("read.dat");
+    let file = dir.join("read:1M.dat");
     let o = validate(
         tree.path(),
         &[
