@@ -11,6 +11,8 @@
 //! Counting goes through [`counter::CounterSource`] (Linux `perf_event_open` in
 //! [`counter::PerfEvents`]); [`accumulate`] turns successive reads into wrap-safe, multiplexing-scaled
 //! deltas and bytes into Gb/s. [`listing`] is what `pmu list` shows, for people and programs.
+//! `pmu validate`'s study — running fio and comparing its bytes with a payload event's — is
+//! [`fio`] and [`validate`].
 
 pub mod accumulate;
 pub mod catalog;
@@ -18,6 +20,8 @@ pub mod counter;
 mod error;
 pub mod event_spec;
 pub mod family;
+#[cfg(unix)]
+pub mod fio;
 /// Fixture sysfs trees for tests (here and in the CLI's tests), not part of the product.
 #[cfg(all(unix, any(test, feature = "fixture")))]
 pub mod fixture;
@@ -30,6 +34,8 @@ pub mod sysfs;
 #[cfg(unix)]
 pub mod sysfs_writer;
 pub mod topology;
+#[cfg(unix)]
+pub mod validate;
 
 pub use accumulate::{Accumulator, Delta};
 pub use catalog::{Catalog, PmuEvent};

@@ -34,12 +34,94 @@ fn multiplexed_rx_and_tx_stay_within_one_percent() {
             if carries {
                 assert!(num(r, "workload_bytes") > 5e9, "{rw}: {r}");
                 assert!(num(r, "error_pct").abs() <= 1.0, "{rw}: {r}");
+                // fio's runtime ends when the last I/O submitted before 20 s completes.
+                let runtime = num(r, "runtime_s");
+                assert!((20.0..21.0).contains(&runtime), "{rw}: {r}");
+                let mib_s = num(r, "workload_bytes") / 1048576.0 / runtime;
+                assert!((num(r, "workload_mib_s") - mib_s).abs() < 1e-9 * mib_s, "{rw}: {r}");
+                assert!(num(r, "clat_stdev_ms") > 0.0, "{rw}: {r}");
             } else {
                 assert_eq!(num(r, "workload_bytes"), 0.0);
                 assert!(r["error_pct"].is_null(), "no error without workload bytes: {r}");
+                assert_eq!((num(r, "workload_mib_s"), num(r, "runtime_s")), (0.0, 0.0), "{rw}: {r}");
+                assert_eq!(
+                    (num(r, "clat_avg_ms"), num(r, "clat_stdev_ms")),
+                    (0.0, 0.0),
+                    "{rw}: {r}"
+                );
             }
         }
+        // Little's law: 4 jobs × 64 I/Os of 1 MiB in flight = MiB/s × clat, over both
+        // directions (a little less: the run's end drains the queues).
+        let in_flight: f64 = rows
+            .iter()
+            .map(|r| num(r, "workload_mib_s") * num(r, "clat_avg_ms") / 1e3)
+            .sum();
+        assert!((246.0..=256.0).contains(&in_flight), "{rw}: {in_flight} MiB in flight");
     }
+}
+
+#[test]
+fn table_csv_and_json_carry_the_same_fio_figures() {
+    let args = |format: &'static str| {
+        [
+            "pmu",
+            "validate",
+            "--source",
+            "sim",
+            "--port",
+            "00:01.0",
+            "--runtime",
+            "1s",
+            "--iodepth",
+            "8",
+            "--numjobs",
+            "1",
+            "--format",
+            format,
+        ]
+    };
+    let json: Value = serde_json::from_str(&ok(&args("json"))).unwrap();
+    let csv = ok(&args("csv"));
+    let table = ok(&args("table"));
+    let mut csv_lines = csv.lines();
+    let header: Vec<&str> = csv_lines.next().unwrap().split(',').collect();
+    let mut table_lines = table.lines();
+    assert!(
+        table_lines
+            .next()
+            .unwrap()
+            .ends_with("fio MiB/s  Runtime s  clat avg ms  clat stdev ms"),
+        "{table}"
+    );
+    for r in json.as_array().unwrap() {
+        let fields: Vec<&str> = csv_lines.next().unwrap().split(',').collect();
+        let shown: Vec<&str> = table_lines.next().unwrap().split_whitespace().collect();
+        for (k, human) in [
+            ("workload_mib_s", 1),
+            ("runtime_s", 3),
+            ("clat_avg_ms", 3),
+            ("clat_stdev_ms", 3),
+        ] {
+            let i = header
+                .iter()
+                .position(|h| *h == k)
+                .unwrap_or_else(|| panic!("{k} in {csv}"));
+            let v: f64 = fields[i].parse().unwrap();
+            assert!((v - num(r, k)).abs() < 1e-6, "{k}: csv {v}, json {r}");
+            // Table columns after event, PMU event, workload MB, PMU MB, error %, counted %.
+            let col = 6 + ["workload_mib_s", "runtime_s", "clat_avg_ms", "clat_stdev_ms"]
+                .iter()
+                .position(|x| *x == k)
+                .unwrap();
+            assert_eq!(shown[col], format!("{:.*}", human, num(r, k)), "{k}: {table}");
+        }
+    }
+    // The NVMe port at 8 I/Os of 1 MiB in flight: about 5.8 GiB/s and 1.4 ms each.
+    let rx = &json[0];
+    assert!((5500.0..6000.0).contains(&num(rx, "workload_mib_s")), "{rx}");
+    let little = num(rx, "workload_mib_s") * num(rx, "clat_avg_ms") / 1e3;
+    assert!((7.8..=8.0).contains(&little), "{little} MiB in flight: {rx}");
 }
 
 #[test]

@@ -1,20 +1,21 @@
 //! `pcieperf pmu validate`: the seed study's accuracy check in one command. A storage workload
 //! with fio's options runs behind one root port while that port's PMU counts Rx and/or Tx
 //! payload (multiplexed on the port's one time-based counter when both are asked for); the
-//! PMU's bytes are compared with the workload's own byte count. On `--source perf` the
-//! workload is `fio --output-format=json` and the PMU the kernel's; on `--source sim` both are
-//! simulated, as fast as the simulation runs.
+//! PMU's bytes are compared with the workload's own byte count, and fio's bandwidth, runtime
+//! and latency are shown beside them. On `--source perf` the workload is real fio
+//! ([`pcie_pmu::fio`]) and the PMU the kernel's; on `--source sim` both are simulated, as fast
+//! as the simulation runs.
 
 use super::monitor::{check_interval, counter_err, unpolled_width};
 use super::source::{self, Source, SourceArgs};
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
+use pcie_pmu::fio::{self, FioRun, FioStats};
 use pcie_pmu::sim::workload::{self, Rw, StorageJob, Workload, WorkloadError};
+use pcie_pmu::validate::{Dir, Row};
 use pcie_pmu::{Accumulator, CounterId, CounterSource, PerfEvents, ResolvedEvent, System};
-use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 #[derive(Debug, Args)]
@@ -36,10 +37,10 @@ pub struct ValidateArgs {
     /// Jobs submitting in parallel
     #[arg(long, default_value = "4")]
     numjobs: String,
-    /// Stop submitting after this long (20s unless --size is given)
+    /// Run this long, time-based (20s unless --size is given)
     #[arg(long, conflicts_with = "size")]
     runtime: Option<String>,
-    /// Bytes each job moves (fio's size, e.g. 2G)
+    /// Bytes each job moves (fio's size, e.g. 2G: 4 jobs move 8G)
     #[arg(long)]
     size: Option<String>,
     /// Payload events to compare: rx, tx, or rx,tx (both share the port's one counter)
@@ -62,29 +63,6 @@ pub struct ValidateArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
-}
-
-/// Direction of a payload event: `rx` device to host, `tx` host to device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dir {
-    Rx,
-    Tx,
-}
-
-impl Dir {
-    fn name(self) -> &'static str {
-        match self {
-            Dir::Rx => "rx",
-            Dir::Tx => "tx",
-        }
-    }
-
-    fn metric(self) -> &'static str {
-        match self {
-            Dir::Rx => "rx_bytes",
-            Dir::Tx => "tx_bytes",
-        }
-    }
 }
 
 fn parse_events(text: &str) -> Result<Vec<Dir>, CliError> {
@@ -226,54 +204,17 @@ fn measure<S: CounterSource + ?Sized>(
     Ok((compared, (src.elapsed() - start).as_secs_f64()))
 }
 
-/// What a run counted: the events, the seconds counted, and the workload's read and written bytes.
+/// What a run counted: the events, the seconds counted, and what the workload reported.
 struct Run {
     compared: Vec<Compared>,
     secs: f64,
-    read: u64,
-    written: u64,
+    fio: FioStats,
 }
 
-/// One row of the study's table.
-#[derive(Debug, Serialize)]
-struct Row {
-    event: &'static str,
-    pmu: String,
-    pmu_event: String,
-    workload_bytes: u64,
-    pmu_bytes: f64,
-    /// `100 × (pmu − workload) / workload`; absent when the workload moved nothing this way.
-    error_pct: Option<f64>,
-    running_pct: f64,
-    raw: u64,
-    enabled_ns: u64,
-    running_ns: u64,
-}
-
-fn rows(compared: &[Compared], read_bytes: u64, write_bytes: u64) -> Vec<Row> {
-    compared
+fn rows(run: &Run) -> Vec<Row> {
+    run.compared
         .iter()
-        .map(|c| {
-            let t = c.acc.total();
-            let pmu_bytes = t.bytes(c.bytes_per_count).unwrap_or(0.0);
-            let workload_bytes = match c.dir {
-                Dir::Rx => read_bytes,
-                Dir::Tx => write_bytes,
-            };
-            Row {
-                event: c.dir.name(),
-                pmu: c.ev.pmu.clone(),
-                pmu_event: c.ev.event.clone().unwrap_or_default(),
-                workload_bytes,
-                pmu_bytes,
-                error_pct: (workload_bytes > 0)
-                    .then(|| 100.0 * (pmu_bytes - workload_bytes as f64) / workload_bytes as f64),
-                running_pct: t.running_pct(),
-                raw: t.raw,
-                enabled_ns: t.enabled_ns,
-                running_ns: t.running_ns,
-            }
-        })
+        .map(|c| Row::new(c.dir, &c.ev, &c.acc.total(), c.bytes_per_count, &run.fio))
         .collect()
 }
 
@@ -286,6 +227,10 @@ fn table(rows: &[Row], human: bool) -> Table {
             ("pmu_mb", "PMU MB"),
             ("error_pct", "Error %"),
             ("running_pct", "Counted %"),
+            ("workload_mib_s", "fio MiB/s"),
+            ("runtime_s", "Runtime s"),
+            ("clat_avg_ms", "clat avg ms"),
+            ("clat_stdev_ms", "clat stdev ms"),
         ])
     } else {
         Table::new(&[
@@ -299,6 +244,10 @@ fn table(rows: &[Row], human: bool) -> Table {
             ("raw", "raw"),
             ("enabled_ns", "enabled_ns"),
             ("running_ns", "running_ns"),
+            ("workload_mib_s", "workload_mib_s"),
+            ("runtime_s", "runtime_s"),
+            ("clat_avg_ms", "clat_avg_ms"),
+            ("clat_stdev_ms", "clat_stdev_ms"),
         ])
     };
     for r in rows {
@@ -311,6 +260,10 @@ fn table(rows: &[Row], human: bool) -> Table {
                 Cell::num(r.pmu_bytes / 1e6, 3),
                 err,
                 Cell::num(r.running_pct, 2),
+                Cell::num(r.workload_mib_s, 1),
+                Cell::num(r.runtime_s, 3),
+                Cell::num(r.clat_avg_ms, 3),
+                Cell::num(r.clat_stdev_ms, 3),
             ]
         } else {
             vec![
@@ -324,6 +277,11 @@ fn table(rows: &[Row], human: bool) -> Table {
                 Cell::Int(r.raw),
                 Cell::Int(r.enabled_ns),
                 Cell::Int(r.running_ns),
+                // Enough decimals for the simulator's nanoseconds.
+                Cell::num(r.workload_mib_s, 6),
+                Cell::num(r.runtime_s, 9),
+                Cell::num(r.clat_avg_ms, 6),
+                Cell::num(r.clat_stdev_ms, 6),
             ]
         });
     }
@@ -388,12 +346,14 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
             let events = payload_events(&sys, &j.port, &dirs)?;
             // The validated workload is the first; background ones may run on.
             let (compared, secs) = measure(&mut host, events, interval, |h| Ok(h.host().workload_finished(0)))?;
-            let (read, written) = host.host().workload_bytes(0);
+            let stats = host
+                .host()
+                .storage_stats(0)
+                .ok_or_else(|| CliError::Runtime("the validated workload is not a storage workload".into()))?;
             let run = Run {
                 compared,
                 secs,
-                read,
-                written,
+                fio: FioStats::from_sim(&stats),
             };
             (run, "simulated")
         }
@@ -405,7 +365,7 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
         }
     };
     let secs = run.secs;
-    let rows = rows(&run.compared, run.read, run.written);
+    let rows = rows(&run);
     Ok(match a.format {
         Format::Table => format!(
             "{}\n{}; {secs:.3} s {what}\n",
@@ -417,40 +377,16 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
     })
 }
 
-/// The block device whose sysfs path runs through one of `devices` (PCI addresses).
-fn block_device_below(root: &Path, devices: &[String]) -> Option<PathBuf> {
-    let mut names: Vec<_> = std::fs::read_dir(root.join("sys/block")).ok()?.flatten().collect();
-    names.sort_by_key(|e| e.file_name());
-    names.into_iter().find_map(|e| {
-        let real = std::fs::canonicalize(e.path()).ok()?;
-        let s = real.to_string_lossy();
-        devices
-            .iter()
-            .any(|d| s.contains(&format!("/{d}/")))
-            .then(|| PathBuf::from("/dev").join(e.file_name()))
-    })
-}
-
-/// Real counting while `fio --output-format=json` runs; returns fio's read and write bytes.
+/// Real counting while fio runs on `--filename` (or the block device below the port).
 fn perf(a: &ValidateArgs, j: &StorageJob, dirs: &[Dir], interval: Duration) -> Result<Run, CliError> {
     let sys = source::discover_perf(&a.source.sysfs)?;
     let events = payload_events(&sys, &j.port, dirs)?;
-    if let Err(e) = Command::new("fio").arg("--version").output() {
-        return Err(CliError::Runtime(format!(
-            "cannot run fio ({e}): install fio (e.g. apt install fio) or use --source sim"
-        )));
-    }
+    let fio_err = |e: fio::FioError| CliError::Runtime(e.to_string());
+    fio::check_installed().map_err(|e| CliError::Runtime(format!("{e} or use --source sim")))?;
     let filename = match &a.filename {
         Some(f) => f.clone(),
         None => {
-            let devices: Vec<String> = sys
-                .pcie_pmus()?
-                .iter()
-                .flat_map(|v| v.root_ports.iter())
-                .filter(|r| r.bdf.to_string() == j.port)
-                .flat_map(|r| r.devices.iter().map(|d| d.bdf.to_string()))
-                .collect();
-            let dev = block_device_below(&a.source.sysfs, &devices).ok_or_else(|| {
+            let dev = fio::block_device_below(&sys, &j.port)?.ok_or_else(|| {
                 CliError::Usage(format!(
                     "--port {}: no block device below this root port; give --filename",
                     j.port
@@ -466,84 +402,28 @@ fn perf(a: &ValidateArgs, j: &StorageJob, dirs: &[Dir], interval: Duration) -> R
             dev
         }
     };
-    let mut cmd = Command::new("fio");
-    cmd.args([
-        "--name=pcieperf-validate",
-        "--ioengine=libaio",
-        "--direct=1",
-        "--group_reporting",
-        "--output-format=json",
-    ])
-    .arg(format!("--filename={}", filename.display()))
-    .arg(format!("--rw={}", j.rw.name()))
-    .arg(format!("--bs={}", j.bs))
-    .arg(format!("--iodepth={}", j.iodepth))
-    .arg(format!("--numjobs={}", j.numjobs));
-    if let Some(r) = j.runtime {
-        cmd.arg(format!("--runtime={}ms", (r * 1000.0).round() as u64));
-    }
-    if let Some(s) = j.size {
-        cmd.arg(format!("--size={s}"));
-    }
-    // fio writes its report to a file (a pipe could fill up while nobody reads it); its
-    // messages go to our stderr.
-    let report = std::env::temp_dir().join(format!("pcieperf-validate-{}.json", std::process::id()));
-    cmd.arg(format!("--output={}", report.display()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
     let mut src = PerfEvents::new();
-    let mut child: Option<std::process::Child> = None;
-    let mut status = None;
+    let mut fio_run: Option<FioRun> = None;
+    let mut stats = None;
     let (compared, secs) = measure(&mut src, events, interval, |_| {
-        let ch = match child.as_mut() {
-            Some(c) => c,
-            None => {
-                // Started after the counters are open and read, so they see all of it.
-                child = Some(
-                    cmd.spawn()
-                        .map_err(|e| CliError::Runtime(format!("cannot run fio: {e}")))?,
-                );
-                return Ok(false);
-            }
+        let Some(run) = fio_run.as_mut() else {
+            // Started after the counters are open and read, so they see all of it.
+            fio_run = Some(FioRun::start(j, &filename).map_err(fio_err)?);
+            return Ok(false);
         };
-        status = ch
-            .try_wait()
-            .map_err(|e| CliError::Runtime(format!("waiting for fio: {e}")))?;
-        Ok(status.is_some())
-    })?;
-    let text = std::fs::read_to_string(&report);
-    let _ = std::fs::remove_file(&report);
-    match status {
-        Some(s) if s.success() => {}
-        s => {
-            return Err(CliError::Runtime(format!(
-                "fio failed ({}); its messages are above",
-                s.map_or("no status".to_string(), |s| s.to_string())
-            )))
+        match run.poll() {
+            None => Ok(false),
+            Some(r) => {
+                stats = Some(r.map_err(fio_err)?);
+                Ok(true)
+            }
         }
-    }
-    let text = text.map_err(|e| CliError::Runtime(format!("reading fio's report {}: {e}", report.display())))?;
-    let (read, written) = fio_bytes(&text)?;
+    })?;
     Ok(Run {
         compared,
         secs,
-        read,
-        written,
+        fio: stats.ok_or_else(|| CliError::Runtime("fio did not finish".into()))?,
     })
-}
-
-/// fio's read and write `io_bytes` from its JSON output (one group-reported job).
-fn fio_bytes(text: &str) -> Result<(u64, u64), CliError> {
-    // fio may print notes before the JSON object.
-    let json_start = text.find('{').unwrap_or(0);
-    let v: serde_json::Value = serde_json::from_str(&text[json_start..])
-        .map_err(|e| CliError::Runtime(format!("fio's JSON output does not parse: {e}")))?;
-    let jobs = v["jobs"]
-        .as_array()
-        .filter(|j| !j.is_empty())
-        .ok_or_else(|| CliError::Runtime("fio's JSON output has no jobs".into()))?;
-    let sum = |dir: &str| jobs.iter().filter_map(|j| j[dir]["io_bytes"].as_u64()).sum();
-    Ok((sum("read"), sum("write")))
 }
 
 #[cfg(test)]
@@ -551,13 +431,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn events_and_fio_output_parse() {
+    fn events_parse() {
         assert_eq!(parse_events("rx,tx").unwrap(), vec![Dir::Rx, Dir::Tx]);
         assert_eq!(parse_events("tx").unwrap(), vec![Dir::Tx]);
         let e = parse_events("rx,bytes").unwrap_err().to_string();
         assert!(e.contains("--events rx,bytes: \"bytes\" is not an event"), "{e}");
-        let out = "note: both iodepth >= 1 and synchronous I/O engine\n{\"jobs\": [{\"read\": {\"io_bytes\": 2097152}, \"write\": {\"io_bytes\": 1048576}}]}";
-        assert_eq!(fio_bytes(out).unwrap(), (2097152, 1048576));
-        assert!(fio_bytes("{\"jobs\": []}").is_err());
     }
 }
