@@ -19,7 +19,7 @@ fn num(r: &Value, k: &str) -> f64 {
 }
 
 #[test]
-fn multiplexed_rx_and_tx_stay_within_one_percent() {
+fn multiplexed_rx_and_tx_err_as_the_rotation_and_the_bursts_make_them() {
     for rw in ["read", "write", "readwrite"] {
         let rows = validate(&["--source", "sim", "--port", "00:02.0", "--rw", rw, "--runtime", "20s"]);
         assert_eq!(rows.len(), 2);
@@ -32,8 +32,13 @@ fn multiplexed_rx_and_tx_stay_within_one_percent() {
                 _ => true,
             };
             if carries {
-                assert!(num(r, "workload_bytes") > 5e9, "{rw}: {r}");
-                assert!(num(r, "error_pct").abs() <= 1.0, "{rw}: {r}");
+                assert!(num(r, "workload_bytes") > 2e9, "{rw}: {r}");
+                // Each rotation leaves the counter blind for a few microseconds of its 4 ms.
+                // Mixed, the link carries one command's data at a time, a read's up or a
+                // write's down, so what a 4 ms turn sees swings and the scaled count with it.
+                let e = num(r, "error_pct");
+                let bound = if rw == "readwrite" { -5.0..5.0 } else { -1.0..0.0 };
+                assert!(bound.contains(&e), "{rw}: {r}");
                 // fio's runtime ends when the last I/O submitted before 20 s completes.
                 let runtime = num(r, "runtime_s");
                 assert!((20.0..21.0).contains(&runtime), "{rw}: {r}");
@@ -68,7 +73,7 @@ fn table_csv_and_json_carry_the_same_fio_figures() {
             "pmu",
             "validate",
             "--source",
-            "sim",
+            "sim:yitian710-nvme",
             "--port",
             "00:01.0",
             "--runtime",
@@ -178,25 +183,36 @@ fn busy_neighbours_do_not_leak_into_the_port() {
         "rx",
     ];
     let alone = validate(&sata);
-    let neighbours = [
-        "--workload",
-        "port=00:01.0,rw=read,bs=128k,iodepth=32",
-        "--workload",
-        "port=00:03.0,rw=write",
-    ];
+    let neighbours = ["--workload", "port=b0:00.0,rx=80,tx=20"];
     let busy = validate(&[&sata[..], &neighbours[..]].concat());
     // Other ports have their own links and PMUs; the SATA port's run is the same I/O for I/O.
+    // (The NIC's 100 GbE traffic crosses root port b0:00.0, on the other die.)
     assert_eq!(alone[0]["workload_bytes"], busy[0]["workload_bytes"]);
     assert!(num(&busy[0], "error_pct").abs() < 0.01, "{}", busy[0]);
+}
+
+/// The NVMe host under the study's pre-upstream driver with the narrowed 32-bit throughput
+/// counter: a profile file inheriting `yitian710-nvme`.
+fn narrow_nvme(tag: &str) -> (Tree, String) {
+    let t = Tree::new(tag);
+    let file = t.path().join("narrow-nvme.toml");
+    std::fs::write(
+        &file,
+        "inherit = \"yitian710-nvme\"\n[pmu]\ndriver = \"pcie_bdf\"\nthroughput_bits = 32\n",
+    )
+    .unwrap();
+    let source = format!("sim:{}", file.display());
+    (t, source)
 }
 
 #[test]
 fn a_narrowed_32_bit_counter_wraps_and_stays_exact() {
     // pcie_bdf_* returns the 32-bit register in 16 B units: at the NVMe port's 6.9 GB/s it
     // wraps every 10 s.
+    let (_t, source) = narrow_nvme("narrow-validate");
     let rows = validate(&[
         "--source",
-        "sim:yitian710-narrow",
+        &source,
         "--port",
         "00:01.0",
         "--runtime",
@@ -229,7 +245,7 @@ fn list_and_stat_on_the_simulated_host() {
         "{table}"
     );
     assert!(
-        table.contains("dwc_rootport_13018") && table.contains("mlx5_core"),
+        table.contains("dwc_rootport_b000") && table.contains("mlx5_core"),
         "{table}"
     );
 
@@ -242,7 +258,7 @@ fn list_and_stat_on_the_simulated_host() {
         "--workload",
         "port=00:02.0,rw=read,bs=1M,iodepth=32",
         "--workload",
-        "port=0001:30:03.0,rx=40",
+        "port=0000:b0:00.0,rx=40",
         "-e",
         "dwc_rootport/rx_pcie_tlp_data_payload/",
         "--duration",
@@ -256,9 +272,9 @@ fn list_and_stat_on_the_simulated_host() {
     for r in rows {
         let g = num(r, "gbps");
         if r["pmu"] == "dwc_rootport_10" {
-            // The SATA SSD reads at 560 MB/s = 4.48 Gb/s once its first I/Os are in.
-            assert!((4.2..4.5).contains(&g), "{r}");
-        } else if r["pmu"] == "dwc_rootport_13018" {
+            // The SATA SSD reads at 545 MB/s = 4.36 Gb/s once its first I/Os are in.
+            assert!((4.1..4.4).contains(&g), "{r}");
+        } else if r["pmu"] == "dwc_rootport_b000" {
             // 40 Gb/s of 1500 B packets plus a 64 B completion each and an MSI-X per 64.
             assert!((41.6..41.8).contains(&g), "{r}");
         } else {
@@ -270,11 +286,12 @@ fn list_and_stat_on_the_simulated_host() {
 #[test]
 fn stat_carries_the_wraps_of_a_narrow_counter() {
     // 25 s at 6.9 GB/s is 2.5 wraps of a 32-bit counter of 16 B units; read every second.
+    let (_t, source) = narrow_nvme("narrow-stat");
     let out = ok(&[
         "pmu",
         "stat",
         "--source",
-        "sim:yitian710-narrow",
+        &source,
         "--fast",
         "--workload",
         "port=00:01.0,rw=read,bs=1M,iodepth=64",
@@ -319,7 +336,8 @@ fn bad_input_exits_2_and_names_it() {
             sim(&["--port", "00:09.0"]),
             &["0000:00:09.0", "no such root port", "0000:00:02.0"],
         ),
-        (sim(&["--port", "30:03.0"]), &["cx5", "0000:00:02.0"]),
+        (sim(&["--port", "b0:00.0"]), &["cx5", "0000:00:02.0"]),
+        (sim(&["--port", "30:03.0"]), &["empty", "0000:00:02.0"]),
         (sim(&["--port", "x"]), &["--port x"]),
         (sim(&["--rw", "randread"]), &["--rw randread", "read, write, readwrite"]),
         (sim(&["--bs", "1000"]), &["--bs 1000", "multiple of 512"]),
@@ -331,9 +349,10 @@ fn bad_input_exits_2_and_names_it() {
         (sim(&["-I", "0"]), &["-I 0"]),
         (sim(&["--workload", "port=00:02.0"]), &["validated port 0000:00:02.0"]),
         (sim(&["--workload", "port=00:01.0,bs=3"]), &["bs=3"]),
+        (sim(&["--workload", "port=00:01.0,bs=4k"]), &["usb", "0000:00:02.0"]),
         (
             sim(&["--source", "sim:pentium"]),
-            &["sim:pentium", "yitian710, yitian710-narrow"],
+            &["sim:pentium", "yitian710, yitian710-narrow, yitian710-nvme"],
         ),
         (sim(&["--source", "simulator"]), &["--source simulator"]),
         (sim(&["--sysfs", root]), &["--sysfs"]),
@@ -345,7 +364,7 @@ fn bad_input_exits_2_and_names_it() {
             stat_workload("port=00:02.0,rw=trim"),
             &["rw=trim", "read, write, readwrite"],
         ),
-        (stat_workload("port=30:03.0,rx=400"), &["rx=400", "0 to 100"]),
+        (stat_workload("port=b0:00.0,rx=400"), &["rx=400", "0 to 100"]),
         (
             ["pmu", "stat", "-e", "msr/tsc/", "--workload", "port=00:02.0"]
                 .map(String::from)
