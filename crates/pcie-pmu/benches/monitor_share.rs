@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let secs: u64 = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(60);
-    let profile = PmuHostProfile::load("yitian710").expect("built-in profile");
+    let profile = PmuHostProfile::load("yitian710-nvme").expect("built-in profile");
     // Every port with a device is busy: storage ports with fio-like jobs, NIC ports with
     // 50 Gb/s each way.
     let jobs: Vec<Workload> = profile

@@ -17,9 +17,10 @@ const HOSTS: [&str; 3] = [
     include_str!("../../../../data/profiles/gen5-server.toml"),
 ];
 const DEVICES: [&str; 1] = [include_str!("../../../../data/profiles/nfp6000.toml")];
-const PMU_HOSTS: [&str; 2] = [
+const PMU_HOSTS: [&str; 3] = [
     include_str!("../../../../data/profiles/yitian710.toml"),
     include_str!("../../../../data/profiles/yitian710-narrow.toml"),
+    include_str!("../../../../data/profiles/yitian710-nvme.toml"),
 ];
 
 const PROFILE_TOKENS: [&str; 16] = [

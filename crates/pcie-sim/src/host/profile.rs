@@ -559,6 +559,44 @@ mod tests {
     }
 
     #[test]
+    fn functions_and_integrated_endpoints_are_checked() {
+        let base = "inherit = \"yitian710\"\n";
+        let e = |extra: &str| {
+            PmuHostProfile::parse("f.toml", &format!("{base}{extra}"))
+                .unwrap_err()
+                .to_string()
+        };
+        let err = e("[[rciep]]\nbdf = \"0000:7c:00.0\"\ndevice = \"gpu\"\n");
+        assert!(
+            err.contains("rciep[0].device = \"gpu\": must be one of sata, cx5"),
+            "{err}"
+        );
+        let err = e("[[rciep]]\nbdf = \"7c:00.0\"\ndevice = \"acc\"\n");
+        assert!(
+            err.contains("rciep[0].bdf = \"7c:00.0\": must be dddd:bb:dd.f"),
+            "{err}"
+        );
+        // A function of a port needs the port's device, and a port's device needs a link.
+        let port = "[[port]]\nbdf = \"0000:00:00.0\"\ndie = 0\ngen = 5\nlanes = 4\n";
+        let err = e(&format!(
+            "{port}[[port.function]]\nbdf = \"0000:01:00.1\"\ndevice = \"usb\"\n"
+        ));
+        assert!(
+            err.contains("port[0].function: functions need the port's device"),
+            "{err}"
+        );
+        let err = e(&format!("{port}device = \"acc\"\ndevice_bdf = \"0000:01:00.0\"\n"));
+        assert!(
+            err.contains("device[5] (acc).gen = 0: must be one of 1, 2, 3, 4, 5, 6"),
+            "{err}"
+        );
+        let y = PmuHostProfile::load("yitian710").unwrap();
+        assert_eq!(y.rcieps.len(), 4);
+        let b0 = y.ports.iter().find(|p| p.bdf == "0000:b0:00.0").unwrap();
+        assert_eq!((b0.device.as_deref(), b0.functions.len()), (Some("cx5"), 1));
+    }
+
+    #[test]
     fn bdfs_parse() {
         assert_eq!(parse_bdf("0001:30:03.0"), Some((1, 0x30, 3, 0)));
         assert_eq!(parse_bdf("00:02.0"), None);
