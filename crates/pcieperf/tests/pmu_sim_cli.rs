@@ -412,3 +412,70 @@ fn bad_input_exits_2_and_names_it() {
         assert!(e.contains("no block device below this root port"), "{e}");
     }
 }
+
+#[test]
+fn the_studys_machine_lists_its_18_pmus_and_devices_in_json() {
+    let out = ok(&["pmu", "list", "--source", "sim:yitian710-narrow", "--format", "json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let pmus = v["pcie_pmus"].as_array().unwrap();
+    let names: Vec<&str> = pmus.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    let mut want = vec!["pcie_bdf_0", "pcie_bdf_100", "pcie_bdf_200", "pcie_bdf_300"];
+    let quads = [
+        "100000", "100100", "100200", "100300", "300000", "300100", "300200", "300300",
+    ];
+    let more = ["800000", "800100", "800200", "800300", "980000", "b00000"];
+    let rest: Vec<String> = quads.iter().chain(&more).map(|n| format!("pcie_bdf_{n}")).collect();
+    want.extend(rest.iter().map(String::as_str));
+    assert_eq!(names, want);
+    // (PMU, its root port, the functions below it with their ids and links).
+    let below = |name: &str| -> (String, Vec<(String, String, Value)>) {
+        let p = pmus.iter().find(|p| p["name"] == name).unwrap();
+        let rp = &p["root_ports"][0];
+        let devices = rp["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d["bdf"].as_str().unwrap().to_string(),
+                    d["id"].as_str().unwrap().to_string(),
+                    d["link"].clone(),
+                )
+            })
+            .collect();
+        (rp["bdf"].as_str().unwrap().to_string(), devices)
+    };
+    let dev =
+        |b: &str, id: &str, link: Option<&str>| (b.to_string(), id.to_string(), link.map_or(Value::Null, Value::from));
+    assert_eq!(
+        below("pcie_bdf_0"),
+        (
+            "0000:00:00.0".to_string(),
+            vec![
+                dev("0000:01:00.0", "1a03:1150", Some("5.0 GT/s PCIe x1")),
+                dev("0000:02:00.0", "1a03:2000", None)
+            ]
+        )
+    );
+    assert_eq!(
+        below("pcie_bdf_100").1,
+        vec![dev("0000:03:00.0", "1912:0014", Some("5.0 GT/s PCIe x1"))]
+    );
+    assert_eq!(
+        below("pcie_bdf_200").1,
+        vec![dev("0000:04:00.0", "1b4b:9235", Some("5.0 GT/s PCIe x2"))]
+    );
+    assert_eq!(
+        below("pcie_bdf_b00000").1,
+        vec![
+            dev("0000:b1:00.0", "15b3:1017", Some("8.0 GT/s PCIe x16")),
+            dev("0000:b1:00.1", "15b3:1017", Some("8.0 GT/s PCIe x16"))
+        ]
+    );
+    assert_eq!(below("pcie_bdf_980000"), ("0000:98:00.0".to_string(), vec![]));
+    let numa: Vec<u64> = pmus
+        .iter()
+        .map(|p| p["root_ports"][0]["numa_node"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numa, [[0; 12].as_slice(), &[1; 6]].concat());
+}
