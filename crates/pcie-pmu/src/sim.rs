@@ -325,7 +325,10 @@ mod tests {
 
     /// The study's machine (issue 12): root port, PMU names upstream and pre-upstream, and the
     /// functions below it with their ids and links.
-    const STUDY: [(&str, &str, &str, &[(&str, &str, Option<&str>)]); 18] = [
+    /// A function below a port: address, `vendor:device`, current link.
+    type Function = (&'static str, &'static str, Option<&'static str>);
+
+    const STUDY: [(&str, &str, &str, &[Function]); 18] = [
         (
             "0000:00:00.0",
             "dwc_rootport_0",

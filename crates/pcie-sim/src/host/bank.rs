@@ -133,9 +133,7 @@ struct PortCounters {
 #[derive(Debug, Clone)]
 pub struct Bank {
     spec: PmuSpec,
-    mux: Ps,
-    /// How long the counter counts nothing after each rotation.
-    blind: Ps,
+    turns: Turns,
     ports: Vec<PortCounters>,
     events: Vec<Event>,
 }
@@ -197,8 +195,10 @@ impl Bank {
     pub fn new(spec: &PmuSpec, ports: usize) -> Bank {
         Bank {
             spec: spec.clone(),
-            mux: ((spec.mux_interval_ms * 1e9) as Ps).max(1),
-            blind: (spec.config_access_ns * 1000.0 * SWITCH_ACCESSES as f64) as Ps,
+            turns: Turns {
+                mux: ((spec.mux_interval_ms * 1e9) as Ps).max(1),
+                blind: (spec.config_access_ns * 1000.0 * SWITCH_ACCESSES as f64) as Ps,
+            },
             ports: vec![PortCounters::default(); ports],
             events: Vec::new(),
         }
@@ -216,10 +216,10 @@ impl Bank {
             // No link: only cycle counts move; give them out turn by turn below.
             let none = &mut |_| (Tally::default(), Tally::default());
             let none_dllps = DllpRates::default();
-            return advance_turns(p, &mut self.events, self.mux, self.blind, t, clock, &none_dllps, none);
+            return advance_turns(p, &mut self.events, self.turns, t, clock, &none_dllps, none);
         };
         let PortLink { rx, tx, dllps } = link;
-        advance_turns(p, &mut self.events, self.mux, self.blind, t, clock, &dllps, &mut |x| {
+        advance_turns(p, &mut self.events, self.turns, t, clock, &dllps, &mut |x| {
             (rx.at(x), tx.at(x))
         });
     }
@@ -270,11 +270,18 @@ impl Bank {
 /// a read-modify-write).
 pub const SWITCH_ACCESSES: u32 = 5;
 
+/// How events sharing a counter take turns: the rotation period, and how long the counter
+/// counts nothing after each rotation.
+#[derive(Debug, Clone, Copy)]
+struct Turns {
+    mux: Ps,
+    blind: Ps,
+}
+
 fn advance_turns(
     p: &mut PortCounters,
     events: &mut [Event],
-    mux: Ps,
-    blind: Ps,
+    Turns { mux, blind }: Turns,
     t: Ps,
     clock: f64,
     dllps: &DllpRates,
