@@ -57,6 +57,26 @@ impl Generation {
         }
     }
 
+    /// The generation whose rate a sysfs `current_link_speed`/`max_link_speed` text gives
+    /// (`8.0 GT/s PCIe`, `2.5 GT/s`); `None` for `Unknown` or a rate no generation signals.
+    pub fn from_sysfs_speed(text: &str) -> Option<Generation> {
+        let gt: f64 = text.split_whitespace().next()?.parse().ok()?;
+        Generation::ALL.into_iter().find(|g| (g.gt_per_s() - gt).abs() < 0.05)
+    }
+
+    /// The kernel's text for this generation's rate (`8.0 GT/s PCIe`), as sysfs shows it.
+    pub fn sysfs_speed(self) -> &'static str {
+        match self {
+            Generation::Gen1 => "2.5 GT/s PCIe",
+            Generation::Gen2 => "5.0 GT/s PCIe",
+            Generation::Gen3 => "8.0 GT/s PCIe",
+            Generation::Gen4 => "16.0 GT/s PCIe",
+            Generation::Gen5 => "32.0 GT/s PCIe",
+            Generation::Gen6 => "64.0 GT/s PCIe",
+            Generation::Gen7 => "128.0 GT/s PCIe",
+        }
+    }
+
     pub fn encoding(self) -> Encoding {
         match self {
             Generation::Gen1 | Generation::Gen2 => Encoding::B8b10b,
@@ -103,6 +123,18 @@ impl FromStr for Generation {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn sysfs_speed_texts_round_trip() {
+        for g in Generation::ALL {
+            assert_eq!(Generation::from_sysfs_speed(g.sysfs_speed()), Some(g));
+        }
+        assert_eq!(Generation::Gen1.sysfs_speed(), "2.5 GT/s PCIe");
+        assert_eq!(Generation::from_sysfs_speed("16 GT/s"), Some(Generation::Gen4));
+        for bad in ["Unknown", "", "7.0 GT/s PCIe", "x GT/s"] {
+            assert_eq!(Generation::from_sysfs_speed(bad), None, "{bad}");
+        }
+    }
     use super::*;
 
     #[test]

@@ -12,6 +12,7 @@ use crate::counter::{CounterError, CounterId, CounterSource, Reading};
 use crate::event_spec::ResolvedEvent;
 use crate::sysfs_writer::{dwc_pmu, DwcVariant, SysfsWriter};
 use crate::{PmuError, System};
+use pcie_model::Generation;
 pub use pcie_sim::host::profile::{builtin_pmu_hosts, PmuHostProfile};
 use pcie_sim::host::profile::{parse_bdf, DeviceSpec, PmuDriver, PortSpec};
 pub use pcie_sim::host::workload::{self, StorageJob, Workload, WorkloadError};
@@ -32,16 +33,9 @@ pub fn pmu_name(driver: PmuDriver, bdf: &str) -> Option<String> {
     })
 }
 
-/// sysfs `current_link_speed` text of a generation.
+/// sysfs `current_link_speed` text of a generation number (1 to 6, as profiles check).
 fn speed(gen: u32) -> &'static str {
-    [
-        "2.5 GT/s PCIe",
-        "5.0 GT/s PCIe",
-        "8.0 GT/s PCIe",
-        "16.0 GT/s PCIe",
-        "32.0 GT/s PCIe",
-        "64.0 GT/s PCIe",
-    ][gen.clamp(1, 6) as usize - 1]
+    Generation::ALL[gen.clamp(1, 6) as usize - 1].sysfs_speed()
 }
 
 /// Write the host's sysfs tree.

@@ -170,16 +170,7 @@ impl PciDevice {
     /// The link as the model describes it, when the device's speed, width, MPS and MRRS are
     /// all known (nothing else is guessed: the rest are the model's defaults).
     pub fn link_config(&self) -> Option<LinkConfig> {
-        let speed: f64 = self
-            .current_link_speed
-            .as_deref()?
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()?;
-        let gen = Generation::ALL
-            .into_iter()
-            .find(|g| (g.gt_per_s() - speed).abs() < 0.1)?;
+        let gen = Generation::from_sysfs_speed(self.current_link_speed.as_deref()?)?;
         LinkConfig::new(&LinkParams {
             gen,
             lanes: self.current_link_width?,

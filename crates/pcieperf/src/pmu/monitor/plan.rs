@@ -15,8 +15,7 @@ pub struct LinkModel {
 
 impl LinkModel {
     pub fn of(speed: &str, lanes: u32) -> Option<LinkModel> {
-        let gt: f64 = speed.split_whitespace().next()?.parse().ok()?;
-        let gen = Generation::ALL.into_iter().find(|g| (g.gt_per_s() - gt).abs() < 0.01)?;
+        let gen = Generation::from_sysfs_speed(speed)?;
         let cfg = LinkConfig::new(&LinkParams {
             gen,
             lanes,
@@ -24,7 +23,7 @@ impl LinkModel {
         })
         .ok()?;
         Some(LinkModel {
-            raw_gbps: gt * gen.encoding().efficiency() * lanes as f64,
+            raw_gbps: gen.gt_per_s() * gen.encoding().efficiency() * lanes as f64,
             rx_gbps: stream(&cfg, Op::Wr, 4096, 0).ok()?.payload.0,
             tx_gbps: stream(&cfg, Op::Rd, 4096, 0).ok()?.payload.0,
         })
