@@ -39,8 +39,8 @@ pub struct ManArgs {
     /// The command whose page to print, e.g. `bench run` or `bench-run`; none: pcieperf(1)
     #[arg(value_name = "COMMAND")]
     command: Vec<String>,
-    /// Write every page (pcieperf.1, pcieperf-bench.1, pcieperf-bench-run.1, ...) into DIR
-    /// instead, and print the paths written
+    /// Write every page (pcieperf.1, pcieperf-bench.1, pcieperf-bench-run.1, ...) into DIR,
+    /// created if missing, instead, and print the paths written
     #[arg(long, value_name = "DIR", conflicts_with = "command")]
     out_dir: Option<PathBuf>,
 }
@@ -62,11 +62,11 @@ pub fn completions(args: &CompletionsArgs) -> Result<String, CliError> {
 pub fn man(args: &ManArgs) -> Result<String, CliError> {
     let pages = pages();
     if let Some(dir) = &args.out_dir {
+        let failed = |e: std::io::Error| CliError::Runtime(format!("--out-dir {}: {e}", dir.display()));
+        std::fs::create_dir_all(dir).map_err(failed)?;
         let mut written = String::new();
         for page in &pages {
-            let path = manual(page.clone())
-                .generate_to(dir)
-                .map_err(|e| CliError::Runtime(format!("--out-dir {}: {e}", dir.display())))?;
+            let path = manual(page.clone()).generate_to(dir).map_err(failed)?;
             written.push_str(&format!("{}\n", path.display()));
         }
         return Ok(written);
