@@ -5,6 +5,7 @@ mod error;
 mod model;
 mod output;
 mod pmu;
+mod shell;
 
 use clap::{Parser, Subcommand};
 use error::CliError;
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(
     name = "pcieperf",
-    version,
+    version = env!("PCIEPERF_VERSION"),
     about = "PCIe performance on end hosts: link model, DMA benchmarks, PMU monitoring"
 )]
 struct Cli {
@@ -33,6 +34,10 @@ enum Command {
     /// PCIe PMUs on Linux: discovery, root ports, events and metrics
     #[command(subcommand)]
     Pmu(pmu::PmuCmd),
+    /// Print a shell completion script (bash, zsh or fish) on stdout
+    Completions(shell::CompletionsArgs),
+    /// Print the man page (roff) of pcieperf or of one of its commands on stdout
+    Man(shell::ManArgs),
 }
 
 fn run(cli: &Cli) -> Result<String, CliError> {
@@ -40,6 +45,8 @@ fn run(cli: &Cli) -> Result<String, CliError> {
         Command::Model(cmd) => model::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Pmu(cmd) => pmu::run(cmd),
+        Command::Completions(args) => shell::completions(args),
+        Command::Man(args) => shell::man(args),
     }
 }
 
