@@ -199,11 +199,11 @@ impl fmt::Display for Numa {
 
 impl FromStr for Numa {
     type Err = ParamError;
-    /// `dev=0,mem=1,cpu=1` (any order, missing keys are 0) or pcie-bench's `s0-s1-s1`.
+    /// `dev=0,mem=1,cpu=1` (any order, each key at most once; `dev` defaults to 0, `mem` and
+    /// `cpu` to the device's socket) or pcie-bench's `s0-s1-s1`.
     fn from_str(s: &str) -> Result<Numa, ParamError> {
         let bad = || ParamError::new("numa", s, "must be like dev=0,mem=1,cpu=1 or s0-s1-s1 (sockets 0-7)");
         let socket = |t: &str| t.parse::<u8>().ok().filter(|n| *n < 8).ok_or_else(bad);
-        let mut n = Numa::default();
         if let Some(parts) = s.strip_prefix('s').map(|r| r.split("-s").collect::<Vec<_>>()) {
             if parts.len() != 3 {
                 return Err(bad());
@@ -214,16 +214,25 @@ impl FromStr for Numa {
                 cpu: socket(parts[2])?,
             });
         }
+        let [mut dev, mut mem, mut cpu] = [None; 3];
         for kv in s.split(',') {
             let (k, v) = kv.split_once('=').ok_or_else(bad)?;
-            match k.trim() {
-                "dev" => n.dev = socket(v.trim())?,
-                "mem" => n.mem = socket(v.trim())?,
-                "cpu" => n.cpu = socket(v.trim())?,
+            let slot = match k.trim() {
+                "dev" => &mut dev,
+                "mem" => &mut mem,
+                "cpu" => &mut cpu,
                 _ => return Err(bad()),
+            };
+            if slot.replace(socket(v.trim())?).is_some() {
+                return Err(ParamError::new("numa", s, format!("{} is given twice", k.trim())));
             }
         }
-        Ok(n)
+        let dev = dev.unwrap_or(0);
+        Ok(Numa {
+            dev,
+            mem: mem.unwrap_or(dev),
+            cpu: cpu.unwrap_or(dev),
+        })
     }
 }
 
@@ -563,6 +572,15 @@ mod tests {
             Numa { dev: 0, mem: 1, cpu: 1 }
         );
         assert!("mem=9".parse::<Numa>().is_err());
+        // Memory and CPU not named are the device's socket's; naming a key twice is an error.
+        assert_eq!("dev=1".parse::<Numa>().unwrap(), Numa { dev: 1, mem: 1, cpu: 1 });
+        assert_eq!("dev=1,cpu=0".parse::<Numa>().unwrap(), Numa { dev: 1, mem: 1, cpu: 0 });
+        assert_eq!("mem=1".parse::<Numa>().unwrap(), Numa { dev: 0, mem: 1, cpu: 0 });
+        assert_eq!(
+            "dev=0,mem=1,dev=1".parse::<Numa>().unwrap_err().to_string(),
+            "numa dev=0,mem=1,dev=1: dev is given twice"
+        );
+        assert!("cpu=1,cpu=1".parse::<Numa>().is_err());
         assert!("s0-s1".parse::<Numa>().is_err());
         assert!("gpu=1".parse::<Numa>().is_err());
     }

@@ -2,11 +2,28 @@
 //! the NFP-6000 it was measured with.
 
 use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
-use crate::params::{CacheState, Iommu, Pattern, TestKind, TestParams};
+use crate::params::{CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams};
 use pcie_sim::{mix_seed, CachePrep, Measured, Op, ProfileError, Simulator, Workload};
 
 pub const DEFAULT_HOST: &str = "e5-2637v3";
 pub const DEFAULT_DEVICE: &str = "nfp6000";
+
+/// Sockets of the simulated host: the device's and the one across the socket link
+/// (`memory.remote_ns` away).
+pub const SOCKETS: u8 = 2;
+
+/// Refuses a placement on a socket the simulated host does not have.
+pub fn check_numa(numa: Numa) -> Result<(), ParamError> {
+    if [numa.dev, numa.mem, numa.cpu].iter().all(|s| *s < SOCKETS) {
+        Ok(())
+    } else {
+        Err(ParamError::new(
+            "numa",
+            numa,
+            format!("the simulated host has {SOCKETS} sockets: dev, mem and cpu must be 0 or 1"),
+        ))
+    }
+}
 
 /// A simulated host and device.
 #[derive(Debug)]
@@ -116,10 +133,12 @@ impl Backend for SimBackend {
     }
 
     fn run(&self, t: &TestParams, seed: u64) -> Result<Outcome, BackendError> {
-        t.check(self.sim.device.dma.max_transfer).map_err(|e| BackendError {
-            test: format!("{} size {}", t.kind, t.size),
-            message: e.to_string(),
-        })?;
+        t.check(self.sim.device.dma.max_transfer)
+            .and_then(|()| check_numa(t.numa))
+            .map_err(|e| BackendError {
+                test: format!("{} size {}", t.kind, t.size),
+                message: e.to_string(),
+            })?;
         let cycle_ps = self.sim.cycle_ps();
         Ok(match self.sim.run(&workload(t), test_seed(seed, t)) {
             Measured::Latency { cycles, total_cycles } => Outcome::Latency(LatencySamples {

@@ -172,7 +172,7 @@ struct Costs {
 }
 
 impl Costs {
-    fn new(host: &HostProfile, dev: &DeviceProfile, remote_line: Ps) -> Costs {
+    fn new(host: &HostProfile, dev: &DeviceProfile) -> Costs {
         let (rc, dma) = (&host.root_complex, &dev.dma);
         Costs {
             issue: ps(dma.issue_ns),
@@ -183,7 +183,7 @@ impl Costs {
             wire: ps(host.link.wire_ns),
             half_fixed: ps(rc.fixed_ns) / 2,
             request: ps(rc.request_ns),
-            line: ps(rc.line_ns) + remote_line,
+            line: ps(rc.line_ns),
             write_line: ps(rc.write_line_ns),
             commit: ps(rc.write_commit_ns),
             own: rc.write_own_ns.map(ps),
@@ -227,14 +227,17 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
     let rounds = (requests / d.read_tags as f64).ceil();
     let wire_bytes = 4.0 * size + 64.0 * (requests + tlps + completions);
     let link_ns = 2.0 * wire_bytes * 8.0 / pcie_model::capacity(link).0;
-    let latency = m.llc_hit.max_ns.max(m.dram.max_ns).max(m.io_line.max_ns) + 2.0 * m.remote_ns;
+    // A line is on one socket: at most one hop to reach it.
+    let latency = m.llc_hit.max_ns.max(m.dram.max_ns).max(m.io_line.max_ns) + m.remote_ns;
     let own = rc.write_own_ns.map_or(0.0, |o| {
         o + spans * rc.write_own_line_ns + m.llc_hit.mode_ns.max(m.dram.mode_ns).max(m.io_line.mode_ns) + m.remote_ns
     });
     let walk = io.walk_ns + io.walk_busy_ns + m.dram_tail.max_ns;
     let hiccup = m.dram_tail.max_ns.max(host.cpu.wake.max_ns);
     let fabric_line = rc.line_ns + m.remote_line_ns;
-    let commit = host.link.wire_ns + spans * (rc.write_line_ns + m.ddio_allocate_ns) + rc.write_commit_ns + own;
+    // Without an ownership term the hop to a remote owner is the commit's.
+    let commit =
+        host.link.wire_ns + spans * (rc.write_line_ns + m.ddio_allocate_ns) + rc.write_commit_ns + m.remote_ns + own;
     let accept = d.issue_ns + d.bus_dma_ns + lines * d.bus_line_ns + d.jitter.max_ns;
     let write = accept
         + (d.write_dma_ns + tlps * d.write_tlp_ns + lines * d.write_line_ns + d.write_slow_ns).max(d.write_min_ns)
@@ -296,10 +299,13 @@ pub struct Machine<'a> {
     replayer: Server,
     llc: Llc,
     iotlb: Option<Iotlb>,
-    remote_ps: Ps,
     costs: Costs,
-    /// A snoop to the other socket when the warming core is not on the device's socket.
-    cpu_remote_ps: Ps,
+    /// The socket-link hop from the device's root complex to where a line is, by [`LineState`]
+    /// in its declaration order: a core's line in the warming CPU's LLC, a DDIO line in the
+    /// device socket's LLC, any other in its home memory. Zero where that is the device's socket.
+    hop_by_state: [Ps; 3],
+    /// What the remote socket's read pipeline adds per line fetched across the link, likewise.
+    hop_line_by_state: [Ps; 3],
     tlp: TlpTimes,
     /// [`Machine::own_latency`] by [`LineState`], in its declaration order.
     own_by_state: [Ps; 3],
@@ -327,7 +333,15 @@ impl<'a> Machine<'a> {
             ps_per_byte: 8000.0 / cap,
         };
         let llc_lines = (host.memory.llc_bytes / LINE) as usize;
-        let cpu_remote_ps = if w.remote_cpu { ps(host.memory.remote_ns) } else { 0 };
+        // Is the line in this state on the other socket?
+        let remote = |state| match state {
+            LineState::Memory => w.remote_memory,
+            LineState::Cpu => w.remote_cpu,
+            LineState::Io => false,
+        };
+        let states = [LineState::Memory, LineState::Cpu, LineState::Io];
+        let hop_by_state = states.map(|s| if remote(s) { ps(host.memory.remote_ns) } else { 0 });
+        let hop_line_by_state = states.map(|s| if remote(s) { ps(host.memory.remote_line_ns) } else { 0 });
         let mut m = Machine {
             host,
             dev,
@@ -349,25 +363,18 @@ impl<'a> Machine<'a> {
             iotlb: w
                 .iommu_page
                 .map(|p| Iotlb::new(BUFFER_BYTES, p, host.iommu.iotlb_entries as usize)),
-            remote_ps: if w.remote_memory { ps(host.memory.remote_ns) } else { 0 },
-            costs: Costs::new(
-                host,
-                dev,
-                if w.remote_memory {
-                    ps(host.memory.remote_line_ns)
-                } else {
-                    0
-                },
-            ),
-            cpu_remote_ps,
+            costs: Costs::new(host, dev),
+            hop_by_state,
+            hop_line_by_state,
             tlp: TlpTimes::new(link, wire.ps_per_byte),
-            own_by_state: [LineState::Memory, LineState::Cpu, LineState::Io].map(|state| {
+            own_by_state: states.map(|state| {
                 let m = &host.memory;
-                match state {
-                    LineState::Cpu => ps(m.llc_hit.mode_ns) + cpu_remote_ps,
+                let typical = match state {
+                    LineState::Cpu => ps(m.llc_hit.mode_ns),
                     LineState::Io => ps(m.io_line.mode_ns),
                     LineState::Memory => ps(m.dram.mode_ns),
-                }
+                };
+                typical + hop_by_state[state as usize]
             }),
             llc_hit: Sampler::triangular(&host.memory.llc_hit),
             llc_hit_max: Vec::new(),
@@ -468,18 +475,34 @@ impl<'a> Machine<'a> {
         }
         let spread = &self.host.memory.llc_hit;
         let sampler = self.llc_hit_max[n - 1].get_or_insert_with(|| Sampler::triangular_max(spread, n as u32));
-        sampler.draw(&mut self.rng) + self.cpu_remote_ps + self.remote_ps
+        sampler.draw(&mut self.rng) + self.hop_by_state[LineState::Cpu as usize]
     }
 
     /// [`Machine::line_latency`] and where the line is.
     fn line_latency_in(&mut self, line: u64) -> (Ps, LineState) {
         let state = self.llc.state(line as u32);
         let base = match state {
-            LineState::Cpu => self.llc_hit.draw(&mut self.rng) + self.cpu_remote_ps,
+            LineState::Cpu => self.llc_hit.draw(&mut self.rng),
             LineState::Io => self.io_line.draw(&mut self.rng),
             LineState::Memory => self.dram.draw(&mut self.rng),
         };
-        (base + self.remote_ps, state)
+        (base + self.hop_by_state[state as usize], state)
+    }
+
+    /// The hop to where `line` is (its owner, for a write).
+    fn hop(&self, line: u64) -> Ps {
+        self.hop_by_state[self.llc.state(line as u32) as usize]
+    }
+
+    /// What the remote read pipeline adds to `lines` lines from `first` on (0 when all are on
+    /// the device's socket).
+    fn hop_lines(&self, first: u64, lines: u64) -> Ps {
+        if self.hop_line_by_state == [0; 3] {
+            return 0;
+        }
+        (first..first + lines)
+            .map(|l| self.hop_line_by_state[self.llc.state(l as u32) as usize])
+            .sum()
     }
 
     /// How long the memory system takes to grant a posted write ownership of `line`: the typical
@@ -559,7 +582,8 @@ impl<'a> Machine<'a> {
             self.down.owe(mrd.dllps);
             let arrival = sent + wire + half_fixed;
             let lines = (addr + len as u64 - 1) / LINE - addr / LINE + 1;
-            let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines, 0).1;
+            let busy = req_ps + line_ps * lines + self.hop_lines(addr / LINE, lines);
+            let translated = self.enter_fabric(arrival, addr, busy, 0).1;
             let translated = translated.max(not_before);
             let mut ready = translated;
             let mut last_arrival = translated;
@@ -571,7 +595,7 @@ impl<'a> Machine<'a> {
             for (caddr, clen) in split_completions(self.link, addr, len) {
                 let first = caddr / LINE;
                 let last = (caddr + clen as u64 - 1) / LINE;
-                asked += line_ps * (last - first + 1);
+                asked += line_ps * (last - first + 1) + self.hop_lines(first, last - first + 1);
                 // Lines a core wrote are snooped in its caches line by line: a completion waits
                 // for the slowest of its lines.
                 let latency = if state == LineState::Cpu && last > first {
@@ -624,8 +648,9 @@ impl<'a> Machine<'a> {
             // Ownership of the lines is granted after their memory latency: the LLC's if cached,
             // DRAM's if not (where the line was before this write). Lines not yet in the LLC
             // need a DDIO allocation (and evict an older IO line).
-            let (mut slowest_own, mut allocated) = (0, 0);
+            let (mut slowest_own, mut allocated, mut hop) = (0, 0, 0);
             for (k, l) in (first..=last).enumerate() {
+                hop = hop.max(self.hop(l));
                 slowest_own = slowest_own.max(self.own_latency(l) + self.costs.own_line * k as u64);
                 allocated += self.llc.device_write(l as u32) as u64;
             }
@@ -639,8 +664,12 @@ impl<'a> Machine<'a> {
             self.posted.push_back(processed);
             sent_last = sent;
             // The commit pipeline runs from acceptance, in parallel with a page walk; ownership
-            // can only be asked for once the address is translated.
-            let visible = (accepted + busy + commit_ps).max(own.map_or(0, |o| processed + o));
+            // can only be asked for once the address is translated. The hop to a remote owner
+            // is ownership's, or the commit's where ownership is not modelled.
+            let visible = match own {
+                Some(o) => (accepted + busy + commit_ps).max(processed + o),
+                None => accepted + busy + commit_ps + hop,
+            };
             committed = committed.max(visible);
         }
         (sent_last, committed)
@@ -674,19 +703,28 @@ impl<'a> Machine<'a> {
             let sent = self.up.send(issue, mwr.wire);
             let payload = mwr.payload;
             let own = c.own.map(|o| o + self.own_latency(d.addr / LINE));
+            let hop = self.hop(d.addr / LINE);
             let (accepted, translated) = self.enter_fabric(sent + c.wire, d.addr, c.write_line, payload);
             self.llc.device_write((d.addr / LINE) as u32);
-            let visible = (accepted + c.write_line + c.commit).max(own.map_or(0, |o| translated + c.write_line + o));
+            let visible = match own {
+                Some(o) => (accepted + c.write_line + c.commit).max(translated + c.write_line + o),
+                None => accepted + c.write_line + c.commit + hop,
+            };
             (sent, visible)
         } else {
             (issue, 0)
         };
         let sent = self.up.send(start, self.tlp.mrd(d.addr, d.size).wire);
-        let translated = self
-            .enter_fabric(sent + c.wire + c.half_fixed, d.addr, c.request + c.line, 0)
-            .1;
         let line = d.addr / LINE;
-        let asked = translated.max(not_before) + c.line;
+        let translated = self
+            .enter_fabric(
+                sent + c.wire + c.half_fixed,
+                d.addr,
+                c.request + c.line + self.hop_lines(line, 1),
+                0,
+            )
+            .1;
+        let asked = translated.max(not_before) + c.line + self.hop_lines(line, 1);
         let ready = asked + self.line_latency(line) + self.read_hiccup(line);
         let cpl = self.tlp.cpl(d.addr, d.size).wire;
         self.down.send(ready + c.half_fixed, cpl) + c.wire + ps(self.dev.cmd.complete_ns)

@@ -51,10 +51,11 @@ pub struct Workload {
     pub prep: CachePrep,
     /// Samples (latency) or DMAs (bandwidth).
     pub count: u64,
-    /// The buffer is on another socket than the device.
+    /// The buffer's home memory is on another socket than the device: a line in no cache
+    /// (or a write's ownership of one) is a socket-link hop away.
     pub remote_memory: bool,
-    /// The warming/thrashing CPU is on another socket than the device: lines it warmed sit in
-    /// the other socket's caches and a device read snoops across the interconnect.
+    /// The warming CPU is on another socket than the device: lines it warmed sit in that
+    /// socket's LLC, a hop away whatever their home. Lines the device wrote sit in its own.
     pub remote_cpu: bool,
     /// IO page size when the IOMMU translates, `None` when it is off.
     pub iommu_page: Option<u64>,

@@ -120,6 +120,101 @@ fn a_large_write_hides_part_of_its_walk_and_parked_tlps_are_translated_one_by_on
     );
 }
 
+/// Median latency with the buffer (`mem`) and the warming CPU (`cpu`) local or remote to the
+/// device, less the all-local median, and the timestamp tick that bounds its error.
+fn numa_extra(s: &Simulator, op: Op, window: u64, prep: CachePrep, mem: bool, cpu: bool) -> (f64, f64) {
+    let mut w = workload(op, 64, window, prep);
+    let local = median(s, &w);
+    w.remote_memory = mem;
+    w.remote_cpu = cpu;
+    let tick = s.cycle_ps() * s.device.clock.tick_cycles as f64 / 1000.0;
+    (median(s, &w) - local, tick)
+}
+
+#[test]
+fn a_read_crosses_the_socket_link_only_to_reach_a_line_on_the_other_socket() {
+    let s = sim();
+    let hop = s.host.memory.remote_ns;
+    // (cache state, memory remote, warming CPU remote, hops)
+    let cases = [
+        // A host-warmed line is in the warming CPU's LLC, whatever its home memory.
+        (CachePrep::HostWarm, true, false, 0.0),
+        (CachePrep::HostWarm, false, true, 1.0),
+        (CachePrep::HostWarm, true, true, 1.0),
+        // A cold line comes from its home memory.
+        (CachePrep::Cold, true, false, 1.0),
+        (CachePrep::Cold, false, true, 0.0),
+        (CachePrep::Cold, true, true, 1.0),
+        // The device wrote the line: DDIO keeps it in the LLC of the device's socket.
+        (CachePrep::DeviceWarm, true, false, 0.0),
+        (CachePrep::DeviceWarm, false, true, 0.0),
+        (CachePrep::DeviceWarm, true, true, 0.0),
+    ];
+    for (prep, mem, cpu, hops) in cases {
+        let (extra, tick) = numa_extra(&s, Op::LatRead, 8192, prep, mem, cpu);
+        assert!(
+            (extra - hops * hop).abs() <= tick,
+            "LAT_RD {prep:?} mem remote {mem} cpu remote {cpu}: +{extra} ns, expected {hops} x {hop}"
+        );
+    }
+}
+
+#[test]
+fn a_write_then_read_pays_the_write_s_crossing_to_the_line_s_owner_and_none_for_the_read() {
+    let s = sim();
+    let m = &s.host.memory;
+    let rc = &s.host.root_complex;
+    let own = rc.write_own_ns.unwrap();
+    // The write is visible when its ownership is granted or its commit pipeline ends, whichever
+    // is later; the read behind it finds the line in the device socket's LLC (no hop). Windows
+    // large enough that few writes find a line an earlier one left there.
+    let later = |line_ns: f64| (own + line_ns + m.remote_ns - rc.write_commit_ns.max(own + line_ns)).max(0.0);
+    let cases = [
+        (64 << 20, CachePrep::Cold, true, false, later(m.dram.mode_ns)),
+        (64 << 20, CachePrep::Cold, false, true, 0.0),
+        (8 << 20, CachePrep::HostWarm, false, true, later(m.llc_hit.mode_ns)),
+        (8 << 20, CachePrep::HostWarm, true, false, 0.0),
+        (8192, CachePrep::DeviceWarm, true, true, 0.0),
+    ];
+    assert!(cases.iter().all(|c| c.4 == 0.0 || c.4 > 50.0), "{cases:?}");
+    for (window, prep, mem, cpu, expected) in cases {
+        let (extra, tick) = numa_extra(&s, Op::LatWriteRead, window, prep, mem, cpu);
+        assert!(
+            (extra - expected).abs() <= tick,
+            "LAT_WRRD {prep:?} mem remote {mem} cpu remote {cpu}: +{extra} ns, expected {expected}"
+        );
+    }
+    // Without an ownership term the commit carries the hop: once.
+    let mut no_own = sim();
+    no_own.host.root_complex.write_own_ns = None;
+    let (extra, tick) = numa_extra(&no_own, Op::LatWriteRead, 64 << 20, CachePrep::Cold, true, false);
+    assert!((extra - m.remote_ns).abs() <= tick, "+{extra} ns");
+}
+
+#[test]
+fn lines_on_the_device_s_socket_are_read_as_if_all_were_local() {
+    let s = sim();
+    // Host-warmed by a CPU beside the device, or written by the device: every line is in the
+    // device socket's LLC, so remote home memory changes nothing, not even bandwidth.
+    for (op, prep) in [
+        (Op::BwRead, CachePrep::HostWarm),
+        (Op::BwRead, CachePrep::DeviceWarm),
+        (Op::LatRead, CachePrep::HostWarm),
+    ] {
+        let local = workload(op, 64, 8192, prep);
+        let remote = Workload {
+            remote_memory: true,
+            ..local.clone()
+        };
+        assert_eq!(s.run(&local, 5), s.run(&remote, 5), "{op:?} {prep:?}");
+    }
+    // A CPU on the other socket puts the lines there: each read crosses.
+    let mut w = workload(Op::BwRead, 64, 8192, CachePrep::HostWarm);
+    let local = gbps(&s, &w);
+    w.remote_cpu = true;
+    assert!(gbps(&s, &w) < local * 0.9);
+}
+
 #[test]
 fn remote_memory_costs_reads_not_writes() {
     let s = sim();

@@ -301,8 +301,8 @@ proptest! {
         let (x, y) = (latencies(&near, &w), latencies(&far, &w));
         let tick = 2.0 * tick_ns(&near);
         prop_assert!(y.0 + tick >= x.0 && y.1 + tick >= x.1 && y.2 + tick >= x.2, "{a} -> {x:?}, {b} -> {y:?}");
-        // A remote read pays the remote latency twice (memory and the warming core's socket).
-        prop_assert!(y.1 - x.1 >= 2.0 * (b - a) - tick, "{a} -> {x:?}, {b} -> {y:?}");
+        // A host-warmed line is in the warming core's socket, whatever its home memory: one hop.
+        prop_assert!((y.1 - x.1 - (b - a)).abs() <= tick, "{a} -> {x:?}, {b} -> {y:?}");
     }
 
     #[test]

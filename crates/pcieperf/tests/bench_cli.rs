@@ -212,6 +212,11 @@ fn bad_parameters_exit_2_naming_the_value() {
         (vec!["--seed", "-1"], "-1"),
         (vec!["--seed", "18446744073709551616"], "--seed"),
         (vec!["--numa", "dev=256"], "--numa dev=256"),
+        (vec!["--numa", "dev=0,dev=1"], "--numa dev=0,dev=1: dev is given twice"),
+        (
+            vec!["--numa", "mem=2"],
+            "--numa dev=0,mem=2,cpu=0: the simulated host has 2 sockets: dev, mem and cpu must be 0 or 1",
+        ),
         (vec!["--numa", ""], "--numa : must be like"),
         (vec!["--iommu", ""], "--iommu : must be one of off, 2m, 4k"),
         (

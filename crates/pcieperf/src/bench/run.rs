@@ -207,6 +207,7 @@ fn open_backend(a: &RunArgs, numa: Numa, threads: usize) -> Result<Opened, CliEr
             return Err(usage("--device and --timeout: only for exec: backends"));
         }
         let backend = SimBackend::from_spec(&a.backend).map_err(|e| usage(format!("--backend {}: {e}", a.backend)))?;
+        pcie_bench::sim_backend::check_numa(numa).map_err(|e| usage(format!("--{e}")))?;
         return Ok(Opened {
             backend: Box::new(backend),
             warnings: Vec::new(),
