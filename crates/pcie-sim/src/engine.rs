@@ -11,6 +11,7 @@
 
 use crate::iommu::Iotlb;
 use crate::llc::{LineState, Llc};
+use crate::power::PowerStates;
 use crate::profile::{DeviceProfile, HostProfile, Spread, Tail};
 use crate::rng::Rng;
 use crate::tlp_time::TlpTimes;
@@ -127,7 +128,7 @@ impl Sampler {
     }
 }
 
-fn draw_tail(rng: &mut Rng, t: &Tail) -> Ps {
+pub(crate) fn draw_tail(rng: &mut Rng, t: &Tail) -> Ps {
     if rng.chance(t.prob) {
         ps(t.min_ns + rng.unit() * (t.max_ns - t.min_ns))
     } else {
@@ -232,7 +233,12 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
         o + spans * rc.write_own_line_ns + m.llc_hit.mode_ns.max(m.dram.mode_ns).max(m.io_line.mode_ns) + m.remote_ns
     });
     let walk = io.walk_ns + io.walk_busy_ns + m.dram_tail.max_ns;
-    let hiccup = m.dram_tail.max_ns.max(host.cpu.wake.max_ns);
+    // A power state's exit for every request and TLP; one stall per read.
+    let (exit, stall) = host.power.as_ref().map_or((0.0, 0.0), |p| {
+        let exit = p.state.iter().map(|s| s.exit.max_ns).fold(0.0, f64::max);
+        (exit, p.stall.max_ns)
+    });
+    let hiccup = m.dram_tail.max_ns.max(host.cpu.wake.max_ns) + stall;
     let fabric_line = rc.line_ns + m.remote_line_ns;
     let commit = host.link.wire_ns + spans * (rc.write_line_ns + m.ddio_allocate_ns) + rc.write_commit_ns + own;
     let accept = d.issue_ns + d.bus_dma_ns + lines * d.bus_line_ns + d.jitter.max_ns;
@@ -251,7 +257,12 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
         + 2.0 * spans * fabric_line
         + spans * d.move_line_ns
         + hiccup;
-    let dma = write + read + 2.0 * walk + (requests + tlps) * io.replay_ns + d.complete_ns + d.worker_ns.max(d.loop_ns);
+    let dma = write
+        + read
+        + 2.0 * walk
+        + (requests + tlps) * (io.replay_ns + exit)
+        + d.complete_ns
+        + d.worker_ns.max(d.loop_ns);
     let command = c.issue_ns
         + commit
         + 2.0 * host.link.wire_ns
@@ -260,7 +271,7 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
         + 2.0 * fabric_line
         + latency
         + hiccup
-        + 2.0 * (walk + io.replay_ns)
+        + 2.0 * (walk + io.replay_ns + exit)
         + c.complete_ns
         + c.loop_ns;
     dma.max(command) + link_ns
@@ -309,6 +320,8 @@ pub struct Machine<'a> {
     io_line: Sampler,
     dram: Sampler,
     jitter: Sampler,
+    /// The uncore's power states, when the host manages them.
+    power: Option<PowerStates>,
 }
 
 /// Per-transaction context: where its device-side data lives.
@@ -374,6 +387,7 @@ impl<'a> Machine<'a> {
             io_line: Sampler::triangular(&host.memory.io_line),
             dram: Sampler::triangular(&host.memory.dram),
             jitter: Sampler::triangular(&dev.dma.jitter),
+            power: host.power.as_ref().map(PowerStates::new),
         };
         m.prepare(w);
         m
@@ -492,10 +506,26 @@ impl<'a> Machine<'a> {
     /// conflict) when the read starts in memory, a sleeping core's snoop when it starts on a
     /// line a core wrote. The measured tails are as long for 2 KB reads as for 64 B ones.
     fn read_hiccup(&mut self, first_line: u64) -> Ps {
-        match self.llc.state(first_line as u32) {
+        let hiccup = match self.llc.state(first_line as u32) {
             LineState::Cpu => draw_tail(&mut self.rng, &self.host.cpu.wake),
             LineState::Memory => draw_tail(&mut self.rng, &self.host.memory.dram_tail),
             LineState::Io => 0,
+        };
+        hiccup + self.power.as_ref().map_or(0, |p| p.stall(&mut self.rng))
+    }
+
+    /// A request reaches the uncore at `arrival`: when the uncore is awake to take it.
+    fn wake(&mut self, arrival: Ps) -> Ps {
+        match &mut self.power {
+            Some(p) => p.wake(arrival, &mut self.rng),
+            None => arrival,
+        }
+    }
+
+    /// The uncore has work until `t`.
+    fn rest(&mut self, t: Ps) {
+        if let Some(p) = &mut self.power {
+            p.busy_until(t);
         }
     }
 
@@ -557,7 +587,7 @@ impl<'a> Machine<'a> {
             let tagged = self.claim_tag(start).max(after);
             let sent = self.up.send(tagged, mrd.wire);
             self.down.owe(mrd.dllps);
-            let arrival = sent + wire + half_fixed;
+            let arrival = self.wake(sent + wire + half_fixed);
             let lines = (addr + len as u64 - 1) / LINE - addr / LINE + 1;
             let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines, 0).1;
             let translated = translated.max(not_before);
@@ -582,6 +612,7 @@ impl<'a> Machine<'a> {
                 ready = ready.max(asked + latency);
                 let cpl = self.tlp.cpl(caddr, clen);
                 let sent = self.down.send(ready + half_fixed, cpl.wire);
+                self.rest(sent);
                 self.up.owe(cpl.dllps);
                 let arrived = sent + wire;
                 last_arrival = arrived;
@@ -620,7 +651,7 @@ impl<'a> Machine<'a> {
             let mwr = self.tlp.mwr(addr, len);
             let sent = self.up.send(gathered.max(credit), mwr.wire);
             self.down.owe(mwr.dllps);
-            let arrival = sent + wire;
+            let arrival = self.wake(sent + wire);
             // Ownership of the lines is granted after their memory latency: the LLC's if cached,
             // DRAM's if not (where the line was before this write). Lines not yet in the LLC
             // need a DDIO allocation (and evict an older IO line).
@@ -636,6 +667,7 @@ impl<'a> Machine<'a> {
             let payload = mwr.payload;
             let (accepted, translated) = self.enter_fabric(arrival, addr, busy, payload);
             let processed = translated + busy;
+            self.rest(processed);
             self.posted.push_back(processed);
             sent_last = sent;
             // The commit pipeline runs from acceptance, in parallel with a page walk; ownership
@@ -674,7 +706,8 @@ impl<'a> Machine<'a> {
             let sent = self.up.send(issue, mwr.wire);
             let payload = mwr.payload;
             let own = c.own.map(|o| o + self.own_latency(d.addr / LINE));
-            let (accepted, translated) = self.enter_fabric(sent + c.wire, d.addr, c.write_line, payload);
+            let arrival = self.wake(sent + c.wire);
+            let (accepted, translated) = self.enter_fabric(arrival, d.addr, c.write_line, payload);
             self.llc.device_write((d.addr / LINE) as u32);
             let visible = (accepted + c.write_line + c.commit).max(own.map_or(0, |o| translated + c.write_line + o));
             (sent, visible)
@@ -682,14 +715,15 @@ impl<'a> Machine<'a> {
             (issue, 0)
         };
         let sent = self.up.send(start, self.tlp.mrd(d.addr, d.size).wire);
-        let translated = self
-            .enter_fabric(sent + c.wire + c.half_fixed, d.addr, c.request + c.line, 0)
-            .1;
+        let arrival = self.wake(sent + c.wire + c.half_fixed);
+        let translated = self.enter_fabric(arrival, d.addr, c.request + c.line, 0).1;
         let line = d.addr / LINE;
         let asked = translated.max(not_before) + c.line;
         let ready = asked + self.line_latency(line) + self.read_hiccup(line);
         let cpl = self.tlp.cpl(d.addr, d.size).wire;
-        self.down.send(ready + c.half_fixed, cpl) + c.wire + ps(self.dev.cmd.complete_ns)
+        let sent = self.down.send(ready + c.half_fixed, cpl);
+        self.rest(sent);
+        sent + c.wire + ps(self.dev.cmd.complete_ns)
     }
 }
 
