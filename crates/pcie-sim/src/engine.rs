@@ -511,7 +511,7 @@ impl<'a> Machine<'a> {
             LineState::Memory => draw_tail(&mut self.rng, &self.host.memory.dram_tail),
             LineState::Io => 0,
         };
-        hiccup + self.power.as_ref().map_or(0, |p| p.stall(&mut self.rng))
+        hiccup + self.power.as_mut().map_or(0, |p| p.stall(&mut self.rng))
     }
 
     /// A request reaches the uncore at `arrival`: when the uncore is awake to take it.

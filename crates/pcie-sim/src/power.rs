@@ -18,6 +18,8 @@ pub(crate) struct PowerStates {
     /// (idle time that enters the state, its exit latency), deepest first.
     states: Vec<(Ps, Sampler)>,
     stall: Tail,
+    /// Whether a request since the last read's stall draw found the deepest state.
+    deepest: bool,
     /// Since when the uncore has had nothing to do.
     idle_since: Ps,
 }
@@ -34,6 +36,7 @@ impl PowerStates {
             tick: crate::engine::ps(p.tick_ns).max(1),
             states,
             stall: p.stall,
+            deepest: false,
             idle_since: 0,
         }
     }
@@ -46,10 +49,13 @@ impl PowerStates {
         if arrival <= self.idle_since {
             return arrival;
         }
-        let last_tick = arrival - rng.below(self.tick);
+        let last_tick = arrival.saturating_sub(rng.below(self.tick));
         let awake = match last_tick.checked_sub(self.idle_since) {
-            Some(idle) => match self.states.iter().find(|(enter, _)| *enter <= idle) {
-                Some((_, exit)) => arrival.saturating_add(exit.draw(rng)),
+            Some(idle) => match self.states.iter().position(|(enter, _)| *enter <= idle) {
+                Some(k) => {
+                    self.deepest |= k == 0;
+                    arrival.saturating_add(self.states[k].1.draw(rng))
+                }
                 None => arrival,
             },
             None => arrival,
@@ -63,9 +69,15 @@ impl PowerStates {
         self.idle_since = self.idle_since.max(t);
     }
 
-    /// A rare stall of a whole read.
-    pub(crate) fn stall(&self, rng: &mut Rng) -> Ps {
-        draw_tail(rng, &self.stall)
+    /// A rare stall of a whole read whose requests woke the uncore from its deepest state: that
+    /// exit now and then runs long (a firmware flow). Tied to the state, not to every read, so
+    /// that bandwidth tests, which keep the uncore out of it, see none.
+    pub(crate) fn stall(&mut self, rng: &mut Rng) -> Ps {
+        if std::mem::take(&mut self.deepest) {
+            draw_tail(rng, &self.stall)
+        } else {
+            0
+        }
     }
 }
 

@@ -125,7 +125,8 @@ pub struct Power {
     /// deepest state whose idle time had passed at the last tick before it.
     pub tick_ns: f64,
     pub state: Vec<PowerState>,
-    /// A rare stall of a whole read (firmware or SMI-like), on top of any exit.
+    /// A rare stall of a read that woke the uncore from its deepest state (a firmware flow), on
+    /// top of the exit.
     pub stall: Tail,
 }
 
