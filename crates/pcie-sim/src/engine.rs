@@ -233,7 +233,8 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
         o + spans * rc.write_own_line_ns + m.llc_hit.mode_ns.max(m.dram.mode_ns).max(m.io_line.mode_ns) + m.remote_ns
     });
     let walk = io.walk_ns + io.walk_busy_ns + m.dram_tail.max_ns;
-    // A power state's exit for every request and TLP; one stall per read.
+    // A power state's exit for each DMA or command access (a write and a read at most); one
+    // stall per read.
     let (exit, stall) = host.power.as_ref().map_or((0.0, 0.0), |p| {
         let exit = p.state.iter().map(|s| s.exit.max_ns).fold(0.0, f64::max);
         (exit, p.stall.max_ns)
@@ -260,7 +261,8 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
     let dma = write
         + read
         + 2.0 * walk
-        + (requests + tlps) * (io.replay_ns + exit)
+        + (requests + tlps) * io.replay_ns
+        + 2.0 * exit
         + d.complete_ns
         + d.worker_ns.max(d.loop_ns);
     let command = c.issue_ns
@@ -522,6 +524,16 @@ impl<'a> Machine<'a> {
         }
     }
 
+    /// A DMA's requests (or TLPs) arrive back to back, so only the first, `i` = 0, may find the
+    /// uncore in a power state: one exit per DMA.
+    fn wake_first(&mut self, i: usize, arrival: Ps) -> Ps {
+        if i == 0 {
+            self.wake(arrival)
+        } else {
+            arrival
+        }
+    }
+
     /// The uncore has work until `t`.
     fn rest(&mut self, t: Ps) {
         if let Some(p) = &mut self.power {
@@ -582,12 +594,12 @@ impl<'a> Machine<'a> {
         } = self.costs;
         let mut device_done = start;
         let hiccup = self.read_hiccup(d.addr / LINE);
-        for (addr, len) in split_read_requests(self.link, d.addr, d.size) {
+        for (i, (addr, len)) in split_read_requests(self.link, d.addr, d.size).enumerate() {
             let mrd = self.tlp.mrd(addr, len);
             let tagged = self.claim_tag(start).max(after);
             let sent = self.up.send(tagged, mrd.wire);
             self.down.owe(mrd.dllps);
-            let arrival = self.wake(sent + wire + half_fixed);
+            let arrival = self.wake_first(i, sent + wire + half_fixed);
             let lines = (addr + len as u64 - 1) / LINE - addr / LINE + 1;
             let translated = self.enter_fabric(arrival, addr, req_ps + line_ps * lines, 0).1;
             let translated = translated.max(not_before);
@@ -640,7 +652,7 @@ impl<'a> Machine<'a> {
         // The engine gathers the DMA's data, then its TLPs leave back to back.
         let gathered = start + self.costs.gather + move_ps * pieces(d.addr, d.size, LINE as u32);
         let (mut sent_last, mut committed) = (start, start);
-        for (addr, len) in split_writes(self.link, d.addr, d.size) {
+        for (i, (addr, len)) in split_writes(self.link, d.addr, d.size).enumerate() {
             let first = addr / LINE;
             let last = (addr + len as u64 - 1) / LINE;
             let credit = if self.posted.len() == credits {
@@ -651,7 +663,7 @@ impl<'a> Machine<'a> {
             let mwr = self.tlp.mwr(addr, len);
             let sent = self.up.send(gathered.max(credit), mwr.wire);
             self.down.owe(mwr.dllps);
-            let arrival = self.wake(sent + wire);
+            let arrival = self.wake_first(i, sent + wire);
             // Ownership of the lines is granted after their memory latency: the LLC's if cached,
             // DRAM's if not (where the line was before this write). Lines not yet in the LLC
             // need a DDIO allocation (and evict an older IO line).

@@ -6,7 +6,8 @@
 //! had passed at the last tick before it arrived. A latency test issues one DMA at a time, so each
 //! request follows an idle gap `g` of the test's own turnaround; the tick runs on the controller's
 //! own clock, so state `k` (entered after `idle_k`) is found by a share `(g - idle_k) / tick` of
-//! the requests (for `g - idle_k` up to a tick). Bandwidth tests keep the uncore busy: their requests find it awake.
+//! the requests (for `g - idle_k` up to a tick). Bandwidth tests keep the uncore busy: their
+//! requests find it awake.
 
 use crate::engine::{draw_tail, Ps, Sampler};
 use crate::profile::{Power, Tail};

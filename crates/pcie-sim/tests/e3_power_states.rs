@@ -101,7 +101,10 @@ fn e3_reads_match_the_e5_above_512_bytes_and_fall_behind_below() {
     }
     // Above 512 B both are link-bound. The E3's 128 B completions carry 7.5 % less payload than
     // the E5's 256 B ones (pcieperf model bw: 50.2 vs 55.8 Gb/s), which is all that separates them.
-    let link = pcie_model::stream(&e3.link, pcie_model::Op::Rd, 1024, 0).unwrap().payload.0;
+    let link = pcie_model::stream(&e3.link, pcie_model::Op::Rd, 1024, 0)
+        .unwrap()
+        .payload
+        .0;
     for size in [513, 576, 768, 1024, 1536, 2048] {
         let (a, b) = (gbps(&e3, Op::BwRead, size), gbps(&e5, Op::BwRead, size));
         assert!(a > 0.92 * b, "{size} B: E3 {a:.1} vs E5 {b:.1} Gb/s");
@@ -115,8 +118,8 @@ fn e3_writes_never_reach_the_40gbe_rate() {
     let eth = Ethernet { gbps: 40 };
     // bw_dma_sz_sweep's sizes that an Ethernet frame can carry.
     let sizes = [
-        63, 64, 65, 127, 128, 129, 192, 255, 256, 257, 320, 384, 511, 512, 513, 576, 640, 704, 767, 768, 769, 832,
-        896, 960, 1023, 1024, 1025, 1279, 1280, 1281, 1535, 1536, 1537, 1791, 1792, 1793, 2047, 2048,
+        63, 64, 65, 127, 128, 129, 192, 255, 256, 257, 320, 384, 511, 512, 513, 576, 640, 704, 767, 768, 769, 832, 896,
+        960, 1023, 1024, 1025, 1279, 1280, 1281, 1535, 1536, 1537, 1791, 1792, 1793, 2047, 2048,
     ];
     for size in sizes {
         let line = eth.line_for_transfer(Mode::Spec, size).unwrap().0;
