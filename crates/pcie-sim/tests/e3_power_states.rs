@@ -2,8 +2,8 @@
 //! section 6.1): its uncore's power states make LAT_RD 64 B HWarm about twice the E5's median with
 //! a long tail, cost small reads bandwidth, and its MPS 128 host never writes at 40GbE's rate.
 //!
-//! 200,000 samples give the percentiles to within a few percent of pcie-bench's 2 M (p99 5880 vs
-//! 6013 ns, p99.9 12227 vs 12147 ns); 50,000 already do, but see the rare stall too seldom.
+//! 200,000 samples give the percentiles to within a few percent of pcie-bench's 2 M (p99 5800 vs
+//! 5987 ns, p99.9 12120 vs 12093 ns); 50,000 already do, but meet the rare stall too seldom.
 
 use pcie_model::{Ethernet, Mode};
 use pcie_sim::{CachePrep, Measured, Op, Simulator, Workload};
