@@ -11,6 +11,7 @@
 
 use crate::iommu::Iotlb;
 use crate::llc::{LineState, Llc};
+use crate::power::PowerStates;
 use crate::profile::{DeviceProfile, HostProfile, Spread, Tail};
 use crate::rng::Rng;
 use crate::tlp_time::TlpTimes;
@@ -127,7 +128,7 @@ impl Sampler {
     }
 }
 
-fn draw_tail(rng: &mut Rng, t: &Tail) -> Ps {
+pub(crate) fn draw_tail(rng: &mut Rng, t: &Tail) -> Ps {
     if rng.chance(t.prob) {
         ps(t.min_ns + rng.unit() * (t.max_ns - t.min_ns))
     } else {
@@ -233,7 +234,13 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
         o + spans * rc.write_own_line_ns + m.llc_hit.mode_ns.max(m.dram.mode_ns).max(m.io_line.mode_ns) + m.remote_ns
     });
     let walk = io.walk_ns + io.walk_busy_ns + m.dram_tail.max_ns;
-    let hiccup = m.dram_tail.max_ns.max(host.cpu.wake.max_ns);
+    // A power state's exit for each DMA or command access (a write and a read at most); one
+    // stall per read.
+    let (exit, stall) = host.power.as_ref().map_or((0.0, 0.0), |p| {
+        let exit = p.state.iter().map(|s| s.exit.max_ns).fold(0.0, f64::max);
+        (exit, p.stall.max_ns)
+    });
+    let hiccup = m.dram_tail.max_ns.max(host.cpu.wake.max_ns) + stall;
     let fabric_line = rc.line_ns + m.remote_line_ns;
     // Without an ownership term the hop to a remote owner is the commit's.
     let commit =
@@ -254,7 +261,13 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
         + 2.0 * spans * fabric_line
         + spans * d.move_line_ns
         + hiccup;
-    let dma = write + read + 2.0 * walk + (requests + tlps) * io.replay_ns + d.complete_ns + d.worker_ns.max(d.loop_ns);
+    let dma = write
+        + read
+        + 2.0 * walk
+        + (requests + tlps) * io.replay_ns
+        + 2.0 * exit
+        + d.complete_ns
+        + d.worker_ns.max(d.loop_ns);
     let command = c.issue_ns
         + commit
         + 2.0 * host.link.wire_ns
@@ -263,7 +276,7 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
         + 2.0 * fabric_line
         + latency
         + hiccup
-        + 2.0 * (walk + io.replay_ns)
+        + 2.0 * (walk + io.replay_ns + exit)
         + c.complete_ns
         + c.loop_ns;
     dma.max(command) + link_ns
@@ -315,6 +328,8 @@ pub struct Machine<'a> {
     io_line: Sampler,
     dram: Sampler,
     jitter: Sampler,
+    /// The uncore's power states, when the host manages them.
+    power: Option<PowerStates>,
 }
 
 /// Per-transaction context: where its device-side data lives.
@@ -381,6 +396,7 @@ impl<'a> Machine<'a> {
             io_line: Sampler::triangular(&host.memory.io_line),
             dram: Sampler::triangular(&host.memory.dram),
             jitter: Sampler::triangular(&dev.dma.jitter),
+            power: host.power.as_ref().map(PowerStates::new),
         };
         m.prepare(w);
         m
@@ -515,10 +531,36 @@ impl<'a> Machine<'a> {
     /// conflict) when the read starts in memory, a sleeping core's snoop when it starts on a
     /// line a core wrote. The measured tails are as long for 2 KB reads as for 64 B ones.
     fn read_hiccup(&mut self, first_line: u64) -> Ps {
-        match self.llc.state(first_line as u32) {
+        let hiccup = match self.llc.state(first_line as u32) {
             LineState::Cpu => draw_tail(&mut self.rng, &self.host.cpu.wake),
             LineState::Memory => draw_tail(&mut self.rng, &self.host.memory.dram_tail),
             LineState::Io => 0,
+        };
+        hiccup + self.power.as_mut().map_or(0, |p| p.stall(&mut self.rng))
+    }
+
+    /// A request reaches the uncore at `arrival`: when the uncore is awake to take it.
+    fn wake(&mut self, arrival: Ps) -> Ps {
+        match &mut self.power {
+            Some(p) => p.wake(arrival, &mut self.rng),
+            None => arrival,
+        }
+    }
+
+    /// A DMA's requests (or TLPs) arrive back to back, so only the first, `i` = 0, may find the
+    /// uncore in a power state: one exit per DMA.
+    fn wake_first(&mut self, i: usize, arrival: Ps) -> Ps {
+        if i == 0 {
+            self.wake(arrival)
+        } else {
+            arrival
+        }
+    }
+
+    /// The uncore has work until `t`.
+    fn rest(&mut self, t: Ps) {
+        if let Some(p) = &mut self.power {
+            p.busy_until(t);
         }
     }
 
@@ -575,12 +617,12 @@ impl<'a> Machine<'a> {
         } = self.costs;
         let mut device_done = start;
         let hiccup = self.read_hiccup(d.addr / LINE);
-        for (addr, len) in split_read_requests(self.link, d.addr, d.size) {
+        for (i, (addr, len)) in split_read_requests(self.link, d.addr, d.size).enumerate() {
             let mrd = self.tlp.mrd(addr, len);
             let tagged = self.claim_tag(start).max(after);
             let sent = self.up.send(tagged, mrd.wire);
             self.down.owe(mrd.dllps);
-            let arrival = sent + wire + half_fixed;
+            let arrival = self.wake_first(i, sent + wire + half_fixed);
             let lines = (addr + len as u64 - 1) / LINE - addr / LINE + 1;
             let busy = req_ps + line_ps * lines + self.hop_lines(addr / LINE, lines);
             let translated = self.enter_fabric(arrival, addr, busy, 0).1;
@@ -606,6 +648,7 @@ impl<'a> Machine<'a> {
                 ready = ready.max(asked + latency);
                 let cpl = self.tlp.cpl(caddr, clen);
                 let sent = self.down.send(ready + half_fixed, cpl.wire);
+                self.rest(sent);
                 self.up.owe(cpl.dllps);
                 let arrived = sent + wire;
                 last_arrival = arrived;
@@ -633,7 +676,7 @@ impl<'a> Machine<'a> {
         // The engine gathers the DMA's data, then its TLPs leave back to back.
         let gathered = start + self.costs.gather + move_ps * pieces(d.addr, d.size, LINE as u32);
         let (mut sent_last, mut committed) = (start, start);
-        for (addr, len) in split_writes(self.link, d.addr, d.size) {
+        for (i, (addr, len)) in split_writes(self.link, d.addr, d.size).enumerate() {
             let first = addr / LINE;
             let last = (addr + len as u64 - 1) / LINE;
             let credit = if self.posted.len() == credits {
@@ -644,7 +687,7 @@ impl<'a> Machine<'a> {
             let mwr = self.tlp.mwr(addr, len);
             let sent = self.up.send(gathered.max(credit), mwr.wire);
             self.down.owe(mwr.dllps);
-            let arrival = sent + wire;
+            let arrival = self.wake_first(i, sent + wire);
             // Ownership of the lines is granted after their memory latency: the LLC's if cached,
             // DRAM's if not (where the line was before this write). Lines not yet in the LLC
             // need a DDIO allocation (and evict an older IO line).
@@ -661,6 +704,7 @@ impl<'a> Machine<'a> {
             let payload = mwr.payload;
             let (accepted, translated) = self.enter_fabric(arrival, addr, busy, payload);
             let processed = translated + busy;
+            self.rest(processed);
             self.posted.push_back(processed);
             sent_last = sent;
             // The commit pipeline runs from acceptance, in parallel with a page walk; ownership
@@ -704,7 +748,8 @@ impl<'a> Machine<'a> {
             let payload = mwr.payload;
             let own = c.own.map(|o| o + self.own_latency(d.addr / LINE));
             let hop = self.hop(d.addr / LINE);
-            let (accepted, translated) = self.enter_fabric(sent + c.wire, d.addr, c.write_line, payload);
+            let arrival = self.wake(sent + c.wire);
+            let (accepted, translated) = self.enter_fabric(arrival, d.addr, c.write_line, payload);
             self.llc.device_write((d.addr / LINE) as u32);
             let visible = match own {
                 Some(o) => (accepted + c.write_line + c.commit).max(translated + c.write_line + o),
@@ -716,18 +761,16 @@ impl<'a> Machine<'a> {
         };
         let sent = self.up.send(start, self.tlp.mrd(d.addr, d.size).wire);
         let line = d.addr / LINE;
+        let arrival = self.wake(sent + c.wire + c.half_fixed);
         let translated = self
-            .enter_fabric(
-                sent + c.wire + c.half_fixed,
-                d.addr,
-                c.request + c.line + self.hop_lines(line, 1),
-                0,
-            )
+            .enter_fabric(arrival, d.addr, c.request + c.line + self.hop_lines(line, 1), 0)
             .1;
         let asked = translated.max(not_before) + c.line + self.hop_lines(line, 1);
         let ready = asked + self.line_latency(line) + self.read_hiccup(line);
         let cpl = self.tlp.cpl(d.addr, d.size).wire;
-        self.down.send(ready + c.half_fixed, cpl) + c.wire + ps(self.dev.cmd.complete_ns)
+        let sent = self.down.send(ready + c.half_fixed, cpl);
+        self.rest(sent);
+        sent + c.wire + ps(self.dev.cmd.complete_ns)
     }
 }
 

@@ -9,6 +9,7 @@ mod engine;
 pub mod host;
 mod iommu;
 mod llc;
+mod power;
 mod profile;
 mod rng;
 mod tlp_time;

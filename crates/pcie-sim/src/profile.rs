@@ -106,6 +106,30 @@ pub struct Iommu {
     pub replay_ns: f64,
 }
 
+/// One low-power state of the uncore (root complex and the ring behind it).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PowerState {
+    pub name: String,
+    /// The power controller puts the idle uncore in this state once it has been idle this long ...
+    pub idle_ns: f64,
+    /// ... and a request that finds it there waits this long for it to wake.
+    pub exit: Spread,
+}
+
+/// Power management of the uncore: states entered after idle times, left on the next request.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Power {
+    /// The power controller looks at the idle time once per tick, so a request finds the
+    /// deepest state whose idle time had passed at the last tick before it.
+    pub tick_ns: f64,
+    pub state: Vec<PowerState>,
+    /// A rare stall of a read that woke the uncore from its deepest state (a firmware flow), on
+    /// top of the exit.
+    pub stall: Tail,
+}
+
 /// A host: CPU, root complex, memory, IOMMU.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -118,6 +142,9 @@ pub struct HostProfile {
     pub memory: Memory,
     pub cpu: Cpu,
     pub iommu: Iommu,
+    /// Absent: the uncore never leaves its running state.
+    #[serde(default)]
+    pub power: Option<Power>,
 }
 
 /// The device's side of the link.
@@ -225,8 +252,9 @@ impl fmt::Display for ProfileError {
 
 impl std::error::Error for ProfileError {}
 
-const HOSTS: [(&str, &str); 3] = [
+const HOSTS: [(&str, &str); 4] = [
     ("e5-2637v3", include_str!("../../../data/profiles/e5-2637v3.toml")),
+    ("e3-1226v3", include_str!("../../../data/profiles/e3-1226v3.toml")),
     ("gen4-server", include_str!("../../../data/profiles/gen4-server.toml")),
     ("gen5-server", include_str!("../../../data/profiles/gen5-server.toml")),
 ];
@@ -394,6 +422,20 @@ fn tail(key: &str, t: &Tail) -> Result<(), String> {
     }
 }
 
+/// Power states: at most 8, each named, entered after 0 to 1 ms idle and left in 0 to 1 ms; the
+/// controller's tick more than 0 and at most 1 ms.
+fn power(p: &Power) -> Result<(), String> {
+    above_zero("power.tick_ns", p.tick_ns, MAX_NS, " ns")?;
+    count("power.state (entries)", p.state.len() as u64, 1, 8)?;
+    for (i, s) in p.state.iter().enumerate() {
+        let key = format!("power.state[{i}]");
+        chars(&format!("{key}.name"), &s.name, 64)?;
+        between(&format!("{key}.idle_ns"), s.idle_ns, 0.0, MAX_NS, " ns")?;
+        spread(&format!("{key}.exit"), &s.exit, MAX_NS)?;
+    }
+    tail("power.stall", &p.stall)
+}
+
 const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
 
 /// `key`, a text, has at most `max` characters.
@@ -456,7 +498,8 @@ impl Checked for HostProfile {
         tail("memory.dram_tail", &m.dram_tail)?;
         tail("cpu.wake", &self.cpu.wake)?;
         count("iommu.iotlb_entries", io.iotlb_entries, 1, 1 << 16)?;
-        count("iommu.walkers", io.walkers, 1, 256)
+        count("iommu.walkers", io.walkers, 1, 256)?;
+        self.power.as_ref().map_or(Ok(()), power)
     }
 }
 

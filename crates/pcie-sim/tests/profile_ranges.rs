@@ -9,6 +9,7 @@ use pcie_sim::{CachePrep, DeviceProfile, HostProfile, Measured, Op, Simulator, W
 use proptest::prelude::*;
 
 const E5: &str = include_str!("../../../data/profiles/e5-2637v3.toml");
+const E3: &str = include_str!("../../../data/profiles/e3-1226v3.toml");
 const NFP: &str = include_str!("../../../data/profiles/nfp6000.toml");
 const YITIAN: &str = include_str!("../../../data/profiles/yitian710.toml");
 
@@ -174,38 +175,39 @@ fn each_extreme(text: &str, file: &str, refuse: impl Fn(&str) -> Option<String>,
     }
 }
 
+/// LAT_WRRD of the largest size through the IOMMU to remote memory meets every time of the read
+/// and write paths; no latency exceeds the longest transaction the time base allows.
+fn simulate_extreme(sim: Simulator, what: &str) {
+    let mut w = workload(Op::LatWriteRead, sim.device.dma.max_transfer, CachePrep::Cold, 20);
+    w.iommu_page = Some(4096);
+    let (lo, mid, hi) = latencies(&sim, &w);
+    assert!(
+        lo >= 0.0 && lo <= mid && mid <= hi && hi <= sim.worst_transaction_ns().min(4_294_967.0) + tick_ns(&sim),
+        "{what}: {lo} {mid} {hi}"
+    );
+    if what.ends_with("(max)") {
+        w.op = Op::BwReadWrite;
+        let Measured::Bandwidth { bytes, time_cycles, .. } = sim.run(&w, 1) else {
+            panic!("a bandwidth test measures bandwidth");
+        };
+        assert!(
+            bytes > 0 && time_cycles > 0,
+            "{what}: {bytes} B in {time_cycles} cycles"
+        );
+    }
+}
+
 #[test]
 fn both_ends_of_every_dma_profile_range_simulate_to_finite_results() {
     let host = HostProfile::load("e5-2637v3").unwrap();
     let device = DeviceProfile::load("nfp6000").unwrap();
-    // LAT_WRRD of the largest size through the IOMMU to remote memory meets every time of
-    // the read and write paths; no latency exceeds the longest transaction the time base allows.
-    let run = |sim: Simulator, what: &str| {
-        let mut w = workload(Op::LatWriteRead, sim.device.dma.max_transfer, CachePrep::Cold, 20);
-        w.iommu_page = Some(4096);
-        let (lo, mid, hi) = latencies(&sim, &w);
-        assert!(
-            lo >= 0.0 && lo <= mid && mid <= hi && hi <= sim.worst_transaction_ns().min(4_294_967.0) + tick_ns(&sim),
-            "{what}: {lo} {mid} {hi}"
-        );
-        if what.ends_with("(max)") {
-            w.op = Op::BwReadWrite;
-            let Measured::Bandwidth { bytes, time_cycles, .. } = sim.run(&w, 1) else {
-                panic!("a bandwidth test measures bandwidth");
-            };
-            assert!(
-                bytes > 0 && time_cycles > 0,
-                "{what}: {bytes} B in {time_cycles} cycles"
-            );
-        }
-    };
     each_extreme(
         E5,
         "h.toml",
         |t| HostProfile::parse("h.toml", t).err().map(|e| e.to_string()),
         |t, what| {
             let h = HostProfile::parse("h.toml", t).unwrap_or_else(|e| panic!("{what}: {e}"));
-            run(
+            simulate_extreme(
                 Simulator::new(h, device.clone()).unwrap_or_else(|e| panic!("{what}: {e}")),
                 what,
             );
@@ -217,10 +219,32 @@ fn both_ends_of_every_dma_profile_range_simulate_to_finite_results() {
         |t| DeviceProfile::parse("d.toml", t).err().map(|e| e.to_string()),
         |t, what| {
             let d = DeviceProfile::parse("d.toml", t).unwrap_or_else(|e| panic!("{what}: {e}"));
-            run(
+            simulate_extreme(
                 Simulator::new(host.clone(), d).unwrap_or_else(|e| panic!("{what}: {e}")),
                 what,
             );
+        },
+    );
+}
+
+#[test]
+fn both_ends_of_every_power_state_range_simulate_to_finite_results() {
+    // The E3 profile holds the [power] keys (and the E5's others, some changed): each at either
+    // end simulates.
+    let device = DeviceProfile::load("nfp6000").unwrap();
+    each_extreme(
+        E3,
+        "h.toml",
+        |t| HostProfile::parse("h.toml", t).err().map(|e| e.to_string()),
+        |t, what| {
+            let h = HostProfile::parse("h.toml", t).unwrap_or_else(|e| panic!("{what}: {e}"));
+            match Simulator::new(h, device.clone()) {
+                Ok(sim) => simulate_extreme(sim, what),
+                // With the E3's 1 ms stall a key the E5 test takes to its largest may overflow
+                // the time base; the pair is refused then, never run. The power keys always fit.
+                Err(e) if !what.starts_with("power.") && e.to_string().contains("one transaction may take up to") => {}
+                Err(e) => panic!("{what}: {e}"),
+            }
         },
     );
 }
