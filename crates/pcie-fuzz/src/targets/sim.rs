@@ -11,8 +11,9 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::OnceLock;
 
-const HOSTS: [&str; 3] = [
+const HOSTS: [&str; 4] = [
     include_str!("../../../../data/profiles/e5-2637v3.toml"),
+    include_str!("../../../../data/profiles/e3-1226v3.toml"),
     include_str!("../../../../data/profiles/gen4-server.toml"),
     include_str!("../../../../data/profiles/gen5-server.toml"),
 ];
