@@ -290,3 +290,53 @@ fn compare_refusals() {
     let err = common::refused(&["bench", "report", m, "--compare", "/no/such/run"]);
     assert!(err.contains("/no/such/run: not a directory"), "{err}");
 }
+
+#[test]
+fn figure_6_overlays_the_e3_cdf_on_the_e5_on_a_log_axis() {
+    // The paper's Figure 6: LAT_RD 64 B, warm caches, on the Xeon E5 and the Xeon E3.
+    let dir = scratch("figure6");
+    let suite = dir.join("figure6.toml");
+    std::fs::write(
+        &suite,
+        "name = \"figure6\"\ndescription = \"LAT_RD 64 B HWarm CDF\"\nlatency_count = 100000\nbandwidth_count = 1000\n\
+         [[group]]\nbase = \"lat_dma_details\"\ntests = [\"LAT_RD\"]\nsizes = [64]\nwindows = [\"8K\"]\ncaches = [\"hwarm\"]\npattern = \"rand\"\ncdf = true\n",
+    )
+    .unwrap();
+    let run = |host: &str| {
+        let out = dir.join(host);
+        let o = pcieperf(&[
+            "bench",
+            "run",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--backend",
+            &format!("sim:{host}"),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out
+    };
+    let (e5, e3) = (run("e5-2637v3"), run("e3-1226v3"));
+    let alone = report(&e5, "figure6-e5").0;
+    let html = dir.join("figure6.html");
+    let o = pcieperf(&[
+        "bench",
+        "report",
+        e5.to_str().unwrap(),
+        "--compare",
+        e3.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&html).unwrap();
+    let cdf = section(&text, "lat_dma_details_cdf");
+    assert_eq!(series_in(&text, "lat_dma_details_cdf"), 2, "{cdf}");
+    // The E5 alone: a linear axis ending past its 99.9th percentile. With the E3's tail (99.9th
+    // percentile ten times its median) both curves share a log axis, and the note says why.
+    assert!(!section(&alone, "lat_dma_details_cdf").contains("Log x axis"));
+    assert!(cdf.contains("B: Log x axis"), "{cdf}");
+    assert!(!cdf.contains("The x axis ends at"), "{cdf}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

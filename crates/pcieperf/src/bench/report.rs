@@ -11,7 +11,7 @@ use pcie_bench::{BandwidthRow, CacheState, CdfSection, LatencyRow, ResultData, R
 use pcie_model::{
     read_bound, stream, CplSplit, Ethernet, FlitMode, Generation, LinkConfig, LinkParams, Mode, Op, Picos,
 };
-use pcie_report::{Axis, Chart, Point, Report, Section, Series, SeriesKind, TableSection};
+use pcie_report::{Axis, Chart, Point, Report, Scale, Section, Series, SeriesKind, TableSection};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -665,8 +665,28 @@ fn overlay(drawn: &mut [Drawn], others: &[Vec<Drawn>]) {
             d.chart
                 .series
                 .extend(o.chart.series.iter().filter(|s| measured(s)).map(|s| tag(&letter, s)));
+            // A run with a longer tail (a log axis, or a later end) widens the shared axis, and
+            // its notes say why.
+            if wider(&o.chart.x, &d.chart.x) {
+                d.chart.x = o.chart.x.clone();
+                d.notes = o.notes.iter().map(|n| format!("{letter}: {n}")).collect();
+            }
         }
         d.chart.series.extend(refs);
+    }
+}
+
+/// True when axis `a` shows more than `b`: logarithmic against linear, or a linear one that
+/// ends later (or not at all).
+fn wider(a: &Axis, b: &Axis) -> bool {
+    match (a.scale, b.scale) {
+        (Scale::Log10, Scale::Linear) => true,
+        (Scale::Linear, Scale::Linear) => match (a.max, b.max) {
+            (None, Some(_)) => true,
+            (Some(x), Some(y)) => x > y,
+            _ => false,
+        },
+        _ => false,
     }
 }
 
