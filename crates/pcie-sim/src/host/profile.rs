@@ -306,17 +306,18 @@ impl PmuHostProfile {
         self.devices.iter().find(|x| x.name == name)
     }
 
+    /// `key = name` names a `[[device]]`; otherwise the message lists them.
+    fn check_device_name(&self, key: &str, name: &str) -> Result<(), String> {
+        if self.device(name).is_some() {
+            return Ok(());
+        }
+        let names: Vec<&str> = self.devices.iter().map(|d| d.name.as_str()).collect();
+        Err(format!("{key} = {name:?}: must be one of {}", names.join(", ")))
+    }
+
     fn check_function(&self, key: &str, f: &FunctionSpec) -> Result<(), String> {
         parse_bdf(&f.bdf).ok_or_else(|| format!("{key}.bdf = {:?}: must be dddd:bb:dd.f", f.bdf))?;
-        if self.device(&f.device).is_none() {
-            let names: Vec<&str> = self.devices.iter().map(|d| d.name.as_str()).collect();
-            return Err(format!(
-                "{key}.device = {:?}: must be one of {}",
-                f.device,
-                names.join(", ")
-            ));
-        }
-        Ok(())
+        self.check_device_name(&format!("{key}.device"), &f.device)
     }
 
     fn check(&self) -> Result<(), String> {
@@ -353,10 +354,7 @@ impl PmuHostProfile {
             match (&port.device, &port.device_bdf) {
                 (None, None) => {}
                 (Some(d), Some(b)) => {
-                    if self.device_of(port).is_none() {
-                        let names: Vec<&str> = self.devices.iter().map(|d| d.name.as_str()).collect();
-                        return Err(format!("{key}.device = {d:?}: must be one of {}", names.join(", ")));
-                    }
+                    self.check_device_name(&format!("{key}.device"), d)?;
                     parse_bdf(b).ok_or_else(|| format!("{key}.device_bdf = {b:?}: must be dddd:bb:dd.f"))?;
                 }
                 _ => return Err(format!("{key}: device and device_bdf go together")),
