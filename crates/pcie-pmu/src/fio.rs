@@ -5,7 +5,7 @@
 
 use crate::sim::StorageJob;
 use crate::{PmuError, System};
-use pcie_sim::host::{IoStats, StorageStats};
+use pcie_sim::pmu_host::{IoStats, StorageStats};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! The simulated host as a counter source: a [`pcie_sim::host::PmuHost`] (by default the
+//! The simulated host as a counter source: a [`pcie_sim::pmu_host::PmuHost`] (by default the
 //! Yitian 710 of the seed study) that presents itself through a sysfs tree, as a real host does,
 //! and counts through [`CounterSource`].
 //!
@@ -13,10 +13,10 @@ use crate::event_spec::ResolvedEvent;
 use crate::sysfs_writer::{dwc_pmu, DwcVariant, SysfsWriter};
 use crate::{PmuError, System};
 use pcie_model::Generation;
-pub use pcie_sim::host::profile::{builtin_pmu_hosts, PmuHostProfile};
-use pcie_sim::host::profile::{parse_bdf, DeviceSpec, PmuDriver, PortSpec};
-pub use pcie_sim::host::workload::{self, StorageJob, Workload, WorkloadError};
-pub use pcie_sim::host::PmuHost;
+pub use pcie_sim::pmu_host::profile::{builtin_pmu_hosts, PmuHostProfile};
+use pcie_sim::pmu_host::profile::{parse_bdf, DeviceSpec, PmuDriver, PortSpec};
+pub use pcie_sim::pmu_host::workload::{self, StorageJob, Workload, WorkloadError};
+pub use pcie_sim::pmu_host::PmuHost;
 use std::io;
 use std::time::{Duration, Instant};
 

@@ -1,102 +1,37 @@
-//! A deterministic transaction-level simulator of host + PCIe link + DMA device.
+//! A deterministic simulator of PCIe hosts, links and devices, in two machines:
 //!
-//! Time is kept in picoseconds, randomness comes from a seeded generator, and every number is
-//! produced by a mechanism whose parameters live in a host or device profile (TOML data with the
-//! source of every value). One simulation is single-threaded; parallelism is across independent
-//! simulations.
+//! - [`testbed`]: pcie-bench's test bed, a host (root complex, IOMMU, LLC with DDIO, DRAM, NUMA
+//!   hops, uncore power states) joined by a link to a DMA device (descriptor-driven engines or a
+//!   direct command path). [`Simulator::run`] runs one latency or bandwidth test.
+//! - [`pmu_host`]: a whole host seen by its root ports' PCIe PMUs (storage and NIC workloads,
+//!   per-port counters the kernel drivers would read), behind `pcie-pmu`'s simulated source.
+//!
+//! Time is integer picoseconds ([`time`]), resources are first-come-first-served servers
+//! ([`queue`]), randomness comes from a seeded generator ([`Rng`]), and every number is produced
+//! by a mechanism whose parameters live in a profile (TOML data with the source of every value,
+//! checked on load: [`ProfileError`] names file, key and range). One simulation is
+//! single-threaded; parallelism is across independent simulations.
+//!
+//! ```
+//! use pcie_sim::{CachePrep, Op, Simulator, Workload};
+//! let sim = Simulator::load("e5-2637v3", "nfp6000").unwrap();
+//! let w = Workload { op: Op::LatRead, size: 64, window: 8192, host_offset: 0, device_offset: 0,
+//!     random: true, prep: CachePrep::HostWarm, count: 1000, remote_memory: false,
+//!     remote_cpu: false, iommu_page: None };
+//! assert!(matches!(sim.run(&w, 1), pcie_sim::Measured::Latency { .. }));
+//! ```
 
-mod engine;
-pub mod host;
-mod iommu;
-mod llc;
-mod power;
-mod profile;
+mod distribution;
+pub mod pmu_host;
+mod profile_file;
+mod queue;
 mod rng;
-mod tlp_time;
-mod workload;
+pub mod testbed;
+mod time;
 
-pub use engine::Measured;
-pub use profile::{builtin_devices, builtin_hosts, DeviceProfile, HostProfile, ProfileError};
+pub use profile_file::ProfileError;
 pub use rng::{mix_seed, Rng};
-pub use workload::{Addresses, CachePrep, Op, Workload, BUFFER_BYTES};
-
-use pcie_model::{LinkConfig, LinkParams};
-
-/// Transactions one test may run at most (the bench caps its counts here). With it the
-/// simulator's time base holds: a host and device pair is refused when its worst-case
-/// transaction, times this many, would not fit 64-bit picoseconds.
-pub const MAX_TRANSACTIONS: u64 = 1 << 32;
-
-/// Longest worst case of one transaction, about 4.29 ms: [`MAX_TRANSACTIONS`] of them plus the
-/// latency test's random start (less than a timestamp tick, at most 1024 cycles of 1 MHz) stay
-/// below 2^64 ps.
-const MAX_TRANSACTION_PS: u64 = u64::MAX / (MAX_TRANSACTIONS + 1);
-
-/// A host and a device joined by a link.
-#[derive(Debug, Clone)]
-pub struct Simulator {
-    pub host: HostProfile,
-    pub device: DeviceProfile,
-    pub link: LinkConfig,
-}
-
-impl Simulator {
-    /// The link trains to the device's generation and width; MPS is the smaller of both sides'.
-    pub fn new(host: HostProfile, device: DeviceProfile) -> Result<Simulator, ProfileError> {
-        let params = LinkParams {
-            gen: pcie_model::Generation::ALL[device.link.gen as usize - 1],
-            lanes: device.link.lanes,
-            mps: host.link.max_mps.min(device.link.max_mps),
-            mrrs: device.link.mrrs,
-            rcb: host.link.rcb,
-            ..LinkParams::default()
-        };
-        let link = LinkConfig::new(&params).map_err(|e| ProfileError {
-            file: device.name.clone(),
-            message: format!("link: {e}"),
-        })?;
-        let s = Simulator { host, device, link };
-        let bound_ps = s.worst_transaction_ns() * 1000.0;
-        if bound_ps > MAX_TRANSACTION_PS as f64 {
-            return Err(ProfileError {
-                file: format!("{} + {}", s.host.name, s.device.name),
-                message: format!(
-                    "one transaction may take up to {} ns of simulated time (the profiles' times weighted by how \
-                     often one transaction meets them); the simulator's 64-bit picosecond clock holds {} \
-                     transactions of at most {} ns: lower the largest times",
-                    profile::show((bound_ps / 1000.0).round()),
-                    MAX_TRANSACTIONS,
-                    MAX_TRANSACTION_PS / 1000
-                ),
-            });
-        }
-        Ok(s)
-    }
-
-    /// An upper bound of the simulated time one transaction of any test takes or adds to a
-    /// run, in nanoseconds (every profile time weighted by how often one transaction meets it,
-    /// plus the rounding of each to whole picoseconds).
-    pub fn worst_transaction_ns(&self) -> f64 {
-        engine::transaction_bound_ns(&self.host, &self.device, &self.link) + 10.0
-    }
-
-    /// Load built-in profiles (or TOML files) by name.
-    pub fn load(host: &str, device: &str) -> Result<Simulator, ProfileError> {
-        Simulator::new(HostProfile::load(host)?, DeviceProfile::load(device)?)
-    }
-
-    /// Length of one device clock cycle in picoseconds.
-    pub fn cycle_ps(&self) -> f64 {
-        1e6 / self.device.clock.mhz
-    }
-
-    /// Run one test. The same workload and seed always give the same result.
-    pub fn run(&self, w: &Workload, seed: u64) -> Measured {
-        let mut m = engine::Machine::new(&self.host, &self.device, &self.link, w, seed);
-        if w.op.is_bandwidth() {
-            m.run_bandwidth(w)
-        } else {
-            m.run_latency(w)
-        }
-    }
-}
+pub use testbed::{
+    builtin_devices, builtin_hosts, Addresses, CachePrep, DeviceProfile, HostProfile, Measured, Op, Simulator,
+    Workload, BUFFER_BYTES, MAX_TRANSACTIONS,
+};

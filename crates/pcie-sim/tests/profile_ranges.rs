@@ -2,9 +2,9 @@
 //! ends of every range load and simulate to finite results, and latencies grow with the
 //! latencies a profile gives.
 
-use pcie_sim::host::profile::PmuHostProfile;
-use pcie_sim::host::workload::Workload as HostWorkload;
-use pcie_sim::host::PmuHost;
+use pcie_sim::pmu_host::profile::PmuHostProfile;
+use pcie_sim::pmu_host::workload::Workload as HostWorkload;
+use pcie_sim::pmu_host::PmuHost;
 use pcie_sim::{CachePrep, DeviceProfile, HostProfile, Measured, Op, Simulator, Workload};
 use proptest::prelude::*;
 

@@ -3,9 +3,9 @@
 //! short storage workload) and `--workload` specs on the Yitian 710.
 
 use crate::{refused, text, Target, Verdict};
-use pcie_sim::host::profile::PmuHostProfile;
-use pcie_sim::host::workload::Workload as HostWorkload;
-use pcie_sim::host::PmuHost;
+use pcie_sim::pmu_host::profile::PmuHostProfile;
+use pcie_sim::pmu_host::workload::Workload as HostWorkload;
+use pcie_sim::pmu_host::PmuHost;
 use pcie_sim::{CachePrep, DeviceProfile, HostProfile, Measured, Op, Simulator, Workload};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -77,7 +77,7 @@ fn builtin_device() -> &'static DeviceProfile {
 fn builtin_pmu_hosts() -> &'static [PmuHostProfile] {
     static P: OnceLock<Vec<PmuHostProfile>> = OnceLock::new();
     P.get_or_init(|| {
-        pcie_sim::host::profile::builtin_pmu_hosts()
+        pcie_sim::pmu_host::profile::builtin_pmu_hosts()
             .into_iter()
             .map(|n| PmuHostProfile::load(n).unwrap())
             .collect()

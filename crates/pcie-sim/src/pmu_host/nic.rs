@@ -11,7 +11,7 @@ use super::link::Direction;
 use super::profile::NicSpec;
 use super::workload::NicJob;
 use super::{HostCosts, Port};
-use crate::engine::Ps;
+use crate::time::Ps;
 use pcie_model::{LinkConfig, TlpKind};
 
 /// One NIC workload.

@@ -9,9 +9,10 @@
 //! the requests (for `g - idle_k` up to a tick). Bandwidth tests keep the uncore busy: their
 //! requests find it awake.
 
-use crate::engine::{draw_tail, Ps, Sampler};
-use crate::profile::{Power, Tail};
+use super::profile::Power;
+use crate::distribution::{draw_tail, Sampler, Tail};
 use crate::rng::Rng;
+use crate::time::Ps;
 
 #[derive(Debug, Clone)]
 pub(crate) struct PowerStates {
@@ -30,11 +31,11 @@ impl PowerStates {
         let mut states: Vec<(Ps, Sampler)> = p
             .state
             .iter()
-            .map(|s| (crate::engine::ps(s.idle_ns), Sampler::triangular(&s.exit)))
+            .map(|s| (crate::time::ps(s.idle_ns), Sampler::triangular(&s.exit)))
             .collect();
         states.sort_by_key(|(idle, _)| std::cmp::Reverse(*idle));
         PowerStates {
-            tick: crate::engine::ps(p.tick_ns).max(1),
+            tick: crate::time::ps(p.tick_ns).max(1),
             states,
             stall: p.stall,
             deepest: false,
@@ -85,7 +86,8 @@ impl PowerStates {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{PowerState, Spread};
+    use crate::distribution::Spread;
+    use crate::testbed::profile::PowerState;
 
     fn states() -> PowerStates {
         let exit = |ns| Spread {

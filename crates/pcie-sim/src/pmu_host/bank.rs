@@ -6,7 +6,7 @@
 
 use super::link::{Direction, Tally};
 use super::profile::{PmuDriver, PmuSpec};
-use crate::engine::Ps;
+use crate::time::Ps;
 use pcie_model::{reverse_dllp_bytes, LinkConfig, TlpKind};
 
 /// What an event counts.

@@ -5,7 +5,8 @@
 //! k-th TLP has crossed at `start + (k + 1) × tlp_ps`, so the payload that crossed by a moment is
 //! worked out per burst, not per TLP, and is still exact to the TLP.
 
-use crate::engine::{Ps, Server};
+use crate::queue::Server;
+use crate::time::Ps;
 use pcie_model::{LinkConfig, Tlp, TlpKind};
 use std::collections::VecDeque;
 

@@ -2,7 +2,8 @@
 //! costs of a storage workload, as TOML data (`data/profiles/yitian710.toml`). A profile may
 //! `inherit` a built-in one and override some of its tables (`yitian710-narrow`).
 
-use crate::profile::{above_zero, between, chars, count, one_of, spread, words, ProfileError, Spread, MAX_NS};
+use crate::distribution::Spread;
+use crate::profile_file::{above_zero, between, chars, count, one_of, spread, words, ProfileError, MAX_NS};
 use serde::Deserialize;
 
 /// How the kernel driver presents each root port's PMU.

@@ -16,8 +16,9 @@ mod storage;
 pub use storage::{IoStats, StorageStats};
 pub mod workload;
 
-use crate::engine::{ps, Ps, Sampler};
+use crate::distribution::Sampler;
 use crate::rng::{mix_seed, Rng};
+use crate::time::{ps, Ps};
 use bank::{Bank, DllpRates, EventConfig, PortLink};
 use link::Direction;
 use pcie_model::{Generation, LinkConfig, LinkParams};

@@ -5,8 +5,10 @@
 use super::profile::{PauseSpec, StorageSpec};
 use super::workload::{Rw, StorageJob};
 use super::{Ev, HostCosts, PmuHost, Port, Slot};
-use crate::engine::{Pool, Ps, Sampler};
+use crate::distribution::Sampler;
+use crate::queue::Pool;
 use crate::rng::Rng;
+use crate::time::Ps;
 use pcie_model::{LinkConfig, TlpKind};
 use std::collections::VecDeque;
 

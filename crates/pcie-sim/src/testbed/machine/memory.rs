@@ -1,0 +1,126 @@
+//! The host side of a transaction: the root complex's fabric path and the IOMMU, how long a line
+//! takes from where it is (LLC, memory, the other socket), and the uncore's power states.
+
+use super::Machine;
+use crate::distribution::{draw_tail, Sampler};
+use crate::testbed::llc::LineState;
+use crate::time::Ps;
+
+impl Machine<'_> {
+    /// Enter the fabric path at `arrival` for `busy` (plus a page walk's share on an IO-TLB
+    /// miss): returns (when the path accepted the request, when its address is translated).
+    /// The path is taken once, up front, for everything the request will use, so it never waits
+    /// on its own future. A miss's walk starts `early` before `arrival` (a write's header is
+    /// decoded while its payload still arrives). A request for a page whose walk is still
+    /// running is parked and translated again after it, behind the other parked requests.
+    pub(super) fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
+        let Some(tlb) = self.iotlb.as_mut() else {
+            let accepted = self.fabric.serve(arrival, busy);
+            return (accepted, accepted);
+        };
+        let page = tlb.page_of(addr);
+        match tlb.lookup(page) {
+            Some(ready) => {
+                let accepted = self.fabric.serve(arrival, busy);
+                if ready <= accepted {
+                    return (accepted, accepted);
+                }
+                let replayed = self.replayer.serve(ready, self.costs.replay) + self.costs.replay;
+                (accepted, replayed)
+            }
+            None => {
+                let accepted = self.fabric.serve(arrival, busy + self.costs.walk_busy);
+                // The walk reads the page table from memory, which has DRAM's rare hiccups.
+                let walk = self.costs.walk + draw_tail(&mut self.rng, &self.host.memory.dram_tail);
+                let done = self.walkers.serve(accepted.saturating_sub(early), walk) + walk;
+                tlb.walked(page, done);
+                (accepted, done)
+            }
+        }
+    }
+
+    /// Time for the memory system to deliver one line once the RC asks for it.
+    pub(super) fn line_latency(&mut self, line: u64) -> Ps {
+        self.line_latency_in(line).0
+    }
+
+    /// Latency of the slowest of `n` lines a core wrote.
+    pub(super) fn slowest_cpu_line(&mut self, n: usize) -> Ps {
+        if self.llc_hit_max.len() < n {
+            self.llc_hit_max.resize_with(n, || None);
+        }
+        let spread = &self.host.memory.llc_hit;
+        let sampler = self.llc_hit_max[n - 1].get_or_insert_with(|| Sampler::triangular_max(spread, n as u32));
+        sampler.draw(&mut self.rng) + self.hop_by_state[LineState::Cpu as usize]
+    }
+
+    /// [`Machine::line_latency`] and where the line is.
+    pub(super) fn line_latency_in(&mut self, line: u64) -> (Ps, LineState) {
+        let state = self.llc.state(line as u32);
+        let base = match state {
+            LineState::Cpu => self.llc_hit.draw(&mut self.rng),
+            LineState::Io => self.io_line.draw(&mut self.rng),
+            LineState::Memory => self.dram.draw(&mut self.rng),
+        };
+        (base + self.hop_by_state[state as usize], state)
+    }
+
+    /// The hop to where `line` is (its owner, for a write).
+    pub(super) fn hop(&self, line: u64) -> Ps {
+        self.hop_by_state[self.llc.state(line as u32) as usize]
+    }
+
+    /// What the remote read pipeline adds to `lines` lines from `first` on (0 when all are on
+    /// the device's socket).
+    pub(super) fn hop_lines(&self, first: u64, lines: u64) -> Ps {
+        if self.hop_line_by_state == [0; 3] {
+            return 0;
+        }
+        (first..first + lines)
+            .map(|l| self.hop_line_by_state[self.llc.state(l as u32) as usize])
+            .sum()
+    }
+
+    /// How long the memory system takes to grant a posted write ownership of `line`: the typical
+    /// latency of where the line is (no data is read, so no DRAM hiccups).
+    pub(super) fn own_latency(&self, line: u64) -> Ps {
+        self.own_by_state[self.llc.state(line as u32) as usize]
+    }
+
+    /// Rare delays that hit a whole read rather than each line: a DRAM hiccup (refresh, bank
+    /// conflict) when the read starts in memory, a sleeping core's snoop when it starts on a
+    /// line a core wrote. The measured tails are as long for 2 KB reads as for 64 B ones.
+    pub(super) fn read_hiccup(&mut self, first_line: u64) -> Ps {
+        let hiccup = match self.llc.state(first_line as u32) {
+            LineState::Cpu => draw_tail(&mut self.rng, &self.host.cpu.wake),
+            LineState::Memory => draw_tail(&mut self.rng, &self.host.memory.dram_tail),
+            LineState::Io => 0,
+        };
+        hiccup + self.power.as_mut().map_or(0, |p| p.stall(&mut self.rng))
+    }
+
+    /// A request reaches the uncore at `arrival`: when the uncore is awake to take it.
+    pub(super) fn wake(&mut self, arrival: Ps) -> Ps {
+        match &mut self.power {
+            Some(p) => p.wake(arrival, &mut self.rng),
+            None => arrival,
+        }
+    }
+
+    /// A DMA's requests (or TLPs) arrive back to back, so only the first, `i` = 0, may find the
+    /// uncore in a power state: one exit per DMA.
+    pub(super) fn wake_first(&mut self, i: usize, arrival: Ps) -> Ps {
+        if i == 0 {
+            self.wake(arrival)
+        } else {
+            arrival
+        }
+    }
+
+    /// The uncore has work until `t`.
+    pub(super) fn rest(&mut self, t: Ps) {
+        if let Some(p) = &mut self.power {
+            p.busy_until(t);
+        }
+    }
+}

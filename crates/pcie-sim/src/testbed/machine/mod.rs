@@ -1,0 +1,271 @@
+//! The DMA test bed's machine: device DMA engine, link, root complex, IOMMU and memory,
+//! advanced transaction by transaction.
+//!
+//! Every resource is a FIFO server that remembers when it is next free ([`crate::queue`]), and
+//! every transaction passes the resources in a fixed order, so each stage's event time is
+//! `start = max(arrival, resource free)`, `free = start + occupancy`. Transactions are started in
+//! time order (the earliest free DMA thread claims the next one, kept in a heap of thread free
+//! times), which makes this an exact discrete-event simulation for FIFO resources without a
+//! general event queue; the only approximation is that a resource serves transactions in start
+//! order rather than strictly in arrival order when their memory latencies overtake each other.
+//! The PMU host simulator ([`crate::pmu_host`]), whose jobs wait on each other, keeps the event
+//! loop keyed on time and sequence that the design describes.
+//!
+//! The machine's steps live beside it: [`memory`] (the fabric path, IOMMU, where a line is,
+//! power states), [`dma`] (the DMA engines' reads and writes), [`command`] (the NFP's direct
+//! command path) and [`run`] (the latency and bandwidth test loops).
+
+mod command;
+mod dma;
+mod memory;
+mod run;
+
+pub use run::Measured;
+
+use super::costs::Costs;
+use super::iommu::Iotlb;
+use super::llc::{LineState, Llc};
+use super::power::PowerStates;
+use super::profile::{DeviceProfile, HostProfile};
+use super::tlp_time::TlpTimes;
+use super::wire::Wire;
+use super::workload::{CachePrep, Op, Workload, BUFFER_BYTES};
+use super::LINE;
+use crate::distribution::Sampler;
+use crate::queue::{Pool, Server};
+use crate::rng::Rng;
+use crate::time::{ps, Ps};
+use pcie_model::LinkConfig;
+use std::collections::VecDeque;
+
+/// How many pieces `[addr, addr + len)` is cut into at multiples of `boundary`, a power of two
+/// (a line, MPS or MRRS): shifts, not divisions, as this runs for every DMA.
+fn pieces(addr: u64, len: u32, boundary: u32) -> u64 {
+    let shift = boundary.trailing_zeros();
+    ((addr + len as u64 - 1) >> shift) - (addr >> shift) + 1
+}
+
+/// Everything with state.
+pub struct Machine<'a> {
+    host: &'a HostProfile,
+    dev: &'a DeviceProfile,
+    link: &'a LinkConfig,
+    rng: Rng,
+    up: Wire,
+    down: Wire,
+    read_engine: Server,
+    write_engine: Server,
+    bus: Server,
+    /// Release times of the read tags in use, oldest first.
+    tags: VecDeque<Ps>,
+    /// The root complex's path into the coherent fabric: read requests, the lines they fetch,
+    /// posted writes and the IOMMU's page-walk reads all take their turn in it.
+    fabric: Server,
+    /// Release times of the posted credits in use, oldest first.
+    posted: VecDeque<Ps>,
+    walkers: Pool,
+    /// Translates again, one after another, the requests parked while their page was walked.
+    replayer: Server,
+    llc: Llc,
+    iotlb: Option<Iotlb>,
+    costs: Costs,
+    /// The socket-link hop from the device's root complex to where a line is, by [`LineState`]
+    /// in its declaration order: a core's line in the warming CPU's LLC, a DDIO line in the
+    /// device socket's LLC, any other in its home memory. Zero where that is the device's socket.
+    hop_by_state: [Ps; 3],
+    /// What the remote socket's read pipeline adds per line fetched across the link, likewise.
+    hop_line_by_state: [Ps; 3],
+    tlp: TlpTimes,
+    /// [`Machine::own_latency`] by [`LineState`], in its declaration order.
+    own_by_state: [Ps; 3],
+    llc_hit: Sampler,
+    /// `llc_hit_max[n - 1]`: the slowest of `n` lines a core wrote, built when first needed.
+    llc_hit_max: Vec<Option<Sampler>>,
+    io_line: Sampler,
+    dram: Sampler,
+    jitter: Sampler,
+    /// The uncore's power states, when the host manages them.
+    power: Option<PowerStates>,
+}
+
+/// Per-transaction context: where its device-side data lives.
+#[derive(Debug, Clone, Copy)]
+struct Dma {
+    addr: u64,
+    size: u32,
+    slow: bool,
+}
+
+impl<'a> Machine<'a> {
+    pub fn new(host: &'a HostProfile, dev: &'a DeviceProfile, link: &'a LinkConfig, w: &Workload, seed: u64) -> Self {
+        let cap = pcie_model::capacity(link).0;
+        let wire = Wire {
+            server: Server::default(),
+            ps_per_byte: 8000.0 / cap,
+        };
+        let llc_lines = (host.memory.llc_bytes / LINE) as usize;
+        // Is the line in this state on the other socket?
+        let remote = |state| match state {
+            LineState::Memory => w.remote_memory,
+            LineState::Cpu => w.remote_cpu,
+            LineState::Io => false,
+        };
+        let states = [LineState::Memory, LineState::Cpu, LineState::Io];
+        let hop_by_state = states.map(|s| if remote(s) { ps(host.memory.remote_ns) } else { 0 });
+        let hop_line_by_state = states.map(|s| if remote(s) { ps(host.memory.remote_line_ns) } else { 0 });
+        let mut m = Machine {
+            host,
+            dev,
+            link,
+            rng: Rng::new(seed),
+            up: wire,
+            down: wire,
+            read_engine: Server::default(),
+            write_engine: Server::default(),
+            bus: Server::default(),
+            tags: VecDeque::with_capacity(dev.dma.read_tags as usize),
+            fabric: Server::default(),
+            posted: VecDeque::with_capacity(host.root_complex.posted_credits as usize),
+            walkers: Pool {
+                free: vec![0; host.iommu.walkers as usize],
+            },
+            replayer: Server::default(),
+            llc: Llc::new((BUFFER_BYTES / LINE) as usize, llc_lines, host.memory.ddio_share),
+            iotlb: w
+                .iommu_page
+                .map(|p| Iotlb::new(BUFFER_BYTES, p, host.iommu.iotlb_entries as usize)),
+            costs: Costs::new(host, dev),
+            hop_by_state,
+            hop_line_by_state,
+            tlp: TlpTimes::new(link, wire.ps_per_byte),
+            own_by_state: states.map(|state| {
+                let m = &host.memory;
+                let typical = match state {
+                    LineState::Cpu => ps(m.llc_hit.mode_ns),
+                    LineState::Io => ps(m.io_line.mode_ns),
+                    LineState::Memory => ps(m.dram.mode_ns),
+                };
+                typical + hop_by_state[state as usize]
+            }),
+            llc_hit: Sampler::triangular(&host.memory.llc_hit),
+            llc_hit_max: Vec::new(),
+            io_line: Sampler::triangular(&host.memory.io_line),
+            dram: Sampler::triangular(&host.memory.dram),
+            jitter: Sampler::triangular(&dev.dma.jitter),
+            power: host.power.as_ref().map(PowerStates::new),
+        };
+        m.prepare(w);
+        m
+    }
+
+    /// Leave the caches as pcie-bench's warm/thrash steps do.
+    fn prepare(&mut self, w: &Workload) {
+        let window_lines = (w.window.next_multiple_of(4096) / LINE) as u32;
+        match w.prep {
+            CachePrep::Cold => {}
+            CachePrep::HostWarm => {
+                let lines = window_lines.min((BUFFER_BYTES / LINE) as u32);
+                let mut order: Vec<u32> = (0..lines).collect();
+                // The LLC resists streams (adaptive insertion, not LRU): a window larger than
+                // the LLC leaves a scattered share of its lines resident, not the last ones
+                // written. Modelled as warming the lines in a random order.
+                if lines as usize > self.llc.cpu_capacity() {
+                    for i in (1..order.len()).rev() {
+                        let j = self.rng.below(i as u64 + 1) as usize;
+                        order.swap(i, j);
+                    }
+                }
+                for l in order {
+                    self.llc.cpu_write(l);
+                }
+            }
+            CachePrep::DeviceWarm => {
+                for l in 0..(w.window / LINE) as u32 {
+                    self.device_touch(l as u64 * LINE);
+                }
+            }
+            CachePrep::DeviceThrash => {
+                let lines = BUFFER_BYTES / LINE;
+                for _ in 0..lines * 2 {
+                    let l = self.rng.below(lines);
+                    self.device_touch(l * LINE);
+                }
+            }
+        }
+    }
+
+    /// A device write outside the timed test (warming): caches and IO-TLB, no timing.
+    fn device_touch(&mut self, addr: u64) {
+        self.llc.device_write((addr / LINE) as u32);
+        if let Some(t) = &mut self.iotlb {
+            let p = t.page_of(addr);
+            t.lookup(p);
+        }
+    }
+
+    /// One transaction of `op` starting at `t`; returns when the device sees it complete.
+    fn transaction(&mut self, op: Op, t: Ps, d: Dma, index: u64) -> Ps {
+        let complete = self.costs.complete;
+        match op {
+            Op::LatRead | Op::BwRead => self.read(t, d, 0, 0) + complete,
+            Op::BwWrite => self.write(t, d).0 + complete,
+            Op::BwReadWrite if !index.is_multiple_of(2) => self.read(t, d, 0, 0) + complete,
+            Op::BwReadWrite => self.write(t, d).0 + complete,
+            Op::LatWriteRead => {
+                // Both DMAs are queued at once; the engines overlap them as ordering allows.
+                let (sent, committed) = self.write(t, d);
+                self.read(t, d, sent, committed) + complete
+            }
+            Op::LatCmdRead => self.command(t, d, false),
+            Op::LatCmdWriteRead => self.command(t, d, true),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Simulator;
+
+    fn warmed(window: u64) -> (Simulator, Workload) {
+        let w = Workload {
+            op: Op::LatRead,
+            size: 64,
+            window,
+            host_offset: 0,
+            device_offset: 0,
+            random: true,
+            prep: CachePrep::HostWarm,
+            count: 1,
+            remote_memory: false,
+            remote_cpu: false,
+            iommu_page: None,
+        };
+        (Simulator::load("e5-2637v3", "nfp6000").unwrap(), w)
+    }
+
+    #[test]
+    fn a_host_warmed_window_beyond_the_llc_stays_resident_in_a_scattered_share() {
+        let (s, w) = warmed(64 << 20);
+        let m = Machine::new(&s.host, &s.device, &s.link, &w, 1);
+        let lines = (w.window / LINE) as u32;
+        let resident = (0..lines).filter(|&l| m.llc.state(l) == LineState::Cpu).count();
+        let share = resident as f64 / lines as f64;
+        let llc_share = s.host.memory.llc_bytes as f64 / w.window as f64;
+        assert!(
+            (share - llc_share).abs() < 0.01,
+            "{share} of the window, LLC {llc_share}"
+        );
+        // Not the last 15 MB written: resident lines are spread over every 1 MB of the window.
+        let per_mb = (lines / 64) as usize;
+        for mb in 0..64 {
+            let here = (mb * per_mb..(mb + 1) * per_mb)
+                .filter(|&l| m.llc.state(l as u32) == LineState::Cpu)
+                .count();
+            assert!(here as f64 > 0.15 * per_mb as f64, "MB {mb}: {here} of {per_mb} lines");
+        }
+        let (s, w) = warmed(8 << 20);
+        let m = Machine::new(&s.host, &s.device, &s.link, &w, 1);
+        assert!((0..(w.window / LINE) as u32).all(|l| m.llc.state(l) == LineState::Cpu));
+    }
+}

@@ -1,0 +1,87 @@
+//! The two test loops: latency (one transaction at a time, timed by the device's counter) and
+//! bandwidth (DMA threads keeping one DMA each outstanding).
+
+use super::{Dma, Machine};
+use crate::testbed::workload::{Addresses, Op, Workload};
+use crate::time::{ps, Ps};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// What a run measured, in device timestamp terms.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Measured {
+    Latency {
+        cycles: Vec<u32>,
+        total_cycles: u64,
+    },
+    Bandwidth {
+        bytes: u64,
+        transactions: u64,
+        time_cycles: u64,
+    },
+}
+
+impl Machine<'_> {
+    fn cycle_ps(&self) -> f64 {
+        1e6 / self.dev.clock.mhz
+    }
+
+    fn dma(&self, addr: u64, w: &Workload) -> Dma {
+        Dma {
+            addr,
+            size: w.size,
+            slow: !w.device_offset.is_multiple_of(self.dev.dma.fast_align),
+        }
+    }
+
+    /// Latency test: one transaction at a time, each timed by the device's timestamp counter.
+    pub fn run_latency(&mut self, w: &Workload) -> Measured {
+        let tick_ps = self.cycle_ps() * self.dev.clock.tick_cycles as f64;
+        let tick_cycles = self.dev.clock.tick_cycles;
+        let stamp = |t: Ps| (t as f64 / tick_ps) as u64;
+        let loop_ps = ps(if w.op == Op::LatCmdRead || w.op == Op::LatCmdWriteRead {
+            self.dev.cmd.loop_ns
+        } else {
+            self.dev.dma.loop_ns
+        });
+        let mut addrs = Addresses::new(w);
+        let mut cycles = Vec::with_capacity(w.count as usize);
+        // Start at a random phase of the timestamp counter.
+        let first = self.rng.below(tick_ps as u64);
+        let mut now = first;
+        for i in 0..w.count {
+            let addr = addrs.next(&mut self.rng);
+            let d = self.dma(addr, w);
+            let done = self.transaction(w.op, now, d, i);
+            cycles.push(((stamp(done) - stamp(now)) * tick_cycles as u64) as u32);
+            now = done + loop_ps;
+        }
+        let total_cycles = (stamp(now) - stamp(first)) * tick_cycles as u64;
+        Measured::Latency { cycles, total_cycles }
+    }
+
+    /// Bandwidth test: every DMA thread keeps one DMA outstanding; the earliest free thread
+    /// claims the next transaction.
+    pub fn run_bandwidth(&mut self, w: &Workload) -> Measured {
+        let worker_ps = ps(self.dev.dma.worker_ns);
+        let mut addrs = Addresses::new(w);
+        let mut threads: BinaryHeap<Reverse<Ps>> = (0..self.dev.dma.workers).map(|_| Reverse(0)).collect();
+        let mut end = 0;
+        for i in 0..w.count {
+            // The earliest free thread claims transaction i; its slot is reused in place.
+            let mut earliest = threads.peek_mut().expect("at least one thread");
+            let Reverse(free) = *earliest;
+            let addr = addrs.next(&mut self.rng);
+            let d = self.dma(addr, w);
+            let done = self.transaction(w.op, free + worker_ps, d, i);
+            end = end.max(done);
+            *earliest = Reverse(done);
+        }
+        let counted = if w.op == Op::BwReadWrite { w.count / 2 } else { w.count };
+        Measured::Bandwidth {
+            bytes: counted * w.size as u64,
+            transactions: counted,
+            time_cycles: (end as f64 / self.cycle_ps() + 0.5) as u64,
+        }
+    }
+}
