@@ -3,6 +3,8 @@
 //! services real devices need.
 
 pub mod backend;
+pub mod charts;
+pub mod compare;
 pub mod exec;
 pub mod gpu;
 pub mod host;
@@ -14,6 +16,8 @@ pub mod stats;
 pub mod suite;
 
 pub use backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
+pub use charts::{run_letter, ChartSet, RunChart};
+pub use compare::{compare, diff_pct, CdfDistance, Comparison, Difference, ErrorStats, GroupError, Metric};
 pub use exec::{ExecBackend, ExecOptions, ProgramLog};
 pub use gpu::{CudaBackend, CudaOptions, Engine};
 pub use params::{
