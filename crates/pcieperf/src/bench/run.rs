@@ -329,15 +329,15 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         suite: suite.name.clone(),
         seed: a.seed,
         backend: backend.info(),
-        link: backend
-            .link()
-            .or_else(|| {
-                device
-                    .as_ref()?
-                    .link_config()
-                    .and_then(|l| serde_json::to_value(l).ok())
-            })
-            .unwrap_or_default(),
+        link: match backend.link() {
+            Some(v) => Some(serde_json::from_value(v).map_err(|e| {
+                CliError::Runtime(format!(
+                    "{}: the backend's link is not a link configuration: {e}",
+                    a.backend
+                ))
+            })?),
+            None => device.as_ref().and_then(PciDevice::link_config),
+        },
         numa: tests.first().map(|(_, t)| t.numa).unwrap_or_default(),
         iommu: tests.first().map(|(_, t)| t.iommu).unwrap_or_default(),
         host: HostInfo {
