@@ -34,12 +34,17 @@ fn quantiles(cdf: &[(f64, f64)]) -> String {
     format!("{:.0}/{:.0}/{:.0}", q(0.05), q(0.5), q(0.95))
 }
 
-fn pct(sim: f64, meas: f64) -> f64 {
-    (sim - meas).abs() / meas * 100.0
-}
-
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
+/// Adds a simulated figure's difference from the measured one to the group named `key`.
+fn add(by: &mut Vec<(String, ErrorStats)>, key: String, sim: f64, measured: f64) {
+    let d = diff_pct(measured, sim);
+    match by.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, e)) => e.add(d),
+        None => {
+            let mut e = ErrorStats::default();
+            e.add(d);
+            by.push((key, e));
+        }
+    }
 }
 
 fn main() {
@@ -104,7 +109,7 @@ fn compare(base: &str, tests: &[TestParams], results: &[Outcome], measured: &Run
     };
     match measured.get(base) {
         Some(ResultData::Bandwidth(rows)) => {
-            let mut by: Vec<(String, Vec<f64>)> = Vec::new();
+            let mut by: Vec<(String, ErrorStats)> = Vec::new();
             for ((t, o), row) in tests.iter().zip(results).zip(rows) {
                 let Outcome::Bandwidth(b) = o else { continue };
                 let sim = BandwidthStats::new(b).expect("time").gbps;
@@ -113,14 +118,11 @@ fn compare(base: &str, tests: &[TestParams], results: &[Outcome], measured: &Run
                 } else {
                     t.kind.name().into()
                 };
-                match by.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, v)) => v.push(pct(sim, row.bw_gbps)),
-                    None => by.push((key, vec![pct(sim, row.bw_gbps)])),
-                }
+                add(&mut by, key, sim, row.bw_gbps);
             }
             let limit = if base == "bw_dma_sz_sweep" { 5.0 } else { 10.0 };
             for (key, errs) in by {
-                let m = mean(&errs);
+                let m = errs.mape_pct;
                 println!(
                     "  {base:<28} {key:<8} MAPE {m:5.1} % (limit {limit} %)  {}",
                     verdict(m <= limit)
@@ -136,25 +138,22 @@ fn compare(base: &str, tests: &[TestParams], results: &[Outcome], measured: &Run
                 })
                 .collect();
             if base == "lat_dma_sizes" {
-                let (mut med, mut min, mut p95) = (0.0f64, 0.0f64, 0.0f64);
+                let (mut med, mut min, mut p95) = (ErrorStats::default(), ErrorStats::default(), ErrorStats::default());
                 for (s, r) in stats.iter().zip(rows) {
-                    med = med.max(pct(s.ns.median, r.med_ns));
-                    min = min.max(pct(s.ns.min, r.min_ns));
-                    p95 = p95.max(pct(s.ns.p95, r.p95_ns));
+                    med.add(diff_pct(r.med_ns, s.ns.median));
+                    min.add(diff_pct(r.min_ns, s.ns.min));
+                    p95.add(diff_pct(r.p95_ns, s.ns.p95));
                 }
+                let (med, min, p95) = (med.max_abs_pct, min.max_abs_pct, p95.max_abs_pct);
                 println!("  {base:<28} worst median {med:4.1} % (5 %) {}, min {min:4.1} % (10 %) {}, p95 {p95:4.1} % (10 %) {}",
                     verdict(med <= 5.0), verdict(min <= 10.0), verdict(p95 <= 10.0));
             } else {
-                let mut by: Vec<(String, Vec<f64>)> = Vec::new();
+                let mut by: Vec<(String, ErrorStats)> = Vec::new();
                 for ((t, s), r) in tests.iter().zip(&stats).zip(rows) {
-                    let key = format!("{:?}", t.cache);
-                    match by.iter_mut().find(|(k, _)| *k == key) {
-                        Some((_, v)) => v.push(pct(s.ns.median, r.med_ns)),
-                        None => by.push((key, vec![pct(s.ns.median, r.med_ns)])),
-                    }
+                    add(&mut by, format!("{:?}", t.cache), s.ns.median, r.med_ns);
                 }
                 for (key, errs) in by {
-                    let m = mean(&errs);
+                    let m = errs.mape_pct;
                     println!(
                         "  {base:<28} {key:<8} median MAPE {m:5.1} % (10 %)  {}",
                         verdict(m <= 10.0)

@@ -1,8 +1,29 @@
-//! The pcie-bench methodology: test kinds and parameters, suites, statistics, result files, and
-//! the `Backend` interface with the simulator and external-program backends, and the host-side
-//! services real devices need.
+//! The pcie-bench methodology: test kinds and parameters ([`TestParams`]), suites ([`Suite`],
+//! TOML data), the [`Backend`] interface with the simulator ([`SimBackend`]), external-program
+//! ([`ExecBackend`]) and NVIDIA GPU ([`CudaBackend`]) backends, the host-side services real
+//! devices need, statistics ([`LatencyStats`], [`BandwidthStats`], [`ks_distance`]), run
+//! directories ([`RunWriter`], [`RunData`], `run.json` as [`RunInfo`] with a typed link), how far
+//! one run is from another ([`compare`], [`ErrorStats`]) and the chart set of a run
+//! ([`ChartSet`], drawn with `pcie-report`).
+//!
+//! ```no_run
+//! use pcie_bench::{ChartSet, RunData};
+//! use std::path::Path;
+//!
+//! // An original pcie-bench data directory and one of our runs load through the same reader.
+//! let measured = RunData::load(Path::new("data/reference/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro"))?;
+//! let ours = RunData::load(Path::new("runs/paper"))?;
+//! let set = ChartSet::new(&measured, &[ours]);
+//! for g in &set.comparisons[0].summary {
+//!     println!("{} {} {:?}: MAPE {:.1} %", g.file, g.test, g.metric, g.error.mape_pct);
+//! }
+//! std::fs::write("report.html", set.to_html(vec![]))?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod backend;
+pub mod charts;
+pub mod compare;
 pub mod exec;
 pub mod gpu;
 pub mod host;
@@ -14,6 +35,8 @@ pub mod stats;
 pub mod suite;
 
 pub use backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
+pub use charts::{run_letter, ChartSet, RunChart};
+pub use compare::{compare, diff_pct, CdfDistance, Comparison, Difference, ErrorStats, GroupError, Metric};
 pub use exec::{ExecBackend, ExecOptions, ProgramLog};
 pub use gpu::{CudaBackend, CudaOptions, Engine};
 pub use params::{

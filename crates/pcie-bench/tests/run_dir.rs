@@ -25,7 +25,7 @@ fn info() -> RunInfo {
             description: serde_json::json!({"host": "e5-2637v3", "device": "nfp6000"}),
             max_transfer: 4096,
         },
-        link: serde_json::json!({"gen": 3, "lanes": 8, "mps": 256, "mrrs": 512}),
+        link: pcie_model::LinkConfig::new(&pcie_model::LinkParams::default()).ok(),
         numa: Numa::default(),
         iommu: Iommu::Off,
         host: HostInfo {

@@ -3,7 +3,7 @@
 
 use crate::error::ConfigError;
 use crate::generation::Generation;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
@@ -85,8 +85,10 @@ impl Default for LinkParams {
     }
 }
 
-/// A validated link configuration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A validated link configuration. It reads back from the JSON it writes (`run.json`'s
+/// `link`) through the same checks as [`LinkConfig::new`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "LinkRecord")]
 pub struct LinkConfig {
     pub mode: Mode,
     pub gen: Generation,
@@ -102,6 +104,65 @@ pub struct LinkConfig {
     /// A non-flit TLP occupies the link in multiples of this many bytes.
     pub tlp_align: u32,
     pub tag_bits: u32,
+}
+
+/// `LinkConfig` as written: enum fields as text, so a bad value names its key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkRecord {
+    mode: String,
+    gen: String,
+    lanes: u32,
+    flit: bool,
+    mps: u32,
+    mrrs: u32,
+    rcb: u32,
+    cpl_split: String,
+    addr_bits: u32,
+    ecrc: bool,
+    tlp_align: u32,
+    tag_bits: u32,
+}
+
+impl TryFrom<LinkRecord> for LinkConfig {
+    type Error = String;
+
+    fn try_from(r: LinkRecord) -> Result<LinkConfig, String> {
+        let link = |e: ConfigError| format!("link.{e}");
+        let mode = match r.mode.as_str() {
+            "spec" => Mode::Spec,
+            "pcie-model" => Mode::PcieModel,
+            _ => return Err(link(ConfigError::one_of("mode", &r.mode, &["spec", "pcie-model"]))),
+        };
+        let cpl_split = match r.cpl_split.as_str() {
+            "mps" => CplSplit::Mps,
+            "rcb" => CplSplit::Rcb,
+            _ => return Err(link(ConfigError::one_of("cpl_split", &r.cpl_split, &["mps", "rcb"]))),
+        };
+        let cfg = LinkConfig::new(&LinkParams {
+            gen: r.gen.parse().map_err(link)?,
+            lanes: r.lanes,
+            flit: if r.flit { FlitMode::On } else { FlitMode::Off },
+            mps: r.mps,
+            mrrs: r.mrrs,
+            rcb: r.rcb,
+            cpl_split,
+            addr_bits: r.addr_bits,
+            ecrc: r.ecrc,
+            tlp_align: (mode == Mode::Spec).then_some(r.tlp_align),
+            tag_bits: r.tag_bits,
+            mode,
+        })
+        .map_err(link)?;
+        if cfg.tlp_align != r.tlp_align {
+            return Err(link(ConfigError::new(
+                "tlp_align",
+                r.tlp_align,
+                format!("pcie-model mode packs TLPs densely: must be {}", cfg.tlp_align),
+            )));
+        }
+        Ok(cfg)
+    }
 }
 
 fn check_in(param: &'static str, value: u32, allowed: &[u32]) -> Result<u32, ConfigError> {

@@ -4,7 +4,8 @@
 use crate::backend::BackendInfo;
 use crate::host::{numa_nodes, KernelIommu, NumaNode, PciDevice};
 use crate::params::{Iommu, Numa};
-use serde::{Deserialize, Serialize};
+use pcie_model::LinkConfig;
+use serde::{Deserialize, Serialize, Serializer};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -21,8 +22,10 @@ pub struct RunInfo {
     pub seed: u64,
     /// Backend name, profile or device description, transfer limit.
     pub backend: BackendInfo,
-    /// Link configuration (generation, width, MPS, MRRS, ...) as the caller describes it.
-    pub link: serde_json::Value,
+    /// The link the backend reported (generation, width, MPS, MRRS, ...); `null` when it
+    /// reports none. Read back through `LinkConfig`'s checks.
+    #[serde(serialize_with = "link_sorted")]
+    pub link: Option<LinkConfig>,
     /// Run-wide placement of buffer and CPU, and IOMMU mode.
     pub numa: Numa,
     pub iommu: Iommu,
@@ -52,6 +55,13 @@ pub struct HostInfo {
     pub numa_nodes: Vec<NumaNode>,
     /// The device under test, for backends driving a real one.
     pub device: Option<PciDevice>,
+}
+
+/// The link with its keys in alphabetical order, as `run.json` has always written it.
+fn link_sorted<S: Serializer>(link: &Option<LinkConfig>, s: S) -> Result<S::Ok, S::Error> {
+    serde_json::to_value(link)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(s)
 }
 
 const UNKNOWN: &str = "unknown";
@@ -216,5 +226,52 @@ mod tests {
             (none.hostname.as_str(), none.kernel.as_str(), none.cpus),
             ("unknown", "unknown", 0)
         );
+    }
+
+    #[test]
+    fn link_round_trips_through_run_json() {
+        use pcie_model::{Generation, LinkParams};
+        let p = LinkParams {
+            gen: Generation::Gen4,
+            lanes: 16,
+            mps: 512,
+            ..LinkParams::default()
+        };
+        let cfg = LinkConfig::new(&p).unwrap();
+        let json = serde_json::to_value(&cfg).unwrap();
+        assert_eq!(serde_json::from_value::<LinkConfig>(json).ok(), Some(cfg));
+        assert!(serde_json::from_value::<LinkConfig>(serde_json::json!({"gen": "Gen3"})).is_err());
+    }
+
+    #[test]
+    fn a_bad_link_names_the_file_and_the_key() {
+        use crate::Backend;
+        let dir = std::env::temp_dir().join(format!("pcie-bench-badlink-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let info = RunInfo {
+            tool: "pcieperf".into(),
+            version: "0".into(),
+            command_line: vec![],
+            suite: "quick".into(),
+            seed: 0,
+            backend: crate::SimBackend::from_spec("sim").unwrap().info(),
+            link: LinkConfig::new(&pcie_model::LinkParams::default()).ok(),
+            numa: Numa::default(),
+            iommu: Iommu::default(),
+            host: HostInfo::default(),
+            start_time: "1970-01-01T00:00:00Z".into(),
+            end_time: None,
+        };
+        let text = serde_json::to_string_pretty(&info).unwrap();
+        let back: RunInfo = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.link.as_ref().map(|l| l.mps), Some(256));
+        assert_eq!(serde_json::to_string_pretty(&back).unwrap(), text, "written as read");
+        std::fs::write(dir.join("run.json"), text.replace("\"mps\": 256", "\"mps\": 300")).unwrap();
+        let e = crate::RunData::load(&dir).unwrap_err().to_string();
+        assert!(
+            e.contains("run.json") && e.contains("link.mps 300: must be one of 128"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -238,7 +238,7 @@ LAT_DMA_RD,Seq,HWarm,0,0,8192,8,995.6608,707.6608,704,672,10928,720,736,736,829.
 ";
 const RAW_CSV: &str = "test,cache,window,size,index,ns\nLAT_DMA_RD,HWarm,8192,64,0,600\n";
 const RUN_JSON: &str = r#"{"tool":"pcieperf","version":"0.1.0","command_line":["pcieperf","bench","run"],"suite":"quick","seed":0,
-"backend":{"name":"sim:e5-2637v3,nfp6000","description":{},"max_transfer":4096},"link":{"gen":3,"lanes":8},
+"backend":{"name":"sim:e5-2637v3,nfp6000","description":{},"max_transfer":4096},"link":{"addr_bits":64,"cpl_split":"mps","ecrc":false,"flit":false,"gen":"Gen3","lanes":8,"mode":"spec","mps":256,"mrrs":512,"rcb":64,"tag_bits":8,"tlp_align":16},
 "numa":{"dev":0,"mem":0,"cpu":0},"iommu":"Off","host":{"hostname":"h","cpus":4},"start_time":"2026-11-25T12:00:00Z","end_time":null}"#;
 
 /// The built-in suites cut into one-group suites without comments and descriptions: TOML takes

@@ -1,6 +1,6 @@
 //! `pcieperf bench ...`: the pcie-bench methodology on the simulator or a real device.
 
-mod compare;
+mod compare_tables;
 mod progress;
 mod report;
 mod run;

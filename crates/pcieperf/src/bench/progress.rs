@@ -1,93 +1,57 @@
-//! A one-line progress bar with ETA on stderr, drawn only when stderr is a terminal.
+//! The bench run's progress bar on stderr (indicatif: drawn only when stderr is a terminal,
+//! rate-smoothed ETA): tests done of all, the test that just finished, and lines from device
+//! programs printed above it.
 
-use std::io::{IsTerminal, Write};
-use std::time::{Duration, Instant};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+/// One bar for the whole run; clones share it (the exec backend's log threads hold one).
+#[derive(Clone)]
 pub struct Progress {
-    enabled: bool,
-    started: Instant,
-    total_work: f64,
-    done_work: f64,
-    done: usize,
-    total: usize,
-    last_draw: Option<Instant>,
+    bar: ProgressBar,
+    tests: usize,
 }
 
-fn clock(d: Duration) -> String {
-    let s = d.as_secs();
-    format!("{}:{:02}", s / 60, s % 60)
+impl Default for Progress {
+    /// A bar that draws nothing until [`Progress::start`].
+    fn default() -> Progress {
+        Progress {
+            bar: ProgressBar::hidden(),
+            tests: 0,
+        }
+    }
 }
 
 impl Progress {
-    pub fn new(total: usize, total_work: f64) -> Progress {
-        Progress {
-            enabled: std::io::stderr().is_terminal(),
-            started: Instant::now(),
-            total_work,
-            done_work: 0.0,
-            done: 0,
-            total,
-            last_draw: None,
-        }
-    }
-
-    /// A test of `work` units finished; `label` says what runs now.
-    pub fn advance(&mut self, work: f64, label: &str) {
-        self.done += 1;
-        self.done_work += work;
-        self.draw(label, false);
-    }
-
-    fn draw(&mut self, label: &str, force: bool) {
-        if !self.enabled {
-            return;
-        }
-        let now = Instant::now();
-        if !force && self.last_draw.is_some_and(|t| now - t < Duration::from_millis(100)) {
-            return;
-        }
-        self.last_draw = Some(now);
-        let elapsed = now - self.started;
-        let frac = if self.total_work > 0.0 {
-            (self.done_work / self.total_work).min(1.0)
-        } else {
-            1.0
-        };
-        let eta = if frac > 0.0 {
-            elapsed.mul_f64((1.0 - frac) / frac)
-        } else {
-            Duration::ZERO
-        };
-        let width = 30;
-        let filled = (frac * width as f64) as usize;
-        let bar: String = "=".repeat(filled) + &" ".repeat(width - filled);
-        let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r[{bar}] {}/{} tests  {} elapsed  ETA {}  {label:<40.40}",
-            self.done,
-            self.total,
-            clock(elapsed),
-            clock(eta)
+    /// Shows the bar for `tests` tests of `total_work` units (tests differ in length: the ETA
+    /// follows work, the counts follow tests).
+    pub fn start(&mut self, tests: usize, total_work: f64) {
+        self.tests = tests;
+        self.bar.set_length(total_work as u64);
+        self.bar.set_style(
+            ProgressStyle::with_template(
+                "[{bar:30}] {prefix} tests  {elapsed_precise} elapsed  ETA {eta_precise}  {wide_msg}",
+            )
+            .expect("the template is valid")
+            .progress_chars("=> "),
         );
-        let _ = err.flush();
+        self.bar.set_prefix(format!("0/{tests}"));
+        self.bar.set_draw_target(ProgressDrawTarget::stderr());
     }
 
-    /// Print `line` on stderr from any thread without mixing it into the bar: on a terminal
-    /// the bar's line is cleared first, and the bar comes back at its next update.
-    pub fn print_above(line: &str) {
-        let mut err = std::io::stderr().lock();
-        let _ = if err.is_terminal() {
-            writeln!(err, "\r\x1b[K{line}")
-        } else {
-            writeln!(err, "{line}")
-        };
+    /// A test of `work` units finished, the `done`th; `label` names it.
+    pub fn advance(&self, done: usize, work: f64, label: String) {
+        self.bar.set_prefix(format!("{done}/{}", self.tests));
+        self.bar.set_message(label);
+        self.bar.inc(work as u64);
     }
 
-    /// Clear the line when done.
-    pub fn finish(&mut self) {
-        if self.enabled {
-            let _ = write!(std::io::stderr().lock(), "\r{:120}\r", "");
-        }
+    /// Prints `line` on stderr from any thread without mixing it into the bar.
+    pub fn print_above(&self, line: &str) {
+        self.bar.suspend(|| eprintln!("{line}"));
+    }
+
+    /// Clears the bar when done.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
     }
 }

@@ -171,7 +171,7 @@ fn seconds(option: &str, s: f64) -> Result<Duration, CliError> {
 
 /// `--backend`: the simulator, or an external program started and greeted. A bad spec, a
 /// program that cannot be started or fails its handshake, or a bad `--device` are usage errors.
-fn open_backend(a: &RunArgs, numa: Numa, threads: usize) -> Result<Opened, CliError> {
+fn open_backend(a: &RunArgs, numa: Numa, threads: usize, progress: &Progress) -> Result<Opened, CliError> {
     let handshake_timeout = seconds("handshake-timeout", a.handshake_timeout)?;
     let test_timeout = a.timeout.map(|t| seconds("timeout", t)).transpose()?;
     let cuda = a.backend.starts_with("cuda");
@@ -229,7 +229,10 @@ fn open_backend(a: &RunArgs, numa: Numa, threads: usize) -> Result<Opened, CliEr
         children: threads,
         buffer_node: Some(numa.mem as u32),
         cache_node: Some(numa.cpu as u32),
-        program_log: ProgramLog(Arc::new(Progress::print_above)),
+        program_log: {
+            let progress = progress.clone();
+            ProgramLog(Arc::new(move |line| progress.print_above(line)))
+        },
         ..ExecOptions::default()
     };
     let backend = ExecBackend::start(&a.backend, options).map_err(|e| usage(format!("--backend {e}")))?;
@@ -287,11 +290,12 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         }
     });
+    let progress = Progress::default();
     let Opened {
         backend,
         warnings,
         device,
-    } = open_backend(a, numa, threads)?;
+    } = open_backend(a, numa, threads, &progress)?;
     for w in &warnings {
         eprintln!("warning: {w}");
     }
@@ -329,15 +333,15 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         suite: suite.name.clone(),
         seed: a.seed,
         backend: backend.info(),
-        link: backend
-            .link()
-            .or_else(|| {
-                device
-                    .as_ref()?
-                    .link_config()
-                    .and_then(|l| serde_json::to_value(l).ok())
-            })
-            .unwrap_or_default(),
+        link: match backend.link() {
+            Some(v) => Some(serde_json::from_value(v).map_err(|e| {
+                CliError::Runtime(format!(
+                    "{}: the backend's link is not a link configuration: {e}",
+                    a.backend
+                ))
+            })?),
+            None => device.as_ref().and_then(PciDevice::link_config),
+        },
         numa: tests.first().map(|(_, t)| t.numa).unwrap_or_default(),
         iommu: tests.first().map(|(_, t)| t.iommu).unwrap_or_default(),
         host: HostInfo {
@@ -363,22 +367,23 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         }
     };
     let out = writer.dir().to_path_buf();
-    let result = run_into(a, backend, &suite, &tests, threads, writer, scratch);
+    let result = run_into(a, backend, &suite, &tests, threads, (writer, scratch), progress);
     if scratch {
         let _ = std::fs::remove_dir_all(&out);
     }
     result
 }
 
-/// Runs the expanded `tests` into `writer`'s directory and formats the output.
+/// Runs the expanded `tests` into `writer`'s directory (a scratch one, removed afterwards, when
+/// `scratch`) and formats the output.
 fn run_into(
     a: &RunArgs,
     backend: &dyn Backend,
     suite: &Suite,
     tests: &[(usize, TestParams)],
     threads: usize,
-    mut writer: RunWriter,
-    scratch: bool,
+    (mut writer, scratch): (RunWriter, bool),
+    mut progress: Progress,
 ) -> Result<String, CliError> {
     let out = writer.dir().to_path_buf();
     let params: Vec<TestParams> = tests.iter().map(|(_, t)| t.clone()).collect();
@@ -391,7 +396,7 @@ fn run_into(
         let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&cancel));
         let _ = signal_hook::flag::register(sig, Arc::clone(&cancel));
     }
-    let mut progress = Progress::new(params.len(), params.iter().map(work).sum());
+    progress.start(params.len(), params.iter().map(work).sum());
     let mut summaries: Vec<BaseSummary> = Vec::new();
     let mut lines = String::new();
     let mut failure: Option<String> = None;
@@ -438,8 +443,7 @@ fn run_into(
             lines.push_str(&line.to_string());
             lines.push('\n');
         }
-        let label = format!("{} {} B {}", t.kind, t.size, group.base);
-        progress.advance(work(t), &label);
+        progress.advance(finished, work(t), format!("{} {} B {}", t.kind, t.size, group.base));
         true
     });
     progress.finish();

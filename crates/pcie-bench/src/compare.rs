@@ -1,13 +1,14 @@
-//! `bench report --compare`: how far another run is from the first, point by point.
+//! How far one run is from another, point by point: the statistics `pcieperf bench report
+//! --compare` tabulates and the simulator's calibration check applies.
 //!
 //! Points are matched by file and the seven key columns (`Test,PAT,Cache,HO,DO,WinSZ,SZ`), so a
 //! simulator run and a pcie-bench data directory of the same suite line up. Differences are
-//! `(other − first) / first`; the summary's mean absolute percentage error per file, test, cache
-//! state and metric is the figure the simulator's calibration check prints, and CDFs are compared
-//! by their Kolmogorov–Smirnov distance.
+//! `(other − first) / first`; the mean absolute percentage error per file, test, cache state and
+//! metric is [`ErrorStats`], and CDFs are compared by their Kolmogorov–Smirnov distance.
 
-use crate::output::{Cell, Table};
-use pcie_bench::{ks_distance, CacheState, ResultData, RowKey, RunData, TestKind};
+use crate::params::{CacheState, TestKind};
+use crate::results::{ResultData, RowKey, RunData};
+use crate::stats::ks_distance;
 use serde::Serialize;
 
 /// What a difference is measured on.
@@ -21,7 +22,8 @@ pub enum Metric {
 }
 
 impl Metric {
-    fn label(self) -> &'static str {
+    /// The metric as a table heading names it.
+    pub fn label(self) -> &'static str {
         match self {
             Metric::Gbps => "BW (Gb/s)",
             Metric::MedianNs => "median (ns)",
@@ -44,16 +46,39 @@ pub struct Difference {
     pub diff_pct: f64,
 }
 
-/// Mean and largest absolute difference over the points of one file, test, cache state and metric.
+/// Mean and largest absolute percentage difference over a set of points (MAPE and worst case).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ErrorStats {
+    pub points: usize,
+    pub mape_pct: f64,
+    pub max_abs_pct: f64,
+}
+
+impl ErrorStats {
+    /// Adds one point's difference, in percent (its sign is ignored).
+    pub fn add(&mut self, diff_pct: f64) {
+        let abs = diff_pct.abs();
+        // Running mean, so the summary needs no second pass.
+        self.points += 1;
+        self.mape_pct += (abs - self.mape_pct) / self.points as f64;
+        self.max_abs_pct = self.max_abs_pct.max(abs);
+    }
+}
+
+/// `(other − first) / first × 100`.
+pub fn diff_pct(first: f64, other: f64) -> f64 {
+    (other - first) / first * 100.0
+}
+
+/// The differences of one file, test, cache state and metric.
 #[derive(Debug, Clone, Serialize)]
-pub struct Summary {
+pub struct GroupError {
     pub file: String,
     pub test: TestKind,
     pub cache: CacheState,
     pub metric: Metric,
-    pub points: usize,
-    pub mape_pct: f64,
-    pub max_abs_pct: f64,
+    #[serde(flatten)]
+    pub error: ErrorStats,
 }
 
 /// Kolmogorov–Smirnov distance between the two runs' CDFs of one test.
@@ -71,7 +96,7 @@ pub struct CdfDistance {
 pub struct Comparison {
     pub first: String,
     pub other: String,
-    pub summary: Vec<Summary>,
+    pub summary: Vec<GroupError>,
     pub cdfs: Vec<CdfDistance>,
     /// Largest absolute difference first.
     pub differences: Vec<Difference>,
@@ -173,32 +198,28 @@ pub fn compare(first: &RunData, other: &RunData, names: (&str, &str)) -> Compari
                 metric: *metric,
                 first: *va,
                 other: vb,
-                diff_pct: (vb - va) / va * 100.0,
+                diff_pct: diff_pct(*va, vb),
             });
         }
     }
-    let mut summary: Vec<Summary> = Vec::new();
+    let mut summary: Vec<GroupError> = Vec::new();
     for d in &differences {
-        let abs = d.diff_pct.abs();
-        match summary
-            .iter_mut()
-            .find(|s| s.file == d.file && s.test == d.key.test && s.cache == d.key.cache && s.metric == d.metric)
-        {
-            Some(s) => {
-                // Running mean, so the summary needs no second pass.
-                s.points += 1;
-                s.mape_pct += (abs - s.mape_pct) / s.points as f64;
-                s.max_abs_pct = s.max_abs_pct.max(abs);
+        let group = |s: &&mut GroupError| {
+            s.file == d.file && s.test == d.key.test && s.cache == d.key.cache && s.metric == d.metric
+        };
+        match summary.iter_mut().find(group) {
+            Some(s) => s.error.add(d.diff_pct),
+            None => {
+                let mut error = ErrorStats::default();
+                error.add(d.diff_pct);
+                summary.push(GroupError {
+                    file: d.file.clone(),
+                    test: d.key.test,
+                    cache: d.key.cache,
+                    metric: d.metric,
+                    error,
+                });
             }
-            None => summary.push(Summary {
-                file: d.file.clone(),
-                test: d.key.test,
-                cache: d.key.cache,
-                metric: d.metric,
-                points: 1,
-                mape_pct: abs,
-                max_abs_pct: abs,
-            }),
         }
     }
     differences.sort_by(|x, y| y.diff_pct.abs().total_cmp(&x.diff_pct.abs()));
@@ -212,74 +233,11 @@ pub fn compare(first: &RunData, other: &RunData, names: (&str, &str)) -> Compari
     }
 }
 
-impl Comparison {
-    /// MAPE and largest difference per file, test, cache state and metric, in file order.
-    pub fn summary_table(&self) -> Table {
-        let mut t = Table::new(&[
-            ("file", "File"),
-            ("test", "Test"),
-            ("cache", "Cache"),
-            ("metric", "Metric"),
-            ("points", "Points"),
-            ("mape_pct", "MAPE (%)"),
-            ("max_abs_pct", "Max |diff| (%)"),
-        ]);
-        for s in &self.summary {
-            t.push(vec![
-                Cell::text(&s.file),
-                Cell::text(s.test.csv_name()),
-                Cell::text(s.cache.csv_name()),
-                Cell::text(s.metric.label()),
-                Cell::Int(s.points as u64),
-                Cell::num(s.mape_pct, 2),
-                Cell::num(s.max_abs_pct, 2),
-            ]);
-        }
-        t
-    }
-
-    /// KS distance per CDF section.
-    pub fn cdf_table(&self) -> Table {
-        let mut t = Table::new(&[("file", "File"), ("section", "Section"), ("test", "Test"), ("ks", "KS")]);
-        for c in &self.cdfs {
-            t.push(vec![
-                Cell::text(&c.file),
-                Cell::Int(c.section as u64),
-                c.key.map_or(Cell::Empty, |k| Cell::text(k.to_string())),
-                Cell::num(c.ks, 3),
-            ]);
-        }
-        t
-    }
-
-    /// The first `limit` point differences (all with `None`), largest first.
-    pub fn difference_table(&self, limit: Option<usize>) -> Table {
-        let mut t = Table::new(&[
-            ("file", "File"),
-            ("key", "Test,PAT,Cache,HO,DO,WinSZ,SZ"),
-            ("metric", "Metric"),
-            ("first", "First"),
-            ("other", "Other"),
-            ("diff_pct", "Diff (%)"),
-        ]);
-        for d in self.differences.iter().take(limit.unwrap_or(usize::MAX)) {
-            t.push(vec![
-                Cell::text(&d.file),
-                Cell::text(d.key.to_string()),
-                Cell::text(d.metric.label()),
-                Cell::num(d.first, 2),
-                Cell::num(d.other, 2),
-                Cell::num(d.diff_pct, 2),
-            ]);
-        }
-        t
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pcie_bench::{BandwidthRow, CdfSection, LatencyRow, Pattern, ResultFile};
+    use crate::params::Pattern;
+    use crate::results::{BandwidthRow, CdfSection, LatencyRow, ResultFile};
 
     fn key(test: TestKind, size: u32) -> RowKey {
         RowKey {
@@ -358,9 +316,9 @@ mod tests {
         // 256 B of the first and 512 B of the other are unmatched.
         assert_eq!(c.unmatched, 2);
         let s = c.summary.iter().find(|s| s.metric == Metric::Gbps).unwrap();
-        assert_eq!(s.points, 2);
-        assert!((s.mape_pct - 7.5).abs() < 1e-9);
-        assert!((s.max_abs_pct - 10.0).abs() < 1e-9);
+        assert_eq!(s.error.points, 2);
+        assert!((s.error.mape_pct - 7.5).abs() < 1e-9);
+        assert!((s.error.max_abs_pct - 10.0).abs() < 1e-9);
         assert_eq!(c.summary.len(), 4);
     }
 
@@ -383,5 +341,20 @@ mod tests {
         assert_eq!(c.cdfs[0].key.unwrap().size, 64);
         assert!((c.cdfs[0].ks - 0.5).abs() < 1e-9);
         assert_eq!(c.cdfs[1].ks, 0.0);
+    }
+
+    #[test]
+    fn error_stats_are_the_mean_and_largest_absolute_difference() {
+        // The calibration example's figures: |sim − measured| / measured, averaged and maximised.
+        let pairs = [(100.0, 103.0), (50.0, 45.0), (20.0, 20.5), (7.0, 9.0)];
+        let mut e = ErrorStats::default();
+        for (measured, sim) in pairs {
+            e.add(diff_pct(measured, sim));
+        }
+        let abs: Vec<f64> = pairs.iter().map(|(m, s)| (s - m).abs() / m * 100.0).collect();
+        assert_eq!(e.points, 4);
+        assert!((e.mape_pct - abs.iter().sum::<f64>() / 4.0).abs() < 1e-12);
+        assert_eq!(e.max_abs_pct, abs.iter().copied().fold(0.0, f64::max));
+        assert_eq!(diff_pct(50.0, 45.0), -10.0);
     }
 }
