@@ -40,7 +40,11 @@ impl std::error::Error for BdfError {}
 impl fmt::Display for Bdf {
     /// `dddd:bb:dd.f`, lower-case hex (a domain above `ffff` prints all its digits).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:04x}:{:02x}:{:02x}.{:x}", self.domain, self.bus, self.dev, self.func)
+        write!(
+            f,
+            "{:04x}:{:02x}:{:02x}.{:x}",
+            self.domain, self.bus, self.dev, self.func
+        )
     }
 }
 
@@ -118,7 +122,10 @@ mod tests {
     #[test]
     fn the_error_names_the_text_and_the_form() {
         let e = "eth0".parse::<Bdf>().unwrap_err().to_string();
-        assert!(e.starts_with("\"eth0\": expected a PCI address like 0000:30:03.0 ("), "{e}");
+        assert!(
+            e.starts_with("\"eth0\": expected a PCI address like 0000:30:03.0 ("),
+            "{e}"
+        );
         assert!(e.contains("device 00-1f, function 0-7"), "{e}");
     }
 

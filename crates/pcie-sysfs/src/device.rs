@@ -140,7 +140,8 @@ impl PciDevice {
     /// MPS and MRRS in force, from the function's `config` file (the PCI Express capability is
     /// past the 64 bytes Linux shows without root, so this usually needs root).
     pub fn device_control(&self) -> Result<DeviceControl, ConfigSpaceError> {
-        let config = std::fs::read(self.path.join("config")).map_err(|e| ConfigSpaceError::Unreadable(e.to_string()))?;
+        let config =
+            std::fs::read(self.path.join("config")).map_err(|e| ConfigSpaceError::Unreadable(e.to_string()))?;
         DeviceControl::decode(&config)
     }
 }
@@ -189,7 +190,11 @@ mod tests {
         ];
         write_pci_function(&root, &["0000:30:03.0"], "0000:31:00.0", &nic, Some("mlx5_core")).unwrap();
         // Not nested, but on a bus in the bridge's range.
-        let ranged = [("class", "0x060400"), ("secondary_bus_number", "64"), ("subordinate_bus_number", "65")];
+        let ranged = [
+            ("class", "0x060400"),
+            ("secondary_bus_number", "64"),
+            ("subordinate_bus_number", "65"),
+        ];
         write_pci_function(&root, &[], "0000:3f:00.0", &ranged, None).unwrap();
         write_pci_function(&root, &[], "0000:41:00.0", &[("current_link_speed", "")], None).unwrap();
         std::fs::create_dir_all(root.join("sys/bus/pci/devices/not-an-address")).unwrap();
@@ -199,11 +204,20 @@ mod tests {
         assert_eq!(names, ["0000:30:03.0", "0000:31:00.0", "0000:3f:00.0", "0000:41:00.0"]);
         let (port, nic, ranged, bare) = (&all[0], &all[1], &all[2], &all[3]);
         assert!(port.is_bridge() && !nic.is_bridge());
-        assert_eq!((nic.vendor, nic.device, nic.class), (Some(0x15b3), Some(0x1017), Some(0x020000)));
-        assert_eq!((port.driver.as_deref(), nic.driver.as_deref()), (Some("pcieport"), Some("mlx5_core")));
+        assert_eq!(
+            (nic.vendor, nic.device, nic.class),
+            (Some(0x15b3), Some(0x1017), Some(0x020000))
+        );
+        assert_eq!(
+            (port.driver.as_deref(), nic.driver.as_deref()),
+            (Some("pcieport"), Some("mlx5_core"))
+        );
         assert_eq!((port.numa_node, nic.numa_node), (Some(1), None));
         assert_eq!(nic.current_generation(), Some(Generation::Gen4));
-        assert_eq!(nic.link_summary().as_deref(), Some("16.0 GT/s PCIe x8 (max 16.0 GT/s PCIe x16)"));
+        assert_eq!(
+            nic.link_summary().as_deref(),
+            Some("16.0 GT/s PCIe x8 (max 16.0 GT/s PCIe x16)")
+        );
         assert_eq!(port.link_summary().as_deref(), Some("32.0 GT/s PCIe x16"));
         assert_eq!((bare.current_link_speed.as_deref(), bare.link_summary()), (None, None));
         assert!(nic.is_below(port) && !port.is_below(nic) && !port.is_below(port));
@@ -220,14 +234,21 @@ mod tests {
         let d = PciDevice::read(&root, bdf("0000:03:00.0")).unwrap();
         let none = d.device_control().unwrap_err().to_string();
         assert!(none.starts_with("config space not readable: "), "{none}");
-        std::fs::write(dir.join("config"), config_with_pcie_capability(1, (1 << 5) | (5 << 12), 256)).unwrap();
+        std::fs::write(
+            dir.join("config"),
+            config_with_pcie_capability(1, (1 << 5) | (5 << 12), 256),
+        )
+        .unwrap();
         let c = d.device_control().unwrap();
         assert_eq!((c.mps, c.mrrs, c.mps_supported), (256, 4096, 256));
         let missing = PciDevice::read(&root, bdf("0000:04:00.0")).unwrap_err();
         assert!(matches!(missing, SysfsError::NoDevice { .. }));
         assert_eq!(
             missing.to_string(),
-            format!("no PCI device 0000:04:00.0 in {}", root.join("sys/bus/pci/devices").display())
+            format!(
+                "no PCI device 0000:04:00.0 in {}",
+                root.join("sys/bus/pci/devices").display()
+            )
         );
         assert!(PciDevice::discover(&root.join("nothing")).unwrap().is_empty());
         std::fs::remove_dir_all(&root).unwrap();

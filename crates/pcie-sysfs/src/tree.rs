@@ -38,7 +38,11 @@ pub fn write_pci_function(
         let up = "../".repeat(dir.split('/').count());
         symlink(root, &format!("{dir}/driver"), &format!("{up}sys/bus/pci/drivers/{d}"))?;
     }
-    symlink(root, &format!("sys/bus/pci/devices/{bdf}"), &format!("../../../../{dir}"))
+    symlink(
+        root,
+        &format!("sys/bus/pci/devices/{bdf}"),
+        &format!("../../../../{dir}"),
+    )
 }
 
 /// A symlink at `rel` below `root` pointing to `target` (relative to the link's directory, as
