@@ -11,7 +11,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// Where the PCI functions are listed, below a root.
-pub const PCI_DEVICES: &str = "sys/bus/pci/devices";
+const PCI_DEVICES: &str = "sys/bus/pci/devices";
 
 /// A PCI function from `sys/bus/pci/devices/<bdf>/`; `None` where sysfs lacks the file.
 #[derive(Debug, Clone, PartialEq, Serialize)]

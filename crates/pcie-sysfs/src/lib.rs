@@ -44,5 +44,5 @@ pub mod tree;
 
 pub use bdf::{Bdf, BdfError};
 pub use config_space::{ConfigSpaceError, DeviceControl};
-pub use device::{PciDevice, PCI_DEVICES};
+pub use device::PciDevice;
 pub use error::SysfsError;
