@@ -149,7 +149,7 @@ impl PciDevice {
 #[cfg(all(test, unix))]
 mod tests {
     use super::PciDevice;
-    use crate::fixture::config_with_pcie_capability;
+    use crate::fixture::{self, config_with_pcie_capability};
     use crate::tree::write_pci_function;
     use crate::{Bdf, SysfsError};
     use pcie_model::Generation;
@@ -168,27 +168,8 @@ mod tests {
     #[test]
     fn a_port_and_the_functions_below_it() {
         let root = root("below");
-        let port = [
-            ("vendor", "0x1ded"),
-            ("class", "0x060400"),
-            ("current_link_speed", "32.0 GT/s PCIe"),
-            ("max_link_speed", "32.0 GT/s PCIe"),
-            ("current_link_width", "16"),
-            ("max_link_width", "16"),
-            ("numa_node", "1"),
-        ];
-        write_pci_function(&root, &[], "0000:30:03.0", &port, Some("pcieport")).unwrap();
-        let nic = [
-            ("vendor", "0x15b3"),
-            ("device", "0x1017"),
-            ("class", "0x020000"),
-            ("current_link_speed", "16.0 GT/s PCIe"),
-            ("max_link_speed", "16.0 GT/s PCIe"),
-            ("current_link_width", "8"),
-            ("max_link_width", "16"),
-            ("numa_node", "-1"),
-        ];
-        write_pci_function(&root, &["0000:30:03.0"], "0000:31:00.0", &nic, Some("mlx5_core")).unwrap();
+        fixture::root_port(&root, "0000:30:03.0", "1").unwrap();
+        fixture::nic_below(&root, "0000:30:03.0", "0000:31:00.0").unwrap();
         // Not nested, but on a bus in the bridge's range.
         let ranged = [
             ("class", "0x060400"),
@@ -196,7 +177,14 @@ mod tests {
             ("subordinate_bus_number", "65"),
         ];
         write_pci_function(&root, &[], "0000:3f:00.0", &ranged, None).unwrap();
-        write_pci_function(&root, &[], "0000:41:00.0", &[("current_link_speed", "")], None).unwrap();
+        write_pci_function(
+            &root,
+            &[],
+            "0000:41:00.0",
+            &[("current_link_speed", ""), ("numa_node", "-1")],
+            None,
+        )
+        .unwrap();
         std::fs::create_dir_all(root.join("sys/bus/pci/devices/not-an-address")).unwrap();
 
         let all = PciDevice::discover(&root).unwrap();
@@ -212,7 +200,10 @@ mod tests {
             (port.driver.as_deref(), nic.driver.as_deref()),
             (Some("pcieport"), Some("mlx5_core"))
         );
-        assert_eq!((port.numa_node, nic.numa_node), (Some(1), None));
+        assert_eq!(
+            (port.numa_node, nic.numa_node, bare.numa_node),
+            (Some(1), Some(0), None)
+        );
         assert_eq!(nic.current_generation(), Some(Generation::Gen4));
         assert_eq!(
             nic.link_summary().as_deref(),
