@@ -6,7 +6,6 @@ use crate::bdf::Bdf;
 use crate::config_space::{ConfigSpaceError, DeviceControl};
 use crate::error::SysfsError;
 use crate::files::{list_dir, parse_u64, read_attr};
-use pcie_model::Generation;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -94,11 +93,6 @@ impl PciDevice {
     /// A PCI-to-PCI bridge (root ports and switch ports).
     pub fn is_bridge(&self) -> bool {
         self.class.is_some_and(|c| c >> 8 == 0x0604)
-    }
-
-    /// The generation the link trained at, from `current_link_speed`.
-    pub fn current_generation(&self) -> Option<Generation> {
-        Generation::from_sysfs_speed(self.current_link_speed.as_deref()?)
     }
 
     /// `32.0 GT/s PCIe x16`, with `(max 32.0 GT/s PCIe x16)` when the link runs below its maximum.
@@ -204,7 +198,8 @@ mod tests {
             (port.numa_node, nic.numa_node, bare.numa_node),
             (Some(1), Some(0), None)
         );
-        assert_eq!(nic.current_generation(), Some(Generation::Gen4));
+        let gen = nic.current_link_speed.as_deref().and_then(Generation::from_sysfs_speed);
+        assert_eq!(gen, Some(Generation::Gen4));
         assert_eq!(
             nic.link_summary().as_deref(),
             Some("16.0 GT/s PCIe x8 (max 16.0 GT/s PCIe x16)")

@@ -7,8 +7,9 @@
 //!
 //! - [`Bdf`]: the PCI address, parsed with or without its domain and printed as `dddd:bb:dd.f`;
 //!   a bad text gives a [`BdfError`] naming it and the allowed form.
-//! - [`PciDevice`]: one function's ids, class, driver, link speed and width (the generation
-//!   through [`pcie_model::Generation`]), NUMA node and bridge bus range, read with
+//! - [`PciDevice`]: one function's ids, class, driver, link speed and width (as sysfs writes
+//!   them: `pcie_model::Generation::from_sysfs_speed` reads the speed), NUMA node and bridge
+//!   bus range, read with
 //!   [`PciDevice::read`] or all at once with [`PciDevice::discover`].
 //! - [`DeviceControl`]: MPS and MRRS from the function's config space, or why they are unknown
 //!   ([`ConfigSpaceError`]).
