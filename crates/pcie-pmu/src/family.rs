@@ -3,7 +3,7 @@
 //! units by.
 
 use crate::pmu::Pmu;
-use crate::topology::Bdf;
+use pcie_sysfs::Bdf;
 use serde::Serialize;
 
 /// A PCIe-related PMU driver family.

@@ -1,6 +1,7 @@
 //! Fake sysfs trees for tests (ours and other crates'), built in a temporary directory that is
 //! removed on drop. The presets follow the layouts in the reference notes (§6): the DWC driver's
-//! kernel variants, HiSilicon, Intel IIO, NVIDIA, Marvell, plus root ports and devices.
+//! kernel variants, HiSilicon, Intel IIO, NVIDIA, Marvell, plus root ports and devices (whose
+//! presets are pcie-sysfs's fixtures).
 
 use crate::sysfs_writer::SysfsWriter;
 pub use crate::sysfs_writer::{DwcVariant, DWC_FORMATS};
@@ -75,40 +76,14 @@ impl Tree {
 
     /// A root port with the §6.1 attributes (vendor 0x1ded, Gen5 x16, NUMA node `numa`).
     pub fn root_port(&self, bdf: &str, numa: &str) -> &Tree {
-        self.pci(
-            &[],
-            bdf,
-            &[
-                ("vendor", "0x1ded"),
-                ("device", "0x8000"),
-                ("class", "0x060400"),
-                ("current_link_speed", "32.0 GT/s PCIe"),
-                ("max_link_speed", "32.0 GT/s PCIe"),
-                ("current_link_width", "16"),
-                ("max_link_width", "16"),
-                ("numa_node", numa),
-            ],
-            Some("pcieport"),
-        )
+        pcie_sysfs::fixture::root_port(self.path(), bdf, numa).expect("write fixture PCI function");
+        self
     }
 
     /// An endpoint below a root port: a NIC that trained below its maximum (Gen4 x8 of Gen4 x16).
     pub fn nic_below(&self, root_port: &str, bdf: &str) -> &Tree {
-        self.pci(
-            &[root_port],
-            bdf,
-            &[
-                ("vendor", "0x15b3"),
-                ("device", "0x1017"),
-                ("class", "0x020000"),
-                ("current_link_speed", "16.0 GT/s PCIe"),
-                ("max_link_speed", "16.0 GT/s PCIe"),
-                ("current_link_width", "8"),
-                ("max_link_width", "16"),
-                ("numa_node", "0"),
-            ],
-            Some("mlx5_core"),
-        )
+        pcie_sysfs::fixture::nic_below(self.path(), root_port, bdf).expect("write fixture PCI function");
+        self
     }
 
     /// `proc/cpuinfo` for an Intel family-6 CPU of `model`.

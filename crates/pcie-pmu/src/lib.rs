@@ -2,7 +2,8 @@
 //!
 //! Reads a sysfs tree rooted at a directory (`/` on a host, a temporary directory in tests):
 //! every PMU in `sys/bus/event_source/devices` with its type, cpumask, format terms and events;
-//! PCI functions in `sys/bus/pci/devices`; the CPU model in `proc/cpuinfo`. PCIe-related PMUs
+//! PCI functions in `sys/bus/pci/devices` (read by pcie-sysfs: [`PciDevice`], [`Bdf`]); the CPU
+//! model in `proc/cpuinfo`. PCIe-related PMUs
 //! are recognised by family and kernel variant ([`family`]), mapped to the root ports they watch
 //! and the devices below ([`topology`]), and their events annotated with normalised metrics and
 //! units from per-family catalogs ([`catalog`]). perf's `pmu/event,term=val/` syntax resolves
@@ -44,9 +45,10 @@ pub use error::PmuError;
 pub use event_spec::{resolve, split_event_list, EventSpec, ListItem, ResolvedEvent};
 pub use family::{Family, FamilyMatch};
 pub use listing::Listing;
+pub use pcie_sysfs::{Bdf, PciDevice};
 pub use pmu::{ConfigField, EventAlias, FormatTerm, Pmu, TermValue};
 pub use sysfs::{CpuModel, SysfsRoot};
-pub use topology::{Bdf, PciDevice, RootPort};
+pub use topology::RootPort;
 
 use serde::Serialize;
 
@@ -89,7 +91,7 @@ impl System {
                 Err(e) => problems.push(e),
             }
         }
-        let pci = PciDevice::discover(&root)?;
+        let pci = PciDevice::discover(root.path())?;
         let cpu = root.cpuinfo()?.map(|t| CpuModel::parse(&t)).unwrap_or_default();
         Ok(System {
             root,

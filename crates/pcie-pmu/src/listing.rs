@@ -4,8 +4,9 @@
 
 use crate::catalog::{Origin, PmuEvent};
 use crate::event_spec;
-use crate::topology::{Bdf, PciDevice, RootPort};
+use crate::topology::RootPort;
 use crate::{PcieView, PmuError, System};
+use pcie_sysfs::{Bdf, PciDevice};
 use serde::Serialize;
 
 /// The PCIe PMUs of a system, and the names of the other PMUs (`cpu`, `msr`, ...).

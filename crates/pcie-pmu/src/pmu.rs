@@ -3,7 +3,8 @@
 //! (`events/*` with optional `.scale` and `.unit`).
 
 use crate::error::PmuError;
-use crate::sysfs::{self, parse_err, read_optional, read_required, SysfsRoot, EVENT_SOURCE};
+use crate::sysfs::{self, parse_err, read_required, SysfsRoot, EVENT_SOURCE};
+use pcie_sysfs::files::{list_dir, parse_u64, read_attr};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -186,7 +187,7 @@ impl EventAlias {
             let value = if v == "?" {
                 TermValue::Required
             } else {
-                TermValue::Value(sysfs::parse_u64(v).ok_or_else(|| format!("{text:?}: {k}={v} is not a number"))?)
+                TermValue::Value(parse_u64(v).ok_or_else(|| format!("{text:?}: {k}={v} is not a number"))?)
             };
             terms.push((k.to_string(), value));
         }
@@ -237,7 +238,7 @@ fn keep_attr(name: &str) -> bool {
 impl Pmu {
     /// Read one PMU directory.
     pub fn read(root: &SysfsRoot, name: &str) -> Result<Pmu, PmuError> {
-        let dir = root.join(EVENT_SOURCE).join(name);
+        let dir = root.path().join(EVENT_SOURCE).join(name);
         Pmu::read_dir(&dir, name)
     }
 
@@ -248,20 +249,20 @@ impl Pmu {
             .parse()
             .map_err(|_| parse_err(&type_path, format!("{type_text:?} is not a PMU type number")))?;
         let cpumask_path = dir.join("cpumask");
-        let cpumask = match read_optional(&cpumask_path)? {
+        let cpumask = match read_attr(&cpumask_path)? {
             Some(t) => {
                 sysfs::parse_cpu_list(&t).ok_or_else(|| parse_err(&cpumask_path, format!("{t:?} is not a CPU list")))?
             }
             None => Vec::new(),
         };
         let mut formats = Vec::new();
-        for f in sysfs::list_dir(&dir.join("format"))? {
+        for f in list_dir(&dir.join("format"))? {
             let p = dir.join("format").join(&f);
             let text = read_required(&p)?;
             formats.push(FormatTerm::parse(&f, &text).map_err(|m| parse_err(&p, m))?);
         }
         let edir = dir.join("events");
-        let files = sysfs::list_dir(&edir)?;
+        let files = list_dir(&edir)?;
         let mut events = Vec::new();
         let is_meta = |f: &str| {
             [".scale", ".unit", ".per-pkg", ".snapshot"]
@@ -272,7 +273,7 @@ impl Pmu {
             let p = edir.join(f);
             let text = read_required(&p)?;
             let mut ev = EventAlias::parse(f, &text).map_err(|m| parse_err(&p, m))?;
-            if let Some(s) = read_optional(&edir.join(format!("{f}.scale")))? {
+            if let Some(s) = read_attr(&edir.join(format!("{f}.scale")))? {
                 let sp = edir.join(format!("{f}.scale"));
                 ev.scale = Some(
                     s.parse::<f64>()
@@ -281,12 +282,12 @@ impl Pmu {
                         .ok_or_else(|| parse_err(&sp, format!("{s:?} is not a positive number")))?,
                 );
             }
-            ev.unit = read_optional(&edir.join(format!("{f}.unit")))?.filter(|u| !u.is_empty());
+            ev.unit = read_attr(&edir.join(format!("{f}.unit")))?.filter(|u| !u.is_empty());
             events.push(ev);
         }
         let mut attrs = BTreeMap::new();
-        for f in sysfs::list_dir(dir)?.into_iter().filter(|f| keep_attr(f)) {
-            if let Some(v) = read_optional(&dir.join(&f))? {
+        for f in list_dir(dir)?.into_iter().filter(|f| keep_attr(f)) {
+            if let Some(v) = read_attr(&dir.join(&f))? {
                 attrs.insert(f, v);
             }
         }

@@ -1,10 +1,13 @@
-//! A reader of a Linux sysfs/procfs tree rooted at a directory (`/` on a real host, a temporary
-//! directory in tests). Only the files the PMU tools need are read: PMUs under
-//! `ROOT/sys/bus/event_source/devices/*`, PCI functions under `ROOT/sys/bus/pci/devices/*` and
-//! `ROOT/proc/cpuinfo`.
+//! A Linux sysfs/procfs tree rooted at a directory (`/` on a real host, a temporary directory in
+//! tests) as the PMU tools see it: PMUs under `ROOT/sys/bus/event_source/devices/*` and
+//! `ROOT/proc/cpuinfo`. PCI functions are pcie-sysfs's to read; its file conventions
+//! ([`pcie_sysfs::files`]) are used here too, with its errors turned into [`PmuError::Sysfs`].
 
 use crate::error::PmuError;
-use std::fs;
+/// Numbers in PMU files follow the sysfs convention too (event_spec.rs reads them through here).
+pub(crate) use pcie_sysfs::files::parse_u64;
+use pcie_sysfs::files::read_attr;
+use pcie_sysfs::SysfsError;
 use std::path::{Path, PathBuf};
 
 /// A sysfs tree that exists and has an event_source bus.
@@ -14,7 +17,6 @@ pub struct SysfsRoot {
 }
 
 pub(crate) const EVENT_SOURCE: &str = "sys/bus/event_source/devices";
-pub(crate) const PCI_DEVICES: &str = "sys/bus/pci/devices";
 
 impl SysfsRoot {
     /// Open a root; fails when the directory or its `sys/bus/event_source/devices` is missing.
@@ -33,71 +35,35 @@ impl SysfsRoot {
         &self.root
     }
 
-    /// `ROOT/<rel>`.
-    pub(crate) fn join(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    /// Names of the entries of a directory below the root, sorted; empty when it is missing.
-    pub(crate) fn entries(&self, rel: &str) -> Result<Vec<String>, PmuError> {
-        list_dir(&self.join(rel))
-    }
-
     /// The PMU directories' names, sorted.
     pub fn pmu_names(&self) -> Result<Vec<String>, PmuError> {
-        self.entries(EVENT_SOURCE)
-    }
-
-    /// The PCI functions' addresses (`0000:30:03.0`), sorted.
-    pub fn pci_addresses(&self) -> Result<Vec<String>, PmuError> {
-        self.entries(PCI_DEVICES)
+        Ok(pcie_sysfs::files::list_dir(&self.root.join(EVENT_SOURCE))?)
     }
 
     /// `ROOT/proc/cpuinfo`, or `None` when the file does not exist.
     pub fn cpuinfo(&self) -> Result<Option<String>, PmuError> {
-        read_optional(&self.join("proc/cpuinfo"))
+        Ok(read_attr(&self.root.join("proc/cpuinfo"))?)
     }
 }
 
-/// Sorted entry names of a directory; a missing directory has none.
-pub(crate) fn list_dir(dir: &Path) -> Result<Vec<String>, PmuError> {
-    let rd = match fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_err(dir, e)),
-    };
-    let mut names = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| io_err(dir, e))?;
-        names.push(entry.file_name().to_string_lossy().into_owned());
-    }
-    names.sort();
-    Ok(names)
-}
-
-/// A file's contents with surrounding whitespace removed (sysfs files end in a newline, some
-/// old drivers print none or pad with spaces); `None` when the file does not exist.
-pub(crate) fn read_optional(path: &Path) -> Result<Option<String>, PmuError> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).trim().to_string())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_err(path, e)),
+impl From<SysfsError> for PmuError {
+    fn from(e: SysfsError) -> PmuError {
+        match e {
+            SysfsError::Io { path, message } => PmuError::Sysfs { path, message },
+            SysfsError::NoDevice { ref dir, .. } => PmuError::Sysfs {
+                path: dir.clone(),
+                message: e.to_string(),
+            },
+        }
     }
 }
 
 /// A file that must exist.
 pub(crate) fn read_required(path: &Path) -> Result<String, PmuError> {
-    read_optional(path)?.ok_or_else(|| PmuError::Sysfs {
+    read_attr(path)?.ok_or_else(|| PmuError::Sysfs {
         path: path.to_path_buf(),
         message: "missing".into(),
     })
-}
-
-pub(crate) fn io_err(path: &Path, e: std::io::Error) -> PmuError {
-    PmuError::Sysfs {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    }
 }
 
 pub(crate) fn parse_err(path: &Path, message: impl Into<String>) -> PmuError {
@@ -117,16 +83,6 @@ pub(crate) fn check_len(text: &str) -> Result<(), String> {
     match text.len() {
         n if n > TEXT_MAX => Err(format!("{n} bytes: longer than {TEXT_MAX}")),
         _ => Ok(()),
-    }
-}
-
-/// A decimal or `0x` hexadecimal unsigned integer.
-pub(crate) fn parse_u64(s: &str) -> Option<u64> {
-    let s = s.trim();
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u64::from_str_radix(h, 16).ok()
-    } else {
-        s.parse().ok()
     }
 }
 
@@ -201,10 +157,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn numbers_and_cpu_lists() {
-        assert_eq!(parse_u64("0x1f"), Some(31));
-        assert_eq!(parse_u64(" 27\n"), Some(27));
-        assert_eq!(parse_u64("zz"), None);
+    fn cpu_lists() {
         assert_eq!(parse_cpu_list("0,28"), Some(vec![0, 28]));
         assert_eq!(parse_cpu_list("0-2,8"), Some(vec![0, 1, 2, 8]));
         assert_eq!(parse_cpu_list(""), Some(vec![]));

@@ -1,6 +1,7 @@
 //! Writing sysfs trees: the layout `System::discover` reads (`sys/bus/event_source/devices`,
 //! `sys/devices/...` PCI functions with their attributes, `proc/cpuinfo`), in a directory. The
-//! simulated host presents itself through such a tree, and test fixtures are built with it.
+//! simulated host presents itself through such a tree, and test fixtures are built with it. The
+//! PMU part is here; PCI functions are written by pcie-sysfs, next to their reader.
 
 use std::fs;
 use std::io;
@@ -83,11 +84,7 @@ impl SysfsWriter {
 
     /// A symlink at `rel` pointing to `target` (relative to the link's directory, as in sysfs).
     pub fn symlink(&self, rel: &str, target: &str) -> io::Result<()> {
-        let p = self.root.join(rel);
-        if let Some(parent) = p.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        std::os::unix::fs::symlink(target, &p)
+        pcie_sysfs::tree::symlink(&self.root, rel, target)
     }
 
     /// A PMU: the real directory under `sys/devices/<parent>/<name>` and the bus symlink.
@@ -133,27 +130,9 @@ impl SysfsWriter {
     }
 
     /// A PCI function below `chain` (its upstream bridges, root port first), with attribute
-    /// files and an optional driver.
+    /// files and an optional driver ([`pcie_sysfs::tree::write_pci_function`]).
     pub fn pci(&self, chain: &[&str], bdf: &str, attrs: &[(&str, &str)], driver: Option<&str>) -> io::Result<()> {
-        let first = chain.first().copied().unwrap_or(bdf);
-        let host = format!("pci{}", first.get(..7).unwrap_or(first)); // pci0000:30
-        let mut dir = format!("sys/devices/{host}");
-        for c in chain {
-            dir.push('/');
-            dir.push_str(c);
-        }
-        dir.push('/');
-        dir.push_str(bdf);
-        for (k, v) in attrs {
-            self.attr(&format!("{dir}/{k}"), v)?;
-        }
-        fs::create_dir_all(self.root.join(&dir))?;
-        if let Some(d) = driver {
-            fs::create_dir_all(self.root.join(format!("sys/bus/pci/drivers/{d}")))?;
-            let up = "../".repeat(dir.split('/').count());
-            self.symlink(&format!("{dir}/driver"), &format!("{up}sys/bus/pci/drivers/{d}"))?;
-        }
-        self.symlink(&format!("sys/bus/pci/devices/{bdf}"), &format!("../../../../{dir}"))
+        pcie_sysfs::tree::write_pci_function(&self.root, chain, bdf, attrs, driver)
     }
 }
 

@@ -1,6 +1,5 @@
-//! The chart data model: plain data that model, bench and pmu code fill in, and one call to render it.
-
-use crate::svg;
+//! The chart data model: plain data that model, bench and pmu code fill in ([`Chart::to_svg`]
+//! renders it, in the svg module).
 
 /// A 2-D chart: a title, two axes and any number of series drawn in order (later on top).
 #[derive(Debug, Clone, PartialEq)]
@@ -9,16 +8,6 @@ pub struct Chart {
     pub x: Axis,
     pub y: Axis,
     pub series: Vec<Series>,
-}
-
-impl Chart {
-    /// Renders the chart as a standalone SVG document.
-    ///
-    /// Deterministic (same chart, same bytes) and total: odd data (NaN, ∞, ≤ 0 on a log axis, no
-    /// points at all) is skipped or noted on the chart, never a panic and never `NaN` in the output.
-    pub fn to_svg(&self) -> String {
-        svg::render(self)
-    }
 }
 
 /// One axis. `min`/`max` pin the shown range; `None` lets the data choose it (rounded outward to

@@ -3,7 +3,7 @@
 //! scripts, no style sheets or fonts from elsewhere, no network.
 
 use crate::chart::Chart;
-use crate::svg::escape;
+use crate::markup::escape;
 use std::fmt::Write;
 
 /// A report page: what was measured, then the charts in order.

@@ -1,8 +1,14 @@
-//! Charts (SVG) shared by model, bench and pmu output.
+//! Charts (SVG) and self-contained HTML reports shared by model, bench and pmu output.
 //!
 //! Callers describe a chart as plain data ([`Chart`], [`Axis`], [`Series`], [`Point`]) and call
 //! [`Chart::to_svg`]; layout, ticks, styles and escaping are this crate's business, so every
-//! pcieperf chart looks the same and stays readable in greyscale.
+//! pcieperf chart looks the same and stays readable in greyscale. A [`Report`] puts charts and
+//! tables ([`Section`], [`TableSection`]) on one HTML page.
+//!
+//! Inside, rendering goes one way: the chart data (`chart`) is styled and filtered
+//! (`prepared`, `style`), ranged into a plot frame (`axis`, `frame`, on the fixed `canvas`),
+//! drawn as marks, legend and furniture (`marks`, `legend`, `path`), and written as text
+//! (`markup`), all assembled by `svg`.
 //!
 //! ```
 //! use pcie_report::{Axis, Chart, Point, Series};
@@ -21,12 +27,18 @@
 //! ```
 
 mod axis;
+mod canvas;
 mod chart;
+mod frame;
 mod html;
+mod legend;
+mod marks;
+mod markup;
 mod path;
+mod prepared;
 mod style;
 mod svg;
 
 pub use chart::{Axis, Chart, Point, Scale, Series, SeriesKind};
 pub use html::{Report, Section, TableSection};
-pub use svg::escape;
+pub use markup::escape;

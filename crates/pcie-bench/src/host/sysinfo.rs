@@ -1,9 +1,10 @@
 //! What the host and the device under test are, read from a root directory (`/` on the
 //! machine, a fake tree in tests): kernel command line and its IOMMU settings, NUMA layout,
-//! and the device's link state and MPS/MRRS from sysfs and its config space. pcie-bench kept
-//! the same facts in its `sys-*.txt` files; results differ with them.
+//! and the device's link state and MPS/MRRS (read by pcie-sysfs) as `run.json` records them.
+//! pcie-bench kept the same facts in its `sys-*.txt` files; results differ with them.
 
 use pcie_model::{Generation, LinkConfig, LinkParams};
+use pcie_sysfs::Bdf;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -93,7 +94,8 @@ pub fn numa_nodes(root: &Path) -> Vec<NumaNode> {
     nodes
 }
 
-/// The device under test as the host sees it.
+/// The device under test as the host sees it, in `run.json`'s form (read through
+/// [`pcie_sysfs::PciDevice`]: ids as hex text, MPS/MRRS or why they are missing).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PciDevice {
@@ -117,56 +119,37 @@ pub struct PciDevice {
     pub note: Option<String>,
 }
 
-/// A PCI address `DDDD:BB:DD.F` (domain optional on input, added on output).
+/// A PCI address `DDDD:BB:DD.F` (domain optional on input, added on output): [`Bdf`]'s form.
 pub fn normalize_bdf(s: &str) -> Option<String> {
-    let full = if s.matches(':').count() == 1 {
-        format!("0000:{s}")
-    } else {
-        s.to_string()
-    };
-    let (domain, rest) = full.split_once(':')?;
-    let (bus, rest) = rest.split_once(':')?;
-    let (dev, func) = rest.split_once('.')?;
-    let hex = |t: &str, n: usize| t.len() == n && t.chars().all(|c| c.is_ascii_hexdigit());
-    (hex(domain, 4) && hex(bus, 2) && hex(dev, 2) && func.len() == 1 && matches!(func.as_bytes()[0], b'0'..=b'7'))
-        .then(|| full.to_ascii_lowercase())
+    s.parse::<Bdf>().ok().map(|b| b.to_string())
 }
 
 impl PciDevice {
-    /// Reads `sys/bus/pci/devices/BDF` under `root`. Fails when the device is not there.
+    /// Reads `sys/bus/pci/devices/BDF` under `root`. Fails when `bdf` is not a PCI address or
+    /// the device is not there.
     pub fn read(root: &Path, bdf: &str) -> Result<PciDevice, String> {
-        let dir = root.join("sys/bus/pci/devices").join(bdf);
-        if !dir.is_dir() {
-            return Err(format!(
-                "no PCI device {bdf} in {}",
-                dir.parent().unwrap_or(&dir).display()
-            ));
-        }
-        let text = |name: &str| read_trimmed(&dir.join(name));
-        let number = |name: &str| text(name).and_then(|t| t.parse::<i64>().ok());
+        let bdf: Bdf = bdf.parse().map_err(|e: pcie_sysfs::BdfError| e.to_string())?;
+        let sys = pcie_sysfs::PciDevice::read(root, bdf).map_err(|e| e.to_string())?;
+        let id = |v: Option<u16>| v.map(|v| format!("{v:#06x}"));
+        let control = sys.device_control();
         let mut d = PciDevice {
             bdf: bdf.to_string(),
-            vendor: text("vendor"),
-            device: text("device"),
-            current_link_speed: text("current_link_speed"),
-            current_link_width: number("current_link_width").and_then(|w| u32::try_from(w).ok()),
-            max_link_speed: text("max_link_speed"),
-            max_link_width: number("max_link_width").and_then(|w| u32::try_from(w).ok()),
-            numa_node: number("numa_node").and_then(|n| u32::try_from(n).ok()),
+            vendor: id(sys.vendor),
+            device: id(sys.device),
+            current_link_speed: sys.current_link_speed,
+            current_link_width: sys.current_link_width,
+            max_link_speed: sys.max_link_speed,
+            max_link_width: sys.max_link_width,
+            numa_node: sys.numa_node,
             ..PciDevice::default()
         };
-        match std::fs::read(dir.join("config")) {
-            Ok(config) => match pcie_control(&config) {
-                Ok(c) => (d.mps, d.mrrs, d.mps_supported) = (Some(c.mps), Some(c.mrrs), Some(c.mps_supported)),
-                Err(why) => d.note = Some(why),
-            },
-            Err(e) => d.note = Some(format!("config space not readable: {e}")),
+        match control {
+            Ok(c) => (d.mps, d.mrrs, d.mps_supported) = (Some(c.mps), Some(c.mrrs), Some(c.mps_supported)),
+            Err(why) => d.note = Some(why.to_string()),
         }
         Ok(d)
     }
-}
 
-impl PciDevice {
     /// The link as the model describes it, when the device's speed, width, MPS and MRRS are
     /// all known (nothing else is guessed: the rest are the model's defaults).
     pub fn link_config(&self) -> Option<LinkConfig> {
@@ -182,69 +165,15 @@ impl PciDevice {
     }
 }
 
-/// MPS and MRRS in force, and the largest MPS supported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct PcieControl {
-    mps: u32,
-    mrrs: u32,
-    mps_supported: u32,
-}
-
-/// Finds the PCI Express capability (ID 0x10) in a config space dump and decodes its Device
-/// Capabilities and Device Control registers.
-fn pcie_control(config: &[u8]) -> Result<PcieControl, String> {
-    let u16_at = |o: usize| config.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let status = u16_at(0x06).ok_or("config space shorter than its header")?;
-    if status & 0x10 == 0 {
-        return Err("the device lists no capabilities".into());
-    }
-    let mut at = config.get(0x34).map(|&p| p as usize & 0xfc).unwrap_or(0);
-    // 48 capabilities fit in the 192 bytes after the header: more means a loop.
-    for _ in 0..48 {
-        if at < 0x40 {
-            break;
-        }
-        let (Some(&id), Some(&next)) = (config.get(at), config.get(at + 1)) else {
-            return Err(format!(
-                "the PCIe capability lies beyond the {} readable bytes of config space (reading it needs root)",
-                config.len()
-            ));
-        };
-        if id == 0x10 {
-            let caps = config
-                .get(at + 4..at + 8)
-                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-            let (Some(caps), Some(ctl)) = (caps, u16_at(at + 8)) else {
-                return Err("config space ends inside the PCIe capability (reading it needs root)".into());
-            };
-            return Ok(PcieControl {
-                mps: 128 << ((ctl >> 5) & 7),
-                mrrs: 128 << ((ctl >> 12) & 7),
-                mps_supported: 128 << (caps & 7),
-            });
-        }
-        at = next as usize & 0xfc;
-    }
-    Err("the device has no PCI Express capability".into())
-}
-
 /// Names of the entries of a directory, sorted; empty when it cannot be read.
 pub(crate) fn dir_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
+    pcie_sysfs::files::list_dir(dir).unwrap_or_default()
 }
 
 fn read_trimmed(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path)
+    pcie_sysfs::files::read_attr(path)
         .ok()
-        .map(|s| s.trim().to_string())
+        .flatten()
         .filter(|s| !s.is_empty())
 }
 
@@ -308,54 +237,10 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 
-    /// A type-0 config header with a capability list: power management at 0x40, then the PCIe
-    /// capability at 0x70 with the given Device Capabilities and Device Control.
-    fn config(devcap: u32, devctl: u16, len: usize) -> Vec<u8> {
-        let mut c = vec![0u8; 256];
-        c[0x06] = 0x10;
-        c[0x34] = 0x40;
-        c[0x40] = 0x01;
-        c[0x41] = 0x70;
-        c[0x70] = 0x10;
-        c[0x74..0x78].copy_from_slice(&devcap.to_le_bytes());
-        c[0x78..0x7a].copy_from_slice(&devctl.to_le_bytes());
-        c.truncate(len);
-        c
-    }
-
-    #[test]
-    fn mps_and_mrrs_from_config_space() {
-        // MPS 256 (1 << 5), MRRS 512 (2 << 12), supports 512 (2).
-        let c = pcie_control(&config(2, (1 << 5) | (2 << 12), 256)).unwrap();
-        assert_eq!(
-            c,
-            PcieControl {
-                mps: 256,
-                mrrs: 512,
-                mps_supported: 512
-            }
-        );
-        let user = pcie_control(&config(2, 0, 64)).unwrap_err();
-        assert!(
-            user.contains("beyond the 64 readable bytes") && user.contains("root"),
-            "{user}"
-        );
-        let mut no_caps = config(2, 0, 256);
-        no_caps[0x06] = 0;
-        assert_eq!(pcie_control(&no_caps).unwrap_err(), "the device lists no capabilities");
-        let mut looped = config(2, 0, 256);
-        looped[0x70] = 0x05;
-        looped[0x71] = 0x40;
-        assert_eq!(
-            pcie_control(&looped).unwrap_err(),
-            "the device has no PCI Express capability"
-        );
-    }
-
     #[test]
     fn device_link_state_from_sysfs() {
         let dev = "sys/bus/pci/devices/0000:03:00.0";
-        let cfg = config(1, (1 << 5) | (5 << 12), 256);
+        let cfg = pcie_sysfs::fixture::config_with_pcie_capability(1, (1 << 5) | (5 << 12), 256);
         let root = fake_root(
             "pcidev",
             &[

@@ -1,0 +1,242 @@
+//! A PCI function as `sys/bus/pci/devices/<bdf>/` shows it: ids, class, driver, link speed and
+//! width, NUMA node, the buses behind a bridge, and (on demand) MPS/MRRS from its config space.
+//! Where the function sits in the hierarchy comes from its real directory under `sys/devices`.
+
+use crate::bdf::Bdf;
+use crate::config_space::{ConfigSpaceError, DeviceControl};
+use crate::error::SysfsError;
+use crate::files::{list_dir, parse_u64, read_attr};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Where the PCI functions are listed, below a root.
+const PCI_DEVICES: &str = "sys/bus/pci/devices";
+
+/// A PCI function from `sys/bus/pci/devices/<bdf>/`; `None` where sysfs lacks the file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PciDevice {
+    pub bdf: Bdf,
+    pub vendor: Option<u16>,
+    pub device: Option<u16>,
+    /// 24-bit class code (`0x060400` is a PCI-to-PCI bridge / root port).
+    pub class: Option<u32>,
+    pub driver: Option<String>,
+    /// As sysfs writes them, e.g. `8.0 GT/s PCIe`.
+    pub current_link_speed: Option<String>,
+    pub max_link_speed: Option<String>,
+    pub current_link_width: Option<u32>,
+    pub max_link_width: Option<u32>,
+    /// `None` when the file is missing or reads -1 (no NUMA information).
+    pub numa_node: Option<u32>,
+    /// Bridges: the bus numbers behind them (`secondary_bus_number`, `subordinate_bus_number`).
+    pub secondary_bus: Option<u8>,
+    pub subordinate_bus: Option<u8>,
+    /// The function's real directory (symbolic links resolved).
+    #[serde(skip)]
+    path: PathBuf,
+}
+
+impl PciDevice {
+    /// Reads `sys/bus/pci/devices/<bdf>` below `root` (`/` on a host). Fails with
+    /// [`SysfsError::NoDevice`] when the function is not there.
+    pub fn read(root: &Path, bdf: Bdf) -> Result<PciDevice, SysfsError> {
+        let devices = root.join(PCI_DEVICES);
+        let dir = devices.join(bdf.to_string());
+        if !dir.is_dir() {
+            return Err(SysfsError::NoDevice {
+                bdf: bdf.to_string(),
+                dir: devices,
+            });
+        }
+        PciDevice::read_dir(dir, bdf)
+    }
+
+    fn read_dir(dir: PathBuf, bdf: Bdf) -> Result<PciDevice, SysfsError> {
+        let attr = |f: &str| read_attr(&dir.join(f));
+        let num = |f: &str| -> Result<Option<u64>, SysfsError> { Ok(attr(f)?.as_deref().and_then(parse_u64)) };
+        let driver = std::fs::read_link(dir.join("driver"))
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+        let numa_node = attr("numa_node")?
+            .and_then(|s| s.parse::<i64>().ok())
+            .and_then(|n| u32::try_from(n).ok());
+        Ok(PciDevice {
+            bdf,
+            vendor: num("vendor")?.map(|v| v as u16),
+            device: num("device")?.map(|v| v as u16),
+            class: num("class")?.map(|v| v as u32),
+            driver,
+            current_link_speed: attr("current_link_speed")?.filter(|s| !s.is_empty()),
+            max_link_speed: attr("max_link_speed")?.filter(|s| !s.is_empty()),
+            current_link_width: num("current_link_width")?.map(|v| v as u32),
+            max_link_width: num("max_link_width")?.map(|v| v as u32),
+            numa_node,
+            secondary_bus: num("secondary_bus_number")?.and_then(|v| u8::try_from(v).ok()),
+            subordinate_bus: num("subordinate_bus_number")?.and_then(|v| u8::try_from(v).ok()),
+            path: std::fs::canonicalize(&dir).unwrap_or(dir),
+        })
+    }
+
+    /// Every PCI function below `root`, sorted by address; entries that are not addresses are
+    /// skipped, and no `sys/bus/pci/devices` means no functions.
+    pub fn discover(root: &Path) -> Result<Vec<PciDevice>, SysfsError> {
+        let devices = root.join(PCI_DEVICES);
+        let mut out = Vec::new();
+        for name in list_dir(&devices)? {
+            let Ok(bdf) = name.parse::<Bdf>() else { continue };
+            out.push(PciDevice::read_dir(devices.join(&name), bdf)?);
+        }
+        out.sort_by_key(|d| d.bdf);
+        Ok(out)
+    }
+
+    /// A PCI-to-PCI bridge (root ports and switch ports).
+    pub fn is_bridge(&self) -> bool {
+        self.class.is_some_and(|c| c >> 8 == 0x0604)
+    }
+
+    /// `32.0 GT/s PCIe x16`, with `(max 32.0 GT/s PCIe x16)` when the link runs below its maximum.
+    pub fn link_summary(&self) -> Option<String> {
+        let show = |s: &Option<String>, w: Option<u32>| match (s, w) {
+            (Some(s), Some(w)) => Some(format!("{s} x{w}")),
+            (Some(s), None) => Some(s.clone()),
+            (None, Some(w)) => Some(format!("x{w}")),
+            (None, None) => None,
+        };
+        let cur = show(&self.current_link_speed, self.current_link_width);
+        let max = show(&self.max_link_speed, self.max_link_width);
+        match (cur, max) {
+            (Some(c), Some(m)) if c != m => Some(format!("{c} (max {m})")),
+            (Some(c), _) => Some(c),
+            (None, Some(m)) => Some(format!("max {m}")),
+            (None, None) => None,
+        }
+    }
+
+    /// True when this function sits below `port`: its sysfs path nests in the port's
+    /// (`/sys/devices/pci0000:30/0000:30:03.0/0000:31:00.0`), or its bus lies in the port's
+    /// secondary..subordinate bus range (for trees whose device directories are not nested).
+    pub fn is_below(&self, port: &PciDevice) -> bool {
+        if self.bdf == port.bdf {
+            return false;
+        }
+        if self.path.starts_with(&port.path) {
+            return true;
+        }
+        match (port.secondary_bus, port.subordinate_bus) {
+            (Some(lo), Some(hi)) => {
+                self.bdf.domain == port.bdf.domain && (lo..=hi).contains(&self.bdf.bus) && lo > port.bdf.bus
+            }
+            _ => false,
+        }
+    }
+
+    /// MPS and MRRS in force, from the function's `config` file (the PCI Express capability is
+    /// past the 64 bytes Linux shows without root, so this usually needs root).
+    pub fn device_control(&self) -> Result<DeviceControl, ConfigSpaceError> {
+        let config =
+            std::fs::read(self.path.join("config")).map_err(|e| ConfigSpaceError::Unreadable(e.to_string()))?;
+        DeviceControl::decode(&config)
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::PciDevice;
+    use crate::fixture::{self, config_with_pcie_capability};
+    use crate::tree::write_pci_function;
+    use crate::{Bdf, SysfsError};
+    use pcie_model::Generation;
+    use std::path::PathBuf;
+
+    fn root(tag: &str) -> PathBuf {
+        let root = std::env::temp_dir().join(format!("pcie-sysfs-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        root
+    }
+
+    fn bdf(s: &str) -> Bdf {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_port_and_the_functions_below_it() {
+        let root = root("below");
+        fixture::root_port(&root, "0000:30:03.0", "1").unwrap();
+        fixture::nic_below(&root, "0000:30:03.0", "0000:31:00.0").unwrap();
+        // Not nested, but on a bus in the bridge's range.
+        let ranged = [
+            ("class", "0x060400"),
+            ("secondary_bus_number", "64"),
+            ("subordinate_bus_number", "65"),
+        ];
+        write_pci_function(&root, &[], "0000:3f:00.0", &ranged, None).unwrap();
+        write_pci_function(
+            &root,
+            &[],
+            "0000:41:00.0",
+            &[("current_link_speed", ""), ("numa_node", "-1")],
+            None,
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("sys/bus/pci/devices/not-an-address")).unwrap();
+
+        let all = PciDevice::discover(&root).unwrap();
+        let names: Vec<String> = all.iter().map(|d| d.bdf.to_string()).collect();
+        assert_eq!(names, ["0000:30:03.0", "0000:31:00.0", "0000:3f:00.0", "0000:41:00.0"]);
+        let (port, nic, ranged, bare) = (&all[0], &all[1], &all[2], &all[3]);
+        assert!(port.is_bridge() && !nic.is_bridge());
+        assert_eq!(
+            (nic.vendor, nic.device, nic.class),
+            (Some(0x15b3), Some(0x1017), Some(0x020000))
+        );
+        assert_eq!(
+            (port.driver.as_deref(), nic.driver.as_deref()),
+            (Some("pcieport"), Some("mlx5_core"))
+        );
+        assert_eq!(
+            (port.numa_node, nic.numa_node, bare.numa_node),
+            (Some(1), Some(0), None)
+        );
+        let gen = nic.current_link_speed.as_deref().and_then(Generation::from_sysfs_speed);
+        assert_eq!(gen, Some(Generation::Gen4));
+        assert_eq!(
+            nic.link_summary().as_deref(),
+            Some("16.0 GT/s PCIe x8 (max 16.0 GT/s PCIe x16)")
+        );
+        assert_eq!(port.link_summary().as_deref(), Some("32.0 GT/s PCIe x16"));
+        assert_eq!((bare.current_link_speed.as_deref(), bare.link_summary()), (None, None));
+        assert!(nic.is_below(port) && !port.is_below(nic) && !port.is_below(port));
+        assert!(bare.is_below(ranged) && !nic.is_below(ranged));
+        assert_eq!(&PciDevice::read(&root, bdf("31:00.0")).unwrap(), nic);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_missing_device_and_config_space() {
+        let root = root("config");
+        write_pci_function(&root, &[], "0000:03:00.0", &[("vendor", "0x19ee")], None).unwrap();
+        let dir = root.join("sys/bus/pci/devices/0000:03:00.0");
+        let d = PciDevice::read(&root, bdf("0000:03:00.0")).unwrap();
+        let none = d.device_control().unwrap_err().to_string();
+        assert!(none.starts_with("config space not readable: "), "{none}");
+        std::fs::write(
+            dir.join("config"),
+            config_with_pcie_capability(1, (1 << 5) | (5 << 12), 256),
+        )
+        .unwrap();
+        let c = d.device_control().unwrap();
+        assert_eq!((c.mps, c.mrrs, c.mps_supported), (256, 4096, 256));
+        let missing = PciDevice::read(&root, bdf("0000:04:00.0")).unwrap_err();
+        assert!(matches!(missing, SysfsError::NoDevice { .. }));
+        assert_eq!(
+            missing.to_string(),
+            format!(
+                "no PCI device 0000:04:00.0 in {}",
+                root.join("sys/bus/pci/devices").display()
+            )
+        );
+        assert!(PciDevice::discover(&root.join("nothing")).unwrap().is_empty());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -1,0 +1,49 @@
+//! One reader of PCI devices in a Linux sysfs tree, shared by pcie-bench (the host information
+//! of a run) and pcie-pmu (which devices sit below the root ports a PMU watches).
+//!
+//! Every reader takes a root directory: `/` on a host, a temporary directory in tests, where
+//! [`tree::write_pci_function`] lays out fake functions (as Meta's `below` tests its procfs
+//! reader). Owned here:
+//!
+//! - [`Bdf`]: the PCI address, parsed with or without its domain and printed as `dddd:bb:dd.f`;
+//!   a bad text gives a [`BdfError`] naming it and the allowed form.
+//! - [`PciDevice`]: one function's ids, class, driver, link speed and width (as sysfs writes
+//!   them: `pcie_model::Generation::from_sysfs_speed` reads the speed), NUMA node and bridge
+//!   bus range, read with
+//!   [`PciDevice::read`] or all at once with [`PciDevice::discover`].
+//! - [`DeviceControl`]: MPS and MRRS from the function's config space, or why they are unknown
+//!   ([`ConfigSpaceError`]).
+//! - [`files`]: the file conventions (trimmed attributes, sorted listings, `0x` numbers) other
+//!   sysfs readers share.
+//!
+//! ```
+//! use pcie_sysfs::{Bdf, PciDevice};
+//!
+//! let bdf: Bdf = "30:03.0".parse().unwrap();
+//! assert_eq!(bdf.to_string(), "0000:30:03.0");
+//! let root = std::env::temp_dir().join(format!("pcie-sysfs-doc-{}", std::process::id()));
+//! # #[cfg(unix)]
+//! # {
+//! pcie_sysfs::tree::write_pci_function(&root, &[], "0000:30:03.0", &[("class", "0x060400")], None).unwrap();
+//! let port = PciDevice::read(&root, bdf).unwrap();
+//! assert!(port.is_bridge());
+//! assert_eq!(PciDevice::discover(&root).unwrap(), vec![port]);
+//! # }
+//! # let _ = std::fs::remove_dir_all(&root);
+//! ```
+
+mod bdf;
+mod config_space;
+mod device;
+mod error;
+pub mod files;
+/// Fake config space for tests (here and in other crates), not part of the product.
+#[cfg(any(test, feature = "fixture"))]
+pub mod fixture;
+#[cfg(unix)]
+pub mod tree;
+
+pub use bdf::{Bdf, BdfError};
+pub use config_space::{ConfigSpaceError, DeviceControl};
+pub use device::PciDevice;
+pub use error::SysfsError;
