@@ -19,6 +19,7 @@ pub mod catalog;
 pub mod counter;
 mod error;
 pub mod event_spec;
+pub mod exposition;
 pub mod family;
 #[cfg(unix)]
 pub mod fio;
@@ -26,6 +27,7 @@ pub mod fio;
 #[cfg(all(unix, any(test, feature = "fixture")))]
 pub mod fixture;
 pub mod listing;
+pub mod monitor;
 pub mod pmu;
 #[cfg(unix)]
 pub mod sim;
