@@ -82,9 +82,15 @@ impl Comparison {
 #[derive(Debug)]
 pub enum ValidateError {
     /// No PCIe PMU watches `port`; `ports` are the root ports that have one.
-    NoPmu { port: String, ports: Vec<String> },
+    NoPmu {
+        port: String,
+        ports: Vec<String>,
+    },
     /// The port's PMU has no payload event in that direction.
-    NoPayloadEvent { dir: Dir, pmu: String },
+    NoPayloadEvent {
+        dir: Dir,
+        pmu: String,
+    },
     Pmu(PmuError),
 }
 

@@ -63,15 +63,17 @@ pub fn run<S: Sink + ?Sized>(
     let start = src.elapsed();
     mon.refresh(src)?;
     let mut child = match sched.command.split_first() {
-        Some((prog, args)) => Some(
-            std::process::Command::new(prog)
-                .args(args)
-                .spawn()
-                .map_err(|error| MonitorError::Spawn {
-                    program: prog.clone(),
-                    error,
-                })?,
-        ),
+        Some((prog, args)) => {
+            Some(
+                std::process::Command::new(prog)
+                    .args(args)
+                    .spawn()
+                    .map_err(|error| MonitorError::Spawn {
+                        program: prog.clone(),
+                        error,
+                    })?,
+            )
+        }
         None => None,
     };
     let deadline = sched.duration.map(|d| start + Duration::from_secs_f64(d));
