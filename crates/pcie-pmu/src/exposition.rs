@@ -3,6 +3,7 @@
 //! transport (HTTP) is the front end's.
 
 use crate::monitor::{add_interval, Row, Target, Trend};
+use crate::PmuMetric;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -12,7 +13,7 @@ pub struct EventState {
     pub pmu: String,
     pub root_port: Option<String>,
     pub event: String,
-    pub metric: Option<String>,
+    pub metric: Option<PmuMetric>,
     pub raw_total: u64,
     pub scaled_total: f64,
     pub bytes_total: Option<f64>,
@@ -47,7 +48,7 @@ impl Snapshot {
                     pmu: r.pmu.clone(),
                     root_port: r.root_port.clone(),
                     event: r.event.clone(),
-                    metric: r.metric.clone(),
+                    metric: r.metric,
                     raw_total: 0,
                     scaled_total: 0.0,
                     bytes_total: r.bytes.map(|_| 0.0),
@@ -94,7 +95,7 @@ pub fn exposition(s: &Snapshot) -> String {
             label(&e.pmu),
             label(e.root_port.as_deref().unwrap_or("")),
             label(&e.event),
-            label(e.metric.as_deref().unwrap_or(""))
+            label(e.metric.map_or("", PmuMetric::as_str))
         )
     };
     let per_event = |f: &dyn Fn(&EventState) -> Option<String>| -> Vec<(String, String)> {
@@ -188,7 +189,7 @@ mod tests {
                 pmu: "dwc_rootport_3018".into(),
                 root_port: Some("0000:30:03.0".into()),
                 event: "a\"b\\c".into(),
-                metric: Some("rx_bytes".into()),
+                metric: Some(PmuMetric::RxBytes),
                 raw_total: 10,
                 scaled_total: 20.0,
                 bytes_total: Some(20.0),

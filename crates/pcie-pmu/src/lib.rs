@@ -32,7 +32,8 @@
 //! let mut mon = Monitor::open(&mut src, plan)?;
 //! mon.refresh(&mut src)?;
 //! src.sleep(std::time::Duration::from_secs(1))?;
-//! for t in mon.targets(&mon.sample(&mut src, 1.0, 1.0)?) {
+//! let rows = mon.sample(&mut src, 1.0, 1.0)?;
+//! for t in mon.targets(&rows) {
 //!     println!("{}: rx {:?} Gb/s, tx {:?} Gb/s", t.name, t.rx_gbps, t.tx_gbps);
 //! }
 //! # Ok(())
@@ -52,6 +53,7 @@ pub mod fio;
 #[cfg(all(unix, any(test, feature = "fixture")))]
 pub mod fixture;
 pub mod listing;
+pub mod metric;
 pub mod monitor;
 pub mod pmu;
 #[cfg(unix)]
@@ -71,6 +73,7 @@ pub use error::PmuError;
 pub use event_spec::{resolve, split_event_list, EventSpec, ListItem, ResolvedEvent};
 pub use family::{Family, FamilyMatch};
 pub use listing::Listing;
+pub use metric::PmuMetric;
 pub use pmu::{ConfigField, EventAlias, FormatTerm, Pmu, TermValue};
 pub use sysfs::{CpuModel, SysfsRoot};
 pub use topology::{Bdf, PciDevice, RootPort};

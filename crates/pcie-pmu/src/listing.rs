@@ -5,7 +5,7 @@
 use crate::catalog::{Origin, PmuEvent};
 use crate::event_spec;
 use crate::topology::{Bdf, PciDevice, RootPort};
-use crate::{PcieView, PmuError, System};
+use crate::{PcieView, PmuError, PmuMetric, System};
 use serde::Serialize;
 
 /// The PCIe PMUs of a system, and the names of the other PMUs (`cpu`, `msr`, ...).
@@ -75,7 +75,7 @@ pub struct DeviceInfo {
 /// A normalised metric and the events that count towards it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricListing {
-    pub metric: String,
+    pub metric: PmuMetric,
     pub events: Vec<String>,
 }
 
@@ -112,11 +112,11 @@ impl System {
 fn pmu_listing(sys: &System, v: &PcieView) -> PmuListing {
     let mut metrics: Vec<MetricListing> = Vec::new();
     for e in &v.events {
-        let Some(m) = &e.metric else { continue };
-        match metrics.iter_mut().find(|x| &x.metric == m) {
+        let Some(m) = e.metric else { continue };
+        match metrics.iter_mut().find(|x| x.metric == m) {
             Some(x) => x.events.push(e.name.clone()),
             None => metrics.push(MetricListing {
-                metric: m.clone(),
+                metric: m,
                 events: vec![e.name.clone()],
             }),
         }
@@ -220,7 +220,11 @@ mod tests {
             (nic.info.current_link_width, nic.info.max_link_width),
             (Some(8), Some(16))
         );
-        let rx = p.metrics.iter().find(|m| m.metric == "rx_bytes").unwrap();
+        let rx = p
+            .metrics
+            .iter()
+            .find(|m| m.metric == crate::PmuMetric::RxBytes)
+            .unwrap();
         assert_eq!(rx.events, ["rx_pcie_tlp_data_payload"]);
         let ev = p
             .events

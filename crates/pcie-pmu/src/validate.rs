@@ -4,7 +4,7 @@
 
 use crate::fio::FioStats;
 use crate::monitor::{Monitor, MonitorError, Plan, Watch};
-use crate::{CounterSource, Delta, PmuError, ResolvedEvent, System};
+use crate::{CounterSource, Delta, PmuError, PmuMetric, ResolvedEvent, System};
 use serde::Serialize;
 use std::fmt;
 use std::time::Duration;
@@ -25,10 +25,10 @@ impl Dir {
     }
 
     /// The catalog metric of this direction's payload event.
-    pub fn metric(self) -> &'static str {
+    pub fn metric(self) -> PmuMetric {
         match self {
-            Dir::Rx => "rx_bytes",
-            Dir::Tx => "tx_bytes",
+            Dir::Rx => PmuMetric::RxBytes,
+            Dir::Tx => PmuMetric::TxBytes,
         }
     }
 }
@@ -150,7 +150,7 @@ pub fn port_payload_events(sys: &System, port: &str, dirs: &[Dir]) -> Result<Vec
         let e = view
             .events
             .iter()
-            .find(|e| e.metric.as_deref() == Some(dir.metric()) && e.bytes_per_count.is_some())
+            .find(|e| e.metric == Some(dir.metric()) && e.bytes_per_count.is_some())
             .ok_or_else(|| ValidateError::NoPayloadEvent {
                 dir,
                 pmu: view.pmu.name.clone(),
@@ -197,7 +197,7 @@ pub fn measure<S: CounterSource, E: From<MonitorError>>(
         watches: events
             .into_iter()
             .map(|e| Watch {
-                metric: Some(e.dir.metric().to_string()),
+                metric: Some(e.dir.metric()),
                 ev: e.ev,
                 bytes_per_count: Some(e.bytes_per_count),
                 port: None,

@@ -104,7 +104,7 @@ impl Monitor {
             pmu: c.watch.ev.pmu.clone(),
             event: c.event.clone(),
             root_port: c.watch.port.map(|p| self.ports[p].name.clone()),
-            metric: c.watch.metric.clone(),
+            metric: c.watch.metric,
             raw: d.raw,
             scaled: d.scaled,
             running_pct: d.running_pct(),

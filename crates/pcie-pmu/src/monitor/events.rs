@@ -5,7 +5,7 @@
 use super::MonitorError;
 use crate::catalog::Origin;
 use crate::event_spec::split_event_list;
-use crate::{PcieView, PmuEvent, ResolvedEvent, System};
+use crate::{PcieView, PmuEvent, PmuMetric, ResolvedEvent, System};
 
 /// An event to count and the group the user put it in with `{...}`.
 #[derive(Debug, Clone)]
@@ -75,7 +75,7 @@ pub fn payload_events(sys: &System) -> Result<Vec<ResolvedEvent>, MonitorError> 
     let mut out = Vec::new();
     for v in sys.pcie_pmus()? {
         for e in &v.events {
-            let payload = matches!(e.metric.as_deref(), Some("rx_bytes" | "tx_bytes"));
+            let payload = e.metric.is_some_and(PmuMetric::is_payload);
             if payload && e.unit.as_deref() == Some("bytes") && e.required_params.is_empty() {
                 let spec = match e.origin {
                     Origin::Sysfs => format!("{}/{}/", v.pmu.name, e.name),
@@ -94,14 +94,14 @@ pub fn payload_events(sys: &System) -> Result<Vec<ResolvedEvent>, MonitorError> 
 /// Bytes per count of a payload event: the family catalog's value (which knows each kernel
 /// variant's unit), else the kernel's `.scale` with a byte `.unit`; and the catalog's metric.
 /// `views` are the system's [`System::pcie_pmus`].
-pub fn payload(views: &[PcieView], ev: &ResolvedEvent) -> (Option<f64>, Option<String>) {
+pub fn payload(views: &[PcieView], ev: &ResolvedEvent) -> (Option<f64>, Option<PmuMetric>) {
     if let Some(e) = catalog_event(views, ev) {
         let bpc = if e.unit.as_deref() == Some("bytes") {
             e.bytes_per_count
         } else {
             None
         };
-        return (bpc, e.metric.clone());
+        return (bpc, e.metric);
     }
     let mult = match ev.unit.as_deref() {
         Some("MiB") => Some(1048576.0),

@@ -26,7 +26,7 @@ mod tests {
     use super::*;
     use crate::counter::event_name;
     use crate::fixture::{self, dwc_host, DwcVariant, StepSource, Tree};
-    use crate::System;
+    use crate::{PmuMetric, System};
     use pcie_model::{stream, Generation, LinkConfig, LinkParams, Op};
     use std::sync::atomic::AtomicBool;
     use std::time::Duration;
@@ -44,11 +44,11 @@ mod tests {
         let p = |spec: &str| payload(&views, &sys.resolve(spec).unwrap());
         assert_eq!(
             p("pcie_bdf_300300/Rx_PCIe_TLP_Data_Payload/"),
-            (Some(16.0), Some("rx_bytes".into()))
+            (Some(16.0), Some(PmuMetric::RxBytes))
         );
         assert_eq!(
             p("dwc_rootport_3018/tx_pcie_tlp_data_payload/"),
-            (Some(1.0), Some("tx_bytes".into()))
+            (Some(1.0), Some(PmuMetric::TxBytes))
         );
         // A counting event has a metric but no bytes.
         let (b, m) = p("dwc_rootport_3018/rx_memory_read,lane=1/");

@@ -3,7 +3,7 @@
 use super::events::{catalog_event, payload, unpolled_width, Requested};
 use crate::accumulate::max_interval_secs;
 use crate::counter::event_name;
-use crate::{PciDevice, PmuError, ResolvedEvent, System};
+use crate::{PciDevice, PmuError, PmuMetric, ResolvedEvent, System};
 use pcie_model::{stream, Generation, LinkConfig, LinkParams, Op};
 use serde::Serialize;
 
@@ -63,7 +63,7 @@ pub struct Port {
 pub struct Watch {
     pub ev: ResolvedEvent,
     pub bytes_per_count: Option<f64>,
-    pub metric: Option<String>,
+    pub metric: Option<PmuMetric>,
     /// Index into [`Plan::ports`] for PCIe PMUs that name their root ports.
     pub port: Option<usize>,
     /// The user's `{...}` group, or the catalog's: events of one group on one PMU are opened

@@ -1,7 +1,7 @@
 //! What an interval produces: one row per event, the data of `pmu stat` and `pmu record`.
 
 use crate::counter::event_name;
-use crate::ResolvedEvent;
+use crate::{PmuMetric, ResolvedEvent};
 use serde::Serialize;
 
 /// One event over an interval (or the whole run).
@@ -18,7 +18,7 @@ pub struct Row {
     pub pmu: String,
     pub event: String,
     pub root_port: Option<String>,
-    pub metric: Option<String>,
+    pub metric: Option<PmuMetric>,
     pub raw: u64,
     /// Raw × enabled / running; absent when the event never ran.
     pub scaled: Option<f64>,

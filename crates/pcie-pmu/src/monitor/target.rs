@@ -4,6 +4,7 @@
 
 use super::counting::Monitor;
 use super::row::Row;
+use crate::PmuMetric;
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -66,9 +67,9 @@ impl Monitor {
             }
             t.running_pct = t.running_pct.min(r.running_pct);
             let add = |x: &mut Option<f64>, v: f64| *x = Some(x.unwrap_or(0.0) + v);
-            match (r.metric.as_deref(), r.gbps) {
-                (Some("rx_bytes"), Some(g)) => add(&mut t.rx_gbps, g),
-                (Some("tx_bytes"), Some(g)) => add(&mut t.tx_gbps, g),
+            match (r.metric, r.gbps) {
+                (Some(PmuMetric::RxBytes), Some(g)) => add(&mut t.rx_gbps, g),
+                (Some(PmuMetric::TxBytes), Some(g)) => add(&mut t.tx_gbps, g),
                 (_, Some(_)) => {}
                 (_, None) if r.interval_s > 0.0 => add(&mut t.rate, r.scaled.unwrap_or(0.0) / r.interval_s),
                 (_, None) => {}

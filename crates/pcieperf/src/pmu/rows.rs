@@ -34,7 +34,7 @@ fn csv_table(rows: &[Row]) -> Table {
             Cell::text(r.pmu.as_str()),
             Cell::text(r.event.as_str()),
             text(&r.root_port),
-            text(&r.metric),
+            r.metric.map_or(Cell::Empty, |m| Cell::text(m.as_str())),
             Cell::Int(r.raw),
             opt(r.scaled, 0),
             Cell::num(r.running_pct, 2),

@@ -195,7 +195,7 @@ mod tests {
     use super::*;
     use pcie_pmu::fixture::StepSource;
     use pcie_pmu::monitor::Watch;
-    use pcie_pmu::ResolvedEvent;
+    use pcie_pmu::{PmuMetric, ResolvedEvent};
 
     #[test]
     fn totals_are_scaled_and_payload_gives_bytes() {
@@ -224,7 +224,7 @@ mod tests {
             watches: vec![Watch {
                 ev,
                 bytes_per_count: Some(16.0),
-                metric: Some("rx_bytes".into()),
+                metric: Some(PmuMetric::RxBytes),
                 port: None,
                 group: None,
                 user_group: false,
