@@ -1,14 +1,15 @@
 //! The monitor's own share of a core on the simulated Yitian 710, without the simulation:
-//! 18 root ports × 2 payload events (Rx and Tx multiplexed on each port's counter), read every
-//! 100 ms as `pmu stat -I 100` does (read, wrap-safe multiplex-scaled delta, one formatted row
-//! per event), with workloads on every port that has a device (storage I/O, NIC traffic). Time spent
-//! running the simulation (`sleep`) is measured apart and left out.
+//! 18 root ports × 2 payload events (Rx and Tx multiplexed on each port's counter), sampled
+//! every 100 ms by the library's [`Monitor`] as `pmu stat -I 100` does (read, wrap-safe
+//! multiplex-scaled delta, one row per event, formatted as its live line), with workloads on
+//! every port that has a device (storage I/O, NIC traffic). Time spent running the simulation
+//! (`sleep`) is measured apart and left out.
 //!
 //! `cargo bench -p pcie-pmu --bench monitor_share [-- SECONDS]`
 
-use pcie_pmu::accumulate::gbps;
+use pcie_pmu::monitor::{resolve_events, Monitor, Plan};
 use pcie_pmu::sim::{PmuHostProfile, SimHost, Workload};
-use pcie_pmu::{Accumulator, CounterSource};
+use pcie_pmu::CounterSource;
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 
@@ -33,53 +34,41 @@ fn main() {
         })
         .collect();
     let (sys, mut src) = SimHost::start(profile, &jobs, 1, false).expect("simulated host");
-    let mut counters = Vec::new();
-    for spec in [
-        "dwc_rootport/rx_pcie_tlp_data_payload/",
-        "dwc_rootport/tx_pcie_tlp_data_payload/",
-    ] {
-        for ev in sys.resolve_all(spec).expect("events resolve") {
-            let id = src.open(&ev).expect("opens");
-            counters.push((ev, id, Accumulator::new(64)));
-        }
-    }
+    let specs = ["dwc_rootport/rx_pcie_tlp_data_payload/,dwc_rootport/tx_pcie_tlp_data_payload/".to_string()];
+    let plan = Plan::new(&sys, resolve_events(&sys, &specs).expect("events resolve")).expect("plans");
+    let (counters, ports) = (plan.watches.len(), plan.ports.len());
+    let mut mon = Monitor::open(&mut src, plan).expect("opens");
+    mon.refresh(&mut src).expect("reads");
     let (mut monitor, mut simulation) = (Duration::ZERO, Duration::ZERO);
     let mut out = String::new();
     let mut bytes = 0.0;
     let step = Duration::from_millis(100);
-    for tick in 0..=secs * 10 {
-        if tick > 0 {
-            let t = Instant::now();
-            src.sleep(step).expect("simulates");
-            simulation += t.elapsed();
-        }
+    for tick in 1..=secs * 10 {
+        let t = Instant::now();
+        src.sleep(step).expect("simulates");
+        simulation += t.elapsed();
         let t = Instant::now();
         out.clear();
-        for (ev, id, acc) in counters.iter_mut() {
-            if let Some(d) = acc.update(src.read(*id).expect("reads")) {
-                let b = d.bytes(1.0).unwrap_or(0.0);
-                bytes += b;
-                let _ = writeln!(
-                    out,
-                    "{:>10.3}  {:<20}  {:<26}  {:>16}  {:>18.0}  {:>9.2}  {:>16.0}  {:>9.2}",
-                    tick as f64 / 10.0,
-                    ev.pmu,
-                    ev.event.as_deref().unwrap_or(""),
-                    d.raw,
-                    d.scaled.unwrap_or(0.0),
-                    d.running_pct(),
-                    b,
-                    gbps(b, 0.1)
-                );
-            }
+        for r in mon.sample(&mut src, tick as f64 / 10.0, 0.1).expect("reads") {
+            bytes += r.bytes.unwrap_or(0.0);
+            let _ = writeln!(
+                out,
+                "{:>10.3}  {:<20}  {:<26}  {:>16}  {:>18.0}  {:>9.2}  {:>16.0}  {:>9.2}",
+                r.time_s,
+                r.pmu,
+                r.event,
+                r.raw,
+                r.scaled.unwrap_or(0.0),
+                r.running_pct,
+                r.bytes.unwrap_or(0.0),
+                r.gbps.unwrap_or(0.0)
+            );
         }
         std::hint::black_box(&out);
         monitor += t.elapsed();
     }
     println!(
-        "{} counters on {} root ports, read every 100 ms for {secs} s of simulated time ({:.1} GB counted)",
-        counters.len(),
-        counters.len() / 2,
+        "{counters} counters on {ports} root ports, read every 100 ms for {secs} s of simulated time ({:.1} GB counted)",
         bytes / 1e9
     );
     println!(

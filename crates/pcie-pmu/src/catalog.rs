@@ -4,32 +4,10 @@
 
 use crate::error::PmuError;
 use crate::family::{Family, FamilyMatch};
+use crate::metric::PmuMetric;
 use crate::pmu::{EventAlias, Pmu};
 use crate::sysfs::CpuModel;
 use serde::{Deserialize, Serialize};
-
-/// Normalised metric names. Direction is the root port's: `rx` = device to host (upstream),
-/// `tx` = host to device. Summing every event of one metric gives the PMU's total.
-pub const METRICS: [&str; 18] = [
-    "rx_bytes",
-    "tx_bytes",
-    "total_bytes",
-    "total_tlps",
-    "rx_ccix_bytes",
-    "tx_ccix_bytes",
-    "rx_request_bytes",
-    "tx_request_bytes",
-    "rx_tlps",
-    "tx_tlps",
-    "rx_dllps",
-    "tx_dllps",
-    "errors",
-    "ltssm_residency",
-    "cycles",
-    "rx_latency",
-    "tx_latency",
-    "outstanding",
-];
 
 /// The largest `bytes_per_count`: a count of whole 4 KiB TLP payloads (real PMUs count bytes,
 /// dwords or 16- or 32-byte units).
@@ -142,11 +120,8 @@ impl Catalog {
                     return Err(at("name", format!("{n:?} appears twice")));
                 }
             }
-            if !METRICS.contains(&e.metric.as_str()) {
-                return Err(at(
-                    "metric",
-                    format!("{:?} is not one of {}", e.metric, one_of(&METRICS)),
-                ));
+            if let Err(m) = e.metric.parse::<PmuMetric>() {
+                return Err(at("metric", m.to_string()));
             }
             if !UNITS.contains(&e.unit.as_str()) {
                 return Err(at("unit", format!("{:?} is not one of {}", e.unit, one_of(&UNITS))));
@@ -253,7 +228,7 @@ pub struct PmuEvent {
     pub origin: Origin,
     /// Parameters the user must give (`lane`).
     pub required_params: Vec<String>,
-    pub metric: Option<String>,
+    pub metric: Option<PmuMetric>,
     pub unit: Option<String>,
     pub bytes_per_count: Option<f64>,
     pub group: Option<String>,
@@ -302,7 +277,8 @@ fn describe(a: &EventAlias, origin: Origin, e: Option<&CatalogEvent>, fm: &Famil
         note: None,
     };
     let Some(e) = e else { return ev };
-    ev.metric = Some(e.metric.clone());
+    // Checked when the catalog was loaded.
+    ev.metric = e.metric.parse().ok();
     ev.unit = Some(e.unit.clone());
     ev.group = e.group.clone();
     ev.detail = e.detail.clone();

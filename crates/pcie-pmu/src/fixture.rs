@@ -249,3 +249,43 @@ pub fn common_pmus(tree: &Tree) {
         &[("tsc", "event=0x00"), ("aperf", "event=0x01"), ("mperf", "event=0x02")],
     );
 }
+
+/// A host with a Gen5 x16 root port behind an upstream DWC PMU and a pre-upstream one.
+pub fn dwc_host(name: &str) -> Tree {
+    let t = Tree::new(name);
+    common_pmus(&t);
+    dwc_pmu(&t, "pcie_bdf_300300", 26, "0", DwcVariant::V1);
+    dwc_pmu(&t, "dwc_rootport_3018", 27, "0", DwcVariant::Upstream);
+    t.root_port("0000:30:03.0", "0"); // 32 GT/s x16: 504 Gb/s
+    t
+}
+
+/// A counter source whose counters advance by a fixed step per read (10^6 counts, 100 ms
+/// enabled, half of it running), on a clock that only moves when the caller sleeps.
+#[derive(Debug, Default)]
+pub struct StepSource {
+    pub reads: Vec<crate::Reading>,
+    pub now: std::time::Duration,
+}
+
+impl crate::CounterSource for StepSource {
+    fn open(&mut self, _e: &crate::ResolvedEvent) -> Result<crate::CounterId, crate::CounterError> {
+        self.reads.push(crate::Reading::default());
+        Ok(crate::CounterId(self.reads.len() - 1))
+    }
+    fn read(&mut self, id: crate::CounterId) -> Result<crate::Reading, crate::CounterError> {
+        let r = &mut self.reads[id.0];
+        let now = *r;
+        r.value += 1_000_000;
+        r.enabled += 100_000_000;
+        r.running += 50_000_000;
+        Ok(now)
+    }
+    fn elapsed(&self) -> std::time::Duration {
+        self.now
+    }
+    fn sleep(&mut self, d: std::time::Duration) -> Result<(), crate::CounterError> {
+        self.now += d;
+        Ok(())
+    }
+}

@@ -14,12 +14,39 @@
 //! deltas and bytes into Gb/s. [`listing`] is what `pmu list` shows, for people and programs.
 //! `pmu validate`'s study — running fio and comparing its bytes with a payload event's — is
 //! [`fio`] and [`validate`].
+//!
+//! The sampling core of live monitoring is [`monitor`]: a [`monitor::Plan`] of events with
+//! their bytes per count, metric and root port (and its link model), a [`monitor::Monitor`]
+//! that opens them on a source and turns each interval into [`monitor::Row`]s and per-root-port
+//! [`monitor::Target`]s, and [`monitor::run`], the loop (interval, duration, command, cancel
+//! flag) that hands intervals to a front end's [`monitor::Sink`]. [`exposition`] keeps the
+//! totals a scrape sees and writes them in Prometheus' text format. Nothing here prints:
+//! warnings and a command's exit status are returned for the front end to show.
+//!
+//! ```no_run
+//! use pcie_pmu::monitor::{payload_events, Monitor, Plan};
+//! use pcie_pmu::{CounterSource, PerfEvents, System};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let sys = System::discover("/")?;
+//! let plan = Plan::new(&sys, payload_events(&sys)?)?;
+//! let mut src = PerfEvents::new();
+//! let mut mon = Monitor::open(&mut src, plan)?;
+//! mon.refresh(&mut src)?;
+//! src.sleep(std::time::Duration::from_secs(1))?;
+//! let rows = mon.sample(&mut src, 1.0, 1.0)?;
+//! for t in mon.targets(&rows) {
+//!     println!("{}: rx {:?} Gb/s, tx {:?} Gb/s", t.name, t.rx_gbps, t.tx_gbps);
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod accumulate;
 pub mod catalog;
 pub mod counter;
 mod error;
 pub mod event_spec;
+pub mod exposition;
 pub mod family;
 #[cfg(unix)]
 pub mod fio;
@@ -27,6 +54,8 @@ pub mod fio;
 #[cfg(all(unix, any(test, feature = "fixture")))]
 pub mod fixture;
 pub mod listing;
+pub mod metric;
+pub mod monitor;
 pub mod pmu;
 #[cfg(unix)]
 pub mod sim;
@@ -45,6 +74,7 @@ pub use error::PmuError;
 pub use event_spec::{resolve, split_event_list, EventSpec, ListItem, ResolvedEvent};
 pub use family::{Family, FamilyMatch};
 pub use listing::Listing;
+pub use metric::PmuMetric;
 pub use pcie_sysfs::{Bdf, PciDevice};
 pub use pmu::{ConfigField, EventAlias, FormatTerm, Pmu, TermValue};
 pub use sysfs::{CpuModel, SysfsRoot};

@@ -5,7 +5,7 @@
 use crate::catalog::{Origin, PmuEvent};
 use crate::event_spec;
 use crate::topology::RootPort;
-use crate::{PcieView, PmuError, System};
+use crate::{PcieView, PmuError, PmuMetric, System};
 use pcie_sysfs::{Bdf, PciDevice};
 use serde::Serialize;
 
@@ -76,7 +76,7 @@ pub struct DeviceInfo {
 /// A normalised metric and the events that count towards it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricListing {
-    pub metric: String,
+    pub metric: PmuMetric,
     pub events: Vec<String>,
 }
 
@@ -113,11 +113,11 @@ impl System {
 fn pmu_listing(sys: &System, v: &PcieView) -> PmuListing {
     let mut metrics: Vec<MetricListing> = Vec::new();
     for e in &v.events {
-        let Some(m) = &e.metric else { continue };
-        match metrics.iter_mut().find(|x| &x.metric == m) {
+        let Some(m) = e.metric else { continue };
+        match metrics.iter_mut().find(|x| x.metric == m) {
             Some(x) => x.events.push(e.name.clone()),
             None => metrics.push(MetricListing {
-                metric: m.clone(),
+                metric: m,
                 events: vec![e.name.clone()],
             }),
         }
@@ -221,7 +221,11 @@ mod tests {
             (nic.info.current_link_width, nic.info.max_link_width),
             (Some(8), Some(16))
         );
-        let rx = p.metrics.iter().find(|m| m.metric == "rx_bytes").unwrap();
+        let rx = p
+            .metrics
+            .iter()
+            .find(|m| m.metric == crate::PmuMetric::RxBytes)
+            .unwrap();
         assert_eq!(rx.events, ["rx_pcie_tlp_data_payload"]);
         let ev = p
             .events

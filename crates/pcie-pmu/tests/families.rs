@@ -1,7 +1,7 @@
 //! Discovery against fixture sysfs trees: one per family and per DWC kernel variant.
 
 use pcie_pmu::fixture::{self, DwcVariant, Tree};
-use pcie_pmu::{Family, PcieView, PmuError, System};
+use pcie_pmu::{Family, PcieView, PmuError, PmuMetric, System};
 
 fn view<'a>(views: &'a [PcieView], name: &str) -> &'a PcieView {
     views
@@ -69,18 +69,24 @@ fn dwc_upstream_sbdf_lower_case() {
     // Payload in bytes; LTSSM residency; lane events need lane=.
     let rx = event(v, "rx_pcie_tlp_data_payload");
     assert_eq!(
-        (rx.metric.as_deref(), rx.bytes_per_count),
+        (rx.metric.map(PmuMetric::as_str), rx.bytes_per_count),
         (Some("rx_bytes"), Some(1.0))
     );
-    assert_eq!(event(v, "tx_pcie_tlp_data_payload").metric.as_deref(), Some("tx_bytes"));
-    assert_eq!(event(v, "L1_2").metric.as_deref(), Some("ltssm_residency"));
-    assert_eq!(event(v, "one_cycle").metric.as_deref(), Some("cycles"));
+    assert_eq!(
+        event(v, "tx_pcie_tlp_data_payload").metric.map(PmuMetric::as_str),
+        Some("tx_bytes")
+    );
+    assert_eq!(event(v, "L1_2").metric.map(PmuMetric::as_str), Some("ltssm_residency"));
+    assert_eq!(event(v, "one_cycle").metric.map(PmuMetric::as_str), Some("cycles"));
     let lane = event(v, "rx_memory_read");
     assert_eq!(
-        (lane.metric.as_deref(), lane.required_params.clone()),
+        (lane.metric.map(PmuMetric::as_str), lane.required_params.clone()),
         (Some("rx_tlps"), vec!["lane".to_string()])
     );
-    assert_eq!(event(v, "rx_nullified_tlp").metric.as_deref(), Some("errors"));
+    assert_eq!(
+        event(v, "rx_nullified_tlp").metric.map(PmuMetric::as_str),
+        Some("errors")
+    );
     assert!(
         v.events.iter().all(|e| e.metric.is_some()),
         "every DWC event is in the catalog"
@@ -131,11 +137,17 @@ fn dwc_early_upstream_mixed_case_and_typos() {
     assert_eq!(v.family.variant, vec!["dwc_rootport", "bdf16", "mixed_case"]);
     let rx = event(v, "Rx_PCIe_TLP_Data_Payload");
     assert_eq!(
-        (rx.metric.as_deref(), rx.bytes_per_count),
+        (rx.metric.map(PmuMetric::as_str), rx.bytes_per_count),
         (Some("rx_bytes"), Some(1.0))
     );
-    assert_eq!(event(v, "rx_nulified_tlp").metric.as_deref(), Some("errors"));
-    assert_eq!(event(v, "rx_duplicate_tl").metric.as_deref(), Some("errors"));
+    assert_eq!(
+        event(v, "rx_nulified_tlp").metric.map(PmuMetric::as_str),
+        Some("errors")
+    );
+    assert_eq!(
+        event(v, "rx_duplicate_tl").metric.map(PmuMetric::as_str),
+        Some("errors")
+    );
     // Lower-case spelling resolves to the mixed-case file.
     let r = sys.resolve("dwc_rootport_3018/rx_pcie_tlp_data_payload/").unwrap();
     assert_eq!(
@@ -157,7 +169,7 @@ fn dwc_v1_pcie_bdf_counts_16_byte_units() {
     assert_eq!(v.root_ports[0].devices.len(), 1);
     let rx = event(v, "Rx_PCIe_TLP_Data_Payload");
     assert_eq!(
-        (rx.metric.as_deref(), rx.bytes_per_count),
+        (rx.metric.map(PmuMetric::as_str), rx.bytes_per_count),
         (Some("rx_bytes"), Some(16.0))
     );
     assert!(rx.note.as_deref().unwrap().contains("16-byte"));
@@ -212,7 +224,7 @@ fn hisilicon_flux_time_pairs_and_filters() {
     let flux = event(v, "rx_mwr_flux");
     let time = event(v, "rx_mwr_time");
     assert_eq!(
-        (flux.metric.as_deref(), flux.unit.as_deref()),
+        (flux.metric.map(PmuMetric::as_str), flux.unit.as_deref()),
         (Some("rx_bytes"), Some("flux"))
     );
     assert_eq!(flux.group, time.group);
@@ -266,7 +278,7 @@ fn intel_iio_scale_depends_on_cpu_model() {
         assert_eq!(e.kernel_unit.as_deref(), Some("MiB"));
         assert_eq!(e.kernel_scale, Some(kernel_scale.parse().unwrap()));
         assert_eq!(
-            (e.metric.as_deref(), e.bytes_per_count),
+            (e.metric.map(PmuMetric::as_str), e.bytes_per_count),
             (Some("rx_bytes"), Some(bpc)),
             "model {model}"
         );
@@ -306,9 +318,15 @@ fn nvidia_and_marvell() {
         (Family::NvidiaPcie, vec!["grace"])
     );
     assert_eq!(nv.pmu.attrs.get("associated_cpus").map(String::as_str), Some("0-71"));
-    assert_eq!(event(nv, "wr_bytes_loc").metric.as_deref(), Some("rx_bytes"));
-    assert_eq!(event(nv, "rd_bytes_rem").metric.as_deref(), Some("tx_bytes"));
-    assert_eq!(event(nv, "cycles").metric.as_deref(), Some("cycles"));
+    assert_eq!(
+        event(nv, "wr_bytes_loc").metric.map(PmuMetric::as_str),
+        Some("rx_bytes")
+    );
+    assert_eq!(
+        event(nv, "rd_bytes_rem").metric.map(PmuMetric::as_str),
+        Some("tx_bytes")
+    );
+    assert_eq!(event(nv, "cycles").metric.map(PmuMetric::as_str), Some("cycles"));
     assert!(nv.root_ports.is_empty());
     let r = sys.resolve("nvidia_pcie_pmu_0/event=0x0,root_port=0x3/").unwrap();
     assert_eq!(r.config, [0, 3, 0, 0]);
@@ -316,8 +334,14 @@ fn nvidia_and_marvell() {
     let m = view(&views, "mrvl_pcie_rc_pmu_8e0000000000");
     assert_eq!(m.family.family, Family::MarvellPem);
     let d = event(m, "ib_tlp_dwords_pr");
-    assert_eq!((d.metric.as_deref(), d.bytes_per_count), (Some("rx_bytes"), Some(4.0)));
-    assert_eq!(event(m, "ob_tlp_dwords_pr_partid").metric.as_deref(), Some("tx_bytes"));
+    assert_eq!(
+        (d.metric.map(PmuMetric::as_str), d.bytes_per_count),
+        (Some("rx_bytes"), Some(4.0))
+    );
+    assert_eq!(
+        event(m, "ob_tlp_dwords_pr_partid").metric.map(PmuMetric::as_str),
+        Some("tx_bytes")
+    );
     assert_eq!(
         event(m, "ats_trans").metric,
         None,
@@ -512,8 +536,8 @@ fn other_families_are_recognised() {
     assert_eq!(fam("amd_df"), Family::AmdDf);
     assert_eq!(fam("uncore_irp_2"), Family::IntelIrp);
     let nv = view(&views, "nvidia_pcie_pmu_0_rc_1");
-    assert_eq!(event(nv, "rd_bytes").metric.as_deref(), Some("tx_bytes"));
-    assert_eq!(event(nv, "wr_bytes").metric.as_deref(), Some("rx_bytes"));
+    assert_eq!(event(nv, "rd_bytes").metric.map(PmuMetric::as_str), Some("tx_bytes"));
+    assert_eq!(event(nv, "wr_bytes").metric.map(PmuMetric::as_str), Some("rx_bytes"));
     // No catalog: events are listed without metrics.
     assert_eq!(event(view(&views, "phyt0_pcie_pmu1"), "aw").metric, None);
     assert_eq!(views.len(), 6);

@@ -6,6 +6,7 @@ mod model;
 mod output;
 mod pmu;
 mod shell;
+mod signals;
 
 use clap::{Parser, Subcommand};
 use error::CliError;

@@ -4,6 +4,7 @@
 use super::progress::Progress;
 use crate::error::CliError;
 use crate::output::{Cell, Format, Table};
+use crate::signals::cancel_on_signals;
 use clap::Args;
 use pcie_bench::host::{normalize_bdf, PciDevice};
 use pcie_bench::{
@@ -12,7 +13,7 @@ use pcie_bench::{
     TestKind, TestParams,
 };
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -390,12 +391,8 @@ fn run_into(
     // Where finished tests' results stay, for the messages of a run that stops early.
     let kept = (!scratch).then(|| out.display().to_string());
 
-    let cancel = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second Ctrl-C ends the program at once; the first lets running tests finish.
-        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&cancel));
-        let _ = signal_hook::flag::register(sig, Arc::clone(&cancel));
-    }
+    // A second Ctrl-C ends the program at once; the first lets running tests finish.
+    let cancel = cancel_on_signals();
     progress.start(params.len(), params.iter().map(work).sum());
     let mut summaries: Vec<BaseSummary> = Vec::new();
     let mut lines = String::new();

@@ -7,7 +7,7 @@ use crate::output::{json, Cell, Format, Table};
 use clap::Args;
 use pcie_pmu::catalog::Origin;
 use pcie_pmu::listing::DeviceInfo;
-use pcie_pmu::{Bdf, Listing, PmuEvent};
+use pcie_pmu::{Bdf, Listing, PmuEvent, PmuMetric};
 use std::fmt::Write;
 
 #[derive(Debug, Args)]
@@ -72,7 +72,7 @@ fn csv(l: &Listing) -> String {
                 opt(&r.config),
                 opt(&r.config1),
                 opt(&r.config2),
-                opt(&e.metric),
+                e.metric.map_or(Cell::Empty, |m| Cell::text(m.as_str())),
                 opt(&e.unit),
                 num(e.bytes_per_count),
                 opt(&e.group),
@@ -192,7 +192,7 @@ fn human(root: &std::path::Path, l: &Listing) -> String {
             t.push(vec![
                 Cell::text(e.name.as_str()),
                 Cell::text(e.encoding.as_str()),
-                dash(&e.metric),
+                Cell::text(e.metric.map_or("-", PmuMetric::as_str)),
                 Cell::text(scale_text(e)),
                 dash(&e.group),
                 Cell::text(note),

@@ -3,13 +3,14 @@
 //! accuracy check against a storage workload (`validate`).
 
 mod list;
-mod monitor;
 mod record;
+mod rows;
 mod serve;
 pub mod source;
 mod stat;
 mod top;
 mod validate;
+mod watch;
 
 use crate::error::CliError;
 use clap::Subcommand;

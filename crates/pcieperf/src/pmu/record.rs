@@ -5,12 +5,13 @@
 //! rename); a run until Ctrl-C writes the file as it goes, flushed every interval, so what was
 //! recorded survives a kill.
 
-use super::monitor::{
-    self, cancel_on_signals, check_duration, csv_lines, json_lines, Monitor, Row, Schedule, Sink, Target, WatchArgs,
-};
+use super::rows::{csv_lines, json_lines};
+use super::watch::{check_duration, usage, warn_command, WatchArgs};
 use crate::error::CliError;
 use crate::output::write_atomically;
+use crate::signals::cancel_on_signals;
 use clap::{Args, ValueEnum};
+use pcie_pmu::monitor::{self, Monitor, Row, Schedule, Sink, Target};
 use pcie_report::{Axis, Chart, Point, Report, Section, Series};
 use std::fs::File;
 use std::io::Write;
@@ -84,6 +85,7 @@ impl Recorder {
 }
 
 impl Sink for Recorder {
+    type Error = CliError;
     fn interval(&mut self, mon: &Monitor, rows: &[Row]) -> Result<bool, CliError> {
         let text = self.text(rows);
         match &mut self.out {
@@ -119,10 +121,10 @@ fn check_target(opt: &str, p: &Path) -> Result<(), CliError> {
         _ => Path::new("."),
     };
     if p.file_name().is_none() || p.is_dir() {
-        return Err(monitor::usage(format!("{opt} {}: not a file name", p.display())));
+        return Err(usage(format!("{opt} {}: not a file name", p.display())));
     }
     if !dir.is_dir() {
-        return Err(monitor::usage(format!(
+        return Err(usage(format!(
             "{opt} {}: directory {} does not exist",
             p.display(),
             dir.display()
@@ -167,7 +169,9 @@ pub fn run(a: &RecordArgs) -> Result<String, CliError> {
         duration: a.duration,
         command: &a.command,
     };
-    let secs = monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut rec)?;
+    let summary = monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut rec)?;
+    warn_command(&summary);
+    let secs = summary.secs;
     if let Out::Buffer(b) = &rec.out {
         write_atomically(&a.output, b)?;
     }
@@ -308,8 +312,8 @@ fn report(history: &[History], mon: &Monitor, secs: f64) -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pmu::monitor::tests::{dwc_host, Fake};
-    use crate::pmu::monitor::{resolve_events, Plan};
+    use pcie_pmu::fixture::{dwc_host, StepSource};
+    use pcie_pmu::monitor::{resolve_events, Plan};
     use pcie_pmu::System;
 
     #[test]
@@ -322,7 +326,7 @@ mod tests {
         )
         .unwrap();
         let plan = Plan::new(&sys, events).unwrap();
-        let mut src = Fake::default();
+        let mut src = StepSource::default();
         let mut mon = Monitor::open(&mut src, plan).unwrap();
         let mut rec = Recorder {
             path: "r.csv".into(),
@@ -339,7 +343,9 @@ mod tests {
             duration: Some(0.3),
             command: &[],
         };
-        let secs = monitor::run(&mut src, &mut mon, sched, &Default::default(), &mut rec).unwrap();
+        let secs = monitor::run(&mut src, &mut mon, sched, &Default::default(), &mut rec)
+            .unwrap()
+            .secs;
         let Out::Buffer(text) = &rec.out else { panic!() };
         assert_eq!(text.lines().count(), 6, "{text}");
         assert!(text.contains("\"root_port\":\"0000:30:03.0\""), "{text}");

@@ -2,14 +2,14 @@
 //! payload events, bytes and Gb/s. Counts for `--duration`, until `-- COMMAND` exits, or until
 //! Ctrl-C; `-I MS` prints one row per event per interval as it goes.
 
-use super::monitor::{
-    self, cancel_on_signals, check_duration, check_interval, csv_lines, json_lines, resolve_events, Monitor, Plan, Row,
-    Schedule, Sink,
-};
+use super::rows::{csv_lines, json_lines};
 use super::source::{self, SimArgs, SourceArgs};
+use super::watch::{check_duration, check_interval, warn_command, warn_wraps};
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
+use crate::signals::cancel_on_signals;
 use clap::Args;
+use pcie_pmu::monitor::{self, resolve_events, Monitor, Plan, Row, Schedule, Sink};
 use pcie_pmu::CounterSource;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
@@ -126,7 +126,7 @@ pub fn run(a: &StatArgs) -> Result<String, CliError> {
     let (sys, mut src) = source::open(&a.source, &a.sim)?;
     let plan = Plan::new(&sys, resolve_events(&sys, &a.events)?)?;
     // Without -I the counters are read every second (see `monitor::run`).
-    plan.warn_wraps(a.interval.map_or(1.0, |ms| ms as f64 / 1000.0));
+    warn_wraps(&plan, a.interval.map_or(1.0, |ms| ms as f64 / 1000.0));
     count(src.as_mut(), plan, a, &cancel)
 }
 
@@ -138,6 +138,7 @@ struct Printer {
 }
 
 impl Sink for Printer {
+    type Error = CliError;
     fn interval(&mut self, _mon: &Monitor, rows: &[Row]) -> Result<bool, CliError> {
         let text = match self.format {
             Format::Table => {
@@ -175,7 +176,9 @@ fn count(src: &mut dyn CounterSource, plan: Plan, a: &StatArgs, cancel: &AtomicB
         duration: a.duration,
         command: &a.command,
     };
-    let elapsed = monitor::run(src, &mut mon, sched, cancel, &mut printer)?;
+    let summary = monitor::run(src, &mut mon, sched, cancel, &mut printer)?;
+    warn_command(&summary);
+    let elapsed = summary.secs;
     if a.interval.is_some() {
         return Ok(String::new());
     }
@@ -190,9 +193,9 @@ fn count(src: &mut dyn CounterSource, plan: Plan, a: &StatArgs, cancel: &AtomicB
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pmu::monitor::tests::Fake;
-    use crate::pmu::monitor::Watch;
-    use pcie_pmu::ResolvedEvent;
+    use pcie_pmu::fixture::StepSource;
+    use pcie_pmu::monitor::Watch;
+    use pcie_pmu::{PmuMetric, ResolvedEvent};
 
     #[test]
     fn totals_are_scaled_and_payload_gives_bytes() {
@@ -221,14 +224,14 @@ mod tests {
             watches: vec![Watch {
                 ev,
                 bytes_per_count: Some(16.0),
-                metric: Some("rx_bytes".into()),
+                metric: Some(PmuMetric::RxBytes),
                 port: None,
                 group: None,
                 user_group: false,
             }],
             ports: vec![],
         };
-        let out = count(&mut Fake::default(), plan, &a, &AtomicBool::new(false)).unwrap();
+        let out = count(&mut StepSource::default(), plan, &a, &AtomicBool::new(false)).unwrap();
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         let r = &v[0];
         assert_eq!(r["raw"], 1_000_000);

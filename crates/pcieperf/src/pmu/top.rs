@@ -3,13 +3,14 @@
 //! quits and puts the terminal back. With `--format csv|json` it prints the same rows every
 //! interval instead (no terminal needed).
 
-use super::monitor::{
-    self, add_interval, cancel_on_signals, check_duration, Monitor, Row, Schedule, Sink, Target, Trend, WatchArgs,
-};
+use super::rows::strip_header;
+use super::watch::{check_duration, usage, WatchArgs};
 use crate::error::CliError;
 use crate::output::terminal::{self, Screen};
 use crate::output::{Cell, Format, Table};
+use crate::signals::cancel_on_signals;
 use clap::{Args, ValueEnum};
+use pcie_pmu::monitor::{self, add_interval, Monitor, Row, Schedule, Sink, Target, Trend};
 use serde::Serialize;
 use std::cmp::Ordering;
 use std::io::Write;
@@ -182,6 +183,7 @@ fn target_cells(t: &Target, total: f64) -> Vec<Cell> {
 }
 
 impl Sink for View {
+    type Error = CliError;
     fn interval(&mut self, mon: &Monitor, rows: &[Row]) -> Result<bool, CliError> {
         self.time_s = rows.first().map_or(self.time_s, |r| r.time_s);
         add_interval(&mut self.trends, mon.targets(rows), HISTORY);
@@ -230,6 +232,7 @@ struct Plain {
 }
 
 impl Sink for Plain {
+    type Error = CliError;
     fn interval(&mut self, mon: &Monitor, rows: &[Row]) -> Result<bool, CliError> {
         let time_s = rows.first().map_or(0.0, |r| r.time_s);
         let all = mon.targets(rows);
@@ -259,7 +262,7 @@ impl Sink for Plain {
                 cells.extend(target_cells(tg, SortKey::Total.value(tg)));
                 t.push(cells);
             }
-            monitor::strip_header(t.to_csv(), !std::mem::replace(&mut self.header, true))
+            strip_header(t.to_csv(), !std::mem::replace(&mut self.header, true))
         };
         let mut out = std::io::stdout();
         Ok(out.write_all(text.as_bytes()).and_then(|_| out.flush()).is_ok())
@@ -269,7 +272,7 @@ impl Sink for Plain {
 pub fn run(a: &TopArgs) -> Result<String, CliError> {
     check_duration(a.duration)?;
     if a.format == Format::Table && !terminal::stdout_is_terminal() {
-        return Err(monitor::usage(
+        return Err(usage(
             "pmu top: stdout is not a terminal; use --format csv|json for rows every interval, \
              or `pmu record` / `pmu stat -I`",
         ));

@@ -6,15 +6,15 @@
 //! ([`pcie_pmu::fio`]) and the PMU the kernel's; on `--source sim` both are simulated, as fast
 //! as the simulation runs.
 
-use super::monitor::{check_interval, counter_err, unpolled_width};
 use super::source::{self, Source, SourceArgs};
+use super::watch::check_interval;
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
 use pcie_pmu::fio::{self, FioRun, FioStats};
 use pcie_pmu::sim::workload::{self, Rw, StorageJob, Workload, WorkloadError};
-use pcie_pmu::validate::{Dir, Row};
-use pcie_pmu::{Accumulator, CounterId, CounterSource, PerfEvents, ResolvedEvent, System};
+use pcie_pmu::validate::{measure, port_payload_events, Comparison, Dir, Measured, PayloadEvent, ValidateError};
+use pcie_pmu::{PerfEvents, System};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -116,109 +116,22 @@ fn job(a: &ValidateArgs) -> Result<StorageJob, CliError> {
     })
 }
 
-/// One compared event.
-struct Compared {
-    dir: Dir,
-    ev: ResolvedEvent,
-    bytes_per_count: f64,
-    id: CounterId,
-    acc: Accumulator,
+/// The port's payload events for `dirs`; a port without a PMU is a usage error.
+fn payload_events(sys: &System, port: &str, dirs: &[Dir]) -> Result<Vec<PayloadEvent>, CliError> {
+    port_payload_events(sys, port, dirs).map_err(|e| match e {
+        ValidateError::Pmu(e) => e.into(),
+        ValidateError::NoPmu { .. } => CliError::Usage(format!("--port {e}")),
+        ValidateError::NoPayloadEvent { dir, .. } => CliError::Usage(format!("--events {}: {e}", dir.name())),
+    })
 }
 
-/// The port's PMU and its payload events for `dirs`; a port without a PMU is a usage error.
-fn payload_events(sys: &System, port: &str, dirs: &[Dir]) -> Result<Vec<(Dir, ResolvedEvent, f64)>, CliError> {
-    let views = sys.pcie_pmus()?;
-    let Some(view) = views
-        .iter()
-        .find(|v| v.root_ports.iter().any(|r| r.bdf.to_string() == port))
-    else {
-        let ports: Vec<String> = views
-            .iter()
-            .flat_map(|v| v.root_ports.iter().map(|r| r.bdf.to_string()))
-            .collect();
-        return Err(CliError::Usage(format!(
-            "--port {port}: no PCIe PMU watches this root port; root ports with one: {}",
-            if ports.is_empty() {
-                "none".to_string()
-            } else {
-                ports.join(", ")
-            }
-        )));
-    };
-    let mut out = Vec::new();
-    for &d in dirs {
-        let e = view
-            .events
-            .iter()
-            .find(|e| e.metric.as_deref() == Some(d.metric()) && e.bytes_per_count.is_some())
-            .ok_or_else(|| {
-                CliError::Usage(format!(
-                    "--events {}: PMU {} has no {} payload event",
-                    d.name(),
-                    view.pmu.name,
-                    d.name()
-                ))
-            })?;
-        let ev = sys.resolve(&format!("{}/{}/", view.pmu.name, e.name))?;
-        out.push((d, ev, e.bytes_per_count.unwrap_or(1.0)));
-    }
-    Ok(out)
-}
-
-/// Open the events, read them every `interval` until `finished` says the workload is over
-/// (then once more, for TLPs still on the wire), and return the seconds counted.
-fn measure<S: CounterSource + ?Sized>(
-    src: &mut S,
-    events: Vec<(Dir, ResolvedEvent, f64)>,
-    interval: Duration,
-    mut finished: impl FnMut(&mut S) -> Result<bool, CliError>,
-) -> Result<(Vec<Compared>, f64), CliError> {
-    let mut compared = Vec::new();
-    for (dir, ev, bytes_per_count) in events {
-        let id = src.open(&ev).map_err(counter_err)?;
-        compared.push(Compared {
-            dir,
-            acc: Accumulator::new(unpolled_width(&ev).unwrap_or(64)),
-            ev,
-            bytes_per_count,
-            id,
-        });
-    }
-    let start = src.elapsed();
-    let read_all = |src: &mut S, compared: &mut [Compared]| -> Result<(), CliError> {
-        for c in compared.iter_mut() {
-            c.acc.update(src.read(c.id).map_err(counter_err)?);
-        }
-        Ok(())
-    };
-    read_all(src, &mut compared)?;
-    let mut last = false;
-    loop {
-        src.sleep(interval).map_err(counter_err)?;
-        read_all(src, &mut compared)?;
-        if last {
-            break;
-        }
-        last = finished(src)?;
-    }
-    Ok((compared, (src.elapsed() - start).as_secs_f64()))
-}
-
-/// What a run counted: the events, the seconds counted, and what the workload reported.
+/// What a run counted and what the workload reported.
 struct Run {
-    compared: Vec<Compared>,
-    secs: f64,
+    measured: Measured,
     fio: FioStats,
 }
 
-fn rows(run: &Run) -> Vec<Row> {
-    run.compared
-        .iter()
-        .map(|c| Row::new(c.dir, &c.ev, &c.acc.total(), c.bytes_per_count, &run.fio))
-        .collect()
-}
-
-fn table(rows: &[Row], human: bool) -> Table {
+fn table(rows: &[Comparison], human: bool) -> Table {
     let mut t = if human {
         Table::new(&[
             ("event", "Event"),
@@ -345,14 +258,15 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
             let (sys, mut host) = source::start_sim(profile, &jobs, a.seed, false)?;
             let events = payload_events(&sys, &j.port, &dirs)?;
             // The validated workload is the first; background ones may run on.
-            let (compared, secs) = measure(&mut host, events, interval, |h| Ok(h.host().workload_finished(0)))?;
+            let measured = measure(&mut host, events, interval, |h| -> Result<bool, CliError> {
+                Ok(h.host().workload_finished(0))
+            })?;
             let stats = host
                 .host()
                 .storage_stats(0)
                 .ok_or_else(|| CliError::Runtime("the validated workload is not a storage workload".into()))?;
             let run = Run {
-                compared,
-                secs,
+                measured,
                 fio: FioStats::from_sim(&stats),
             };
             (run, "simulated")
@@ -364,8 +278,8 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
             (perf(a, &j, &dirs, interval)?, "measured")
         }
     };
-    let secs = run.secs;
-    let rows = rows(&run);
+    let secs = run.measured.secs;
+    let rows = run.measured.comparisons(&run.fio);
     Ok(match a.format {
         Format::Table => format!(
             "{}\n{}; {secs:.3} s {what}\n",
@@ -405,7 +319,7 @@ fn perf(a: &ValidateArgs, j: &StorageJob, dirs: &[Dir], interval: Duration) -> R
     let mut src = PerfEvents::new();
     let mut fio_run: Option<FioRun> = None;
     let mut stats = None;
-    let (compared, secs) = measure(&mut src, events, interval, |_| {
+    let measured = measure(&mut src, events, interval, |_| -> Result<bool, CliError> {
         let Some(run) = fio_run.as_mut() else {
             // Started after the counters are open and read, so they see all of it.
             fio_run = Some(FioRun::start(j, &filename).map_err(fio_err)?);
@@ -420,8 +334,7 @@ fn perf(a: &ValidateArgs, j: &StorageJob, dirs: &[Dir], interval: Duration) -> R
         }
     })?;
     Ok(Run {
-        compared,
-        secs,
+        measured,
         fio: stats.ok_or_else(|| CliError::Runtime("fio did not finish".into()))?,
     })
 }

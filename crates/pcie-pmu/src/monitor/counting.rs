@@ -1,10 +1,15 @@
 //! Opened counters: events opened on a source (catalog groups as perf event groups), read
 //! every interval into wrap-safe, multiplex-scaled deltas and rows.
 
-use super::*;
+use super::events::unpolled_width;
+use super::plan::{Plan, Port, Watch};
+use super::row::{short_event, Row};
+use super::MonitorError;
+use crate::accumulate::gbps;
+use crate::{Accumulator, CounterId, CounterSource, Delta, ResolvedEvent};
 
 /// One counter being read.
-pub(super) struct Counter {
+struct Counter {
     watch: Watch,
     id: CounterId,
     acc: Accumulator,
@@ -31,7 +36,7 @@ impl Monitor {
     /// Open every planned event on `src`; events of one group on one PMU (a catalog group's
     /// also with the same filter terms) as one perf event group, in plan order, the first as
     /// leader.
-    pub fn open(src: &mut dyn CounterSource, plan: Plan) -> Result<Monitor, CliError> {
+    pub fn open(src: &mut dyn CounterSource, plan: Plan) -> Result<Monitor, MonitorError> {
         let watches = plan.watches;
         let together = |a: &Watch, b: &Watch| {
             a.group.is_some()
@@ -49,7 +54,7 @@ impl Monitor {
                 .filter(|&j| j == i || together(&watches[i], &watches[j]))
                 .collect();
             let evs: Vec<&ResolvedEvent> = members.iter().map(|&j| &watches[j].ev).collect();
-            let ids = src.open_group(&evs).map_err(counter_err)?;
+            let ids = src.open_group(&evs)?;
             let label = (members.len() > 1).then(|| {
                 let names: Vec<String> = evs.iter().map(|e| short_event(e)).collect();
                 format!(
@@ -99,7 +104,7 @@ impl Monitor {
             pmu: c.watch.ev.pmu.clone(),
             event: c.event.clone(),
             root_port: c.watch.port.map(|p| self.ports[p].name.clone()),
-            metric: c.watch.metric.clone(),
+            metric: c.watch.metric,
             raw: d.raw,
             scaled: d.scaled,
             running_pct: d.running_pct(),
@@ -114,20 +119,25 @@ impl Monitor {
 
     /// Read every counter and fold the reads into the totals (drivers without a poller update
     /// their 64-bit count from a narrow hardware counter only when read).
-    pub fn refresh(&mut self, src: &mut dyn CounterSource) -> Result<(), CliError> {
+    pub fn refresh(&mut self, src: &mut dyn CounterSource) -> Result<(), MonitorError> {
         self.read(src).map(drop)
     }
 
-    fn read(&mut self, src: &mut dyn CounterSource) -> Result<Vec<Option<Delta>>, CliError> {
+    fn read(&mut self, src: &mut dyn CounterSource) -> Result<Vec<Option<Delta>>, MonitorError> {
         let mut out = Vec::with_capacity(self.counters.len());
         for c in self.counters.iter_mut() {
-            out.push(c.acc.update(src.read(c.id).map_err(counter_err)?));
+            out.push(c.acc.update(src.read(c.id)?));
         }
         Ok(out)
     }
 
     /// Close an interval of `interval_s` ending `time_s` after the start: one row per event.
-    pub fn sample(&mut self, src: &mut dyn CounterSource, time_s: f64, interval_s: f64) -> Result<Vec<Row>, CliError> {
+    pub fn sample(
+        &mut self,
+        src: &mut dyn CounterSource,
+        time_s: f64,
+        interval_s: f64,
+    ) -> Result<Vec<Row>, MonitorError> {
         let deltas = self.read(src)?;
         Ok(self
             .counters
@@ -138,7 +148,7 @@ impl Monitor {
     }
 
     /// The whole run so far, one row per event.
-    pub fn totals(&mut self, src: &mut dyn CounterSource, elapsed: f64) -> Result<Vec<Row>, CliError> {
+    pub fn totals(&mut self, src: &mut dyn CounterSource, elapsed: f64) -> Result<Vec<Row>, MonitorError> {
         self.refresh(src)?;
         Ok(self
             .counters
@@ -147,54 +157,8 @@ impl Monitor {
             .collect())
     }
 
-    /// Sum an interval's rows per root port (events without one stay on their own).
-    pub fn targets(&self, rows: &[Row]) -> Vec<Target> {
-        let mut out: Vec<Target> = Vec::new();
-        for r in rows {
-            let name = r.root_port.clone().unwrap_or_else(|| format!("{}/{}/", r.pmu, r.event));
-            let i = out.iter().position(|t| t.name == name).unwrap_or_else(|| {
-                let port = r.port.map(|p| &self.ports[p]);
-                out.push(Target {
-                    name,
-                    pmus: String::new(),
-                    link: port.and_then(|p| p.link.clone()),
-                    rx_gbps: None,
-                    tx_gbps: None,
-                    rx_pct: None,
-                    tx_pct: None,
-                    rate: None,
-                    running_pct: 100.0,
-                });
-                out.len() - 1
-            });
-            let t = &mut out[i];
-            if !t.pmus.split(',').any(|p| p == r.pmu) {
-                if !t.pmus.is_empty() {
-                    t.pmus.push(',');
-                }
-                t.pmus.push_str(&r.pmu);
-            }
-            t.running_pct = t.running_pct.min(r.running_pct);
-            let add = |x: &mut Option<f64>, v: f64| *x = Some(x.unwrap_or(0.0) + v);
-            match (r.metric.as_deref(), r.gbps) {
-                (Some("rx_bytes"), Some(g)) => add(&mut t.rx_gbps, g),
-                (Some("tx_bytes"), Some(g)) => add(&mut t.tx_gbps, g),
-                (_, Some(_)) => {}
-                (_, None) if r.interval_s > 0.0 => add(&mut t.rate, r.scaled.unwrap_or(0.0) / r.interval_s),
-                (_, None) => {}
-            }
-        }
-        for t in out.iter_mut() {
-            let model = rows
-                .iter()
-                .find(|r| r.root_port.as_deref() == Some(t.name.as_str()))
-                .and_then(|r| r.port)
-                .and_then(|p| self.ports[p].model);
-            if let Some(m) = model {
-                t.rx_pct = t.rx_gbps.map(|g| 100.0 * g / m.rx_gbps);
-                t.tx_pct = t.tx_gbps.map(|g| 100.0 * g / m.tx_gbps);
-            }
-        }
-        out
+    /// Every counter's watch with its total over the reads so far, in plan order.
+    pub fn total_deltas(&self) -> impl Iterator<Item = (&Watch, Delta)> {
+        self.counters.iter().map(|c| (&c.watch, c.acc.total()))
     }
 }

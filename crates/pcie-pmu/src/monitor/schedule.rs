@@ -1,14 +1,22 @@
-//! The run loop: intervals, duration, command, Ctrl-C, waiting and timestamping through the
-//! source, each closed interval handed to a sink.
+//! The run loop: intervals, duration, command, cancellation, waiting and timestamping through
+//! the source, each closed interval handed to a sink.
 
-use super::*;
+use super::counting::Monitor;
+use super::row::Row;
+use super::MonitorError;
+use crate::CounterSource;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-/// What a command does with each interval the run loop closes.
+/// What a front end does with each interval the run loop closes.
 pub trait Sink {
+    /// The front end's error; the loop's own errors convert into it.
+    type Error: From<MonitorError>;
     /// An interval's rows; `Ok(false)` ends the run (a closed pipe, a full disk).
-    fn interval(&mut self, mon: &Monitor, rows: &[Row]) -> Result<bool, CliError>;
+    fn interval(&mut self, mon: &Monitor, rows: &[Row]) -> Result<bool, Self::Error>;
     /// Called at every wake-up between intervals; `Ok(false)` ends the run (a key).
-    fn wake(&mut self, _mon: &Monitor) -> Result<bool, CliError> {
+    fn wake(&mut self, _mon: &Monitor) -> Result<bool, Self::Error> {
         Ok(true)
     }
     /// How often to wake up at most.
@@ -27,35 +35,45 @@ pub struct Schedule<'a> {
     pub command: &'a [String],
 }
 
-/// SIGINT/SIGTERM set the flag; a second one ends the program at once (exit 130).
-pub fn cancel_on_signals() -> Arc<AtomicBool> {
-    let cancel = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&cancel));
-        let _ = signal_hook::flag::register(sig, Arc::clone(&cancel));
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunSummary {
+    /// Seconds counted, on the source's clock.
+    pub secs: f64,
+    /// The exit status of the command counted behind, when there was one.
+    pub command_status: Option<ExitStatus>,
+}
+
+impl RunSummary {
+    /// The command's status when it did not succeed.
+    pub fn command_failure(&self) -> Option<ExitStatus> {
+        self.command_status.filter(|s| !s.success())
     }
-    cancel
 }
 
 /// Count until the duration passes, the command exits, `cancel` is set or the sink says stop,
 /// handing each closed interval to the sink (the end of the run closes a last, partial one).
-/// Returns the seconds counted, on the source's clock.
-pub fn run(
+pub fn run<S: Sink + ?Sized>(
     src: &mut dyn CounterSource,
     mon: &mut Monitor,
     sched: Schedule,
     cancel: &AtomicBool,
-    sink: &mut dyn Sink,
-) -> Result<f64, CliError> {
+    sink: &mut S,
+) -> Result<RunSummary, S::Error> {
     let start = src.elapsed();
     mon.refresh(src)?;
     let mut child = match sched.command.split_first() {
-        Some((prog, args)) => Some(
-            std::process::Command::new(prog)
-                .args(args)
-                .spawn()
-                .map_err(|e| CliError::Runtime(format!("cannot run {prog:?}: {e}")))?,
-        ),
+        Some((prog, args)) => {
+            Some(
+                std::process::Command::new(prog)
+                    .args(args)
+                    .spawn()
+                    .map_err(|error| MonitorError::Spawn {
+                        program: prog.clone(),
+                        error,
+                    })?,
+            )
+        }
         None => None,
     };
     let deadline = sched.duration.map(|d| start + Duration::from_secs_f64(d));
@@ -66,7 +84,7 @@ pub fn run(
     // update their count only when read, and the multiplexing scale is applied per read interval.
     let refresh = Duration::from_secs(1);
     let mut next_refresh = step.is_none().then_some(start + refresh);
-    // Wake up at least this often to notice the command's exit (10 ms), Ctrl-C or a key.
+    // Wake up at least this often to notice the command's exit (10 ms), a cancel or a key.
     let poll = if child.is_some() {
         Duration::from_millis(10)
     } else {
@@ -80,15 +98,12 @@ pub fn run(
             .flatten()
             .min();
         if let Some(w) = wake.filter(|w| *w > now) {
-            src.sleep(w - now).map_err(counter_err)?;
+            src.sleep(w - now).map_err(MonitorError::from)?;
         }
         let now = src.elapsed();
         let mut done = cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) || !sink.wake(mon)?;
         if let Some(ch) = child.as_mut() {
-            if let Some(s) = ch
-                .try_wait()
-                .map_err(|e| CliError::Runtime(format!("waiting for the command: {e}")))?
-            {
+            if let Some(s) = ch.try_wait().map_err(MonitorError::Wait)? {
                 status = Some(s);
                 done = true;
             }
@@ -116,17 +131,14 @@ pub fn run(
             break;
         }
     }
-    if let Some(mut ch) = child {
-        let s = match status {
-            Some(s) => s,
-            // Interrupted: the command got the same signal; wait for it.
-            None => ch
-                .wait()
-                .map_err(|e| CliError::Runtime(format!("waiting for the command: {e}")))?,
-        };
-        if !s.success() {
-            eprintln!("warning: the command exited with {s}");
-        }
-    }
-    Ok((src.elapsed() - start).as_secs_f64())
+    let command_status = match (child, status) {
+        (Some(_), Some(s)) => Some(s),
+        // Interrupted: the command got the same signal; wait for it.
+        (Some(mut ch), None) => Some(ch.wait().map_err(MonitorError::Wait)?),
+        (None, _) => None,
+    };
+    Ok(RunSummary {
+        secs: (src.elapsed() - start).as_secs_f64(),
+        command_status,
+    })
 }

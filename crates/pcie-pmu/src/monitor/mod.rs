@@ -1,164 +1,35 @@
-//! The sampling core behind `pmu stat`, `top`, `record` and `serve`: which events to count and
-//! what they mean (bytes per count, metric, root port and its link model), opening them on a
-//! [`CounterSource`], reading them every interval into rows, summing rows per root port, and the
-//! run loop (interval, duration, command, Ctrl-C) that waits and timestamps through the source.
-
-use super::source::{self, SimArgs, SourceArgs};
-use crate::error::CliError;
-use crate::output::{Cell, Table};
-use clap::Args;
-use pcie_model::{stream, Generation, LinkConfig, LinkParams, Op};
-use pcie_pmu::accumulate::{gbps, max_interval_secs};
-use pcie_pmu::counter::event_name;
-use pcie_pmu::event_spec::split_event_list;
-use pcie_pmu::{
-    Accumulator, CounterError, CounterId, CounterSource, Delta, PciDevice, PcieView, PmuError, PmuEvent, ResolvedEvent,
-    System,
-};
-use serde::Serialize;
-use std::collections::VecDeque;
-
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+//! The sampling core behind live PMU commands (`pmu stat`, `top`, `record`, `serve`): which
+//! events to count and what they mean (bytes per count, metric, root port and its link model:
+//! [`Plan`]), opening them on a [`CounterSource`](crate::CounterSource) and reading them every
+//! interval into [`Row`]s ([`Monitor`]), summing rows per root port ([`Target`], [`Trend`]),
+//! and the [`run`] loop (interval, duration, command, cancel flag) that waits and timestamps
+//! through the source and hands each interval to a front end's [`Sink`].
 
 mod counting;
+mod error;
 mod events;
 mod plan;
 mod row;
 mod schedule;
+mod target;
 
-pub use counting::*;
-pub use events::*;
-pub use plan::*;
-pub use row::*;
-pub use schedule::*;
+pub use counting::Monitor;
+pub use error::MonitorError;
+pub use events::{payload, payload_events, resolve_events, Requested, MAX_EVENTS};
+pub use plan::{LinkModel, Plan, Port, Watch, WrapWarning};
+pub use row::Row;
+pub use schedule::{run, RunSummary, Schedule, Sink};
+pub use target::{add_interval, Target, Trend};
 
-/// Options shared by the live commands (`top`, `record`, `serve`).
-#[derive(Debug, Args)]
-pub struct WatchArgs {
-    /// Events: PMU/EVENT[,TERM=VALUE...]/ specs separated by commas, may be repeated [default:
-    /// the rx_bytes / tx_bytes payload events of every PCIe PMU]
-    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
-    pub events: Vec<String>,
-    #[command(flatten)]
-    pub source: SourceArgs,
-    #[command(flatten)]
-    pub sim: SimArgs,
-    /// Read the counters every MS milliseconds
-    #[arg(short = 'I', long = "interval", value_name = "MS", default_value_t = 1000)]
-    pub interval: u64,
-}
-
-impl WatchArgs {
-    /// Discover, resolve the events (or the default payload events), plan and open them.
-    pub fn open(&self) -> Result<(Monitor, Box<dyn CounterSource>), CliError> {
-        check_interval(Some(self.interval))?;
-        let (sys, mut src) = source::open(&self.source, &self.sim)?;
-        let events = if self.events.is_empty() {
-            let place = match self.source.source.as_str() {
-                "perf" => format!("--sysfs {}", self.source.sysfs.display()),
-                other => format!("--source {other}"),
-            };
-            payload_events(&sys, &place)?.into_iter().map(Requested::from).collect()
-        } else {
-            resolve_events(&sys, &self.events)?
-        };
-        let plan = Plan::new(&sys, events)?;
-        plan.warn_wraps(self.interval as f64 / 1000.0);
-        let mon = Monitor::open(src.as_mut(), plan)?;
-        Ok((mon, src))
-    }
-}
-
-pub fn usage(m: impl Into<String>) -> CliError {
-    CliError::Usage(m.into())
-}
-
-pub fn counter_err(e: CounterError) -> CliError {
-    if e.is_input() {
-        CliError::Usage(e.to_string())
-    } else {
-        CliError::Runtime(e.to_string())
-    }
-}
-
-/// The longest `-I`: a day, in milliseconds.
-pub const MAX_INTERVAL_MS: u64 = 86_400_000;
-
-/// `-I MS`: 1 ms to a day.
-pub fn check_interval(ms: Option<u64>) -> Result<(), CliError> {
-    match ms {
-        Some(0) => Err(usage("-I 0: the interval must be at least 1 ms")),
-        Some(ms) if ms > MAX_INTERVAL_MS => Err(usage(format!(
-            "-I {ms}: the interval must be at most {MAX_INTERVAL_MS} ms (a day)"
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// The shortest and longest `--duration`, in seconds (1 ms; about 31 years).
-pub const DURATION_RANGE: (f64, f64) = (0.001, 1e9);
-
-/// `--duration S`: a finite number of seconds from 1 ms to 1e9 s.
-pub fn check_duration(d: Option<f64>) -> Result<(), CliError> {
-    let (min, max) = DURATION_RANGE;
-    match d {
-        Some(d) if !(d.is_finite() && d > 0.0) => {
-            Err(usage(format!("--duration {d}: must be a positive number of seconds")))
-        }
-        Some(d) if !(min..=max).contains(&d) => Err(usage(format!(
-            "--duration {d:e}: must be from {min} to {max:e} seconds"
-        ))),
-        _ => Ok(()),
-    }
-}
-
-#[cfg(test)]
-pub mod tests {
+#[cfg(all(test, unix))]
+mod tests {
     use super::*;
-    use pcie_pmu::fixture::{self, DwcVariant, Tree};
-    use pcie_pmu::Reading;
-
-    /// A source whose counters advance by a fixed step per read and run half the time, on a
-    /// clock that only moves when the monitor sleeps.
-    #[derive(Default)]
-    pub struct Fake {
-        pub reads: Vec<Reading>,
-        pub now: Duration,
-    }
-
-    impl CounterSource for Fake {
-        fn open(&mut self, _e: &ResolvedEvent) -> Result<CounterId, CounterError> {
-            self.reads.push(Reading::default());
-            Ok(CounterId(self.reads.len() - 1))
-        }
-        fn read(&mut self, id: CounterId) -> Result<Reading, CounterError> {
-            let r = &mut self.reads[id.0];
-            let now = *r;
-            r.value += 1_000_000;
-            r.enabled += 100_000_000;
-            r.running += 50_000_000;
-            Ok(now)
-        }
-        fn elapsed(&self) -> Duration {
-            self.now
-        }
-        fn sleep(&mut self, d: Duration) -> Result<(), CounterError> {
-            self.now += d;
-            Ok(())
-        }
-    }
-
-    /// A host with a Gen5 x16 root port behind an upstream DWC PMU and a pre-upstream one.
-    pub fn dwc_host(name: &str) -> Tree {
-        let t = Tree::new(name);
-        fixture::common_pmus(&t);
-        fixture::dwc_pmu(&t, "pcie_bdf_300300", 26, "0", DwcVariant::V1);
-        fixture::dwc_pmu(&t, "dwc_rootport_3018", 27, "0", DwcVariant::Upstream);
-        t.root_port("0000:30:03.0", "0"); // 32 GT/s x16: 504 Gb/s
-        t
-    }
+    use crate::counter::event_name;
+    use crate::fixture::{self, dwc_host, DwcVariant, StepSource, Tree};
+    use crate::{PmuMetric, System};
+    use pcie_model::{stream, Generation, LinkConfig, LinkParams, Op};
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
 
     #[test]
     fn bytes_per_count_follows_the_catalog_and_the_kernel_scale() {
@@ -173,11 +44,11 @@ pub mod tests {
         let p = |spec: &str| payload(&views, &sys.resolve(spec).unwrap());
         assert_eq!(
             p("pcie_bdf_300300/Rx_PCIe_TLP_Data_Payload/"),
-            (Some(16.0), Some("rx_bytes".into()))
+            (Some(16.0), Some(PmuMetric::RxBytes))
         );
         assert_eq!(
             p("dwc_rootport_3018/tx_pcie_tlp_data_payload/"),
-            (Some(1.0), Some("tx_bytes".into()))
+            (Some(1.0), Some(PmuMetric::TxBytes))
         );
         // A counting event has a metric but no bytes.
         let (b, m) = p("dwc_rootport_3018/rx_memory_read,lane=1/");
@@ -201,11 +72,9 @@ pub mod tests {
         assert!(v1.wrap_warnings(1.0).is_empty());
         let w = v1.wrap_warnings(2.0);
         assert_eq!(w.len(), 1);
-        assert!(
-            w[0].contains("wraps every 1.09 s") && w[0].contains("-I 545"),
-            "{}",
-            w[0]
-        );
+        assert_eq!(format!("{:.2}", w[0].wraps_every_s), "1.09", "{:?}", w[0]);
+        assert_eq!(w[0].safe_interval_ms(), 545.0, "{:?}", w[0]);
+        assert_eq!((w[0].width, w[0].bytes_per_count, w[0].read_every_s), (32, 16.0, 2.0));
         // Upstream drivers read 64 bits.
         let upstream = plan("dwc_rootport_3018/rx_pcie_tlp_data_payload/");
         assert!(upstream.wrap_warnings(10.0).is_empty());
@@ -233,7 +102,7 @@ pub mod tests {
     fn default_events_are_the_payload_metrics_of_every_pcie_pmu() {
         let t = dwc_host("monitor-default");
         let sys = System::discover(t.path()).unwrap();
-        let evs = payload_events(&sys, "here").unwrap();
+        let evs = payload_events(&sys).unwrap();
         let names: Vec<String> = evs.iter().map(event_name).collect();
         assert_eq!(names.len(), 4, "{names:?}");
         for pmu in ["pcie_bdf_300300", "dwc_rootport_3018"] {
@@ -247,8 +116,9 @@ pub mod tests {
         let bare = Tree::new("monitor-no-pcie");
         fixture::common_pmus(&bare);
         let sys = System::discover(bare.path()).unwrap();
-        let e = payload_events(&sys, "--sysfs /x").unwrap_err().to_string();
-        assert!(e.starts_with("--sysfs /x: no PCIe PMU") && e.contains("-e"), "{e}");
+        let e = payload_events(&sys).unwrap_err();
+        assert!(matches!(e, MonitorError::NoPayloadEvents) && e.is_input(), "{e}");
+        assert!(e.to_string().starts_with("no PCIe PMU"), "{e}");
     }
 
     #[test]
@@ -265,7 +135,7 @@ pub mod tests {
         assert_eq!(plan.ports.len(), 1);
         assert_eq!(plan.ports[0].name, "0000:30:03.0");
         let model = plan.ports[0].model.unwrap();
-        let mut src = Fake::default();
+        let mut src = StepSource::default();
         let mut mon = Monitor::open(&mut src, plan).unwrap();
         mon.refresh(&mut src).unwrap();
         let rows = mon.sample(&mut src, 0.1, 0.1).unwrap();
@@ -322,7 +192,8 @@ pub mod tests {
     struct Collect(Vec<Vec<Row>>);
 
     impl Sink for Collect {
-        fn interval(&mut self, _mon: &Monitor, rows: &[Row]) -> Result<bool, CliError> {
+        type Error = MonitorError;
+        fn interval(&mut self, _mon: &Monitor, rows: &[Row]) -> Result<bool, MonitorError> {
             self.0.push(rows.to_vec());
             Ok(true)
         }
@@ -333,7 +204,7 @@ pub mod tests {
         let t = dwc_host("monitor-loop");
         let sys = System::discover(t.path()).unwrap();
         let plan = Plan::new(&sys, resolve_events(&sys, &["software/cpu-clock/".into()]).unwrap()).unwrap();
-        let mut src = Fake::default();
+        let mut src = StepSource::default();
         let mut mon = Monitor::open(&mut src, plan).unwrap();
         let sched = Schedule {
             interval: Some(Duration::from_millis(250)),
@@ -341,8 +212,10 @@ pub mod tests {
             command: &[],
         };
         let mut sink = Collect(Vec::new());
-        let secs = run(&mut src, &mut mon, sched, &AtomicBool::new(false), &mut sink).unwrap();
+        let summary = run(&mut src, &mut mon, sched, &AtomicBool::new(false), &mut sink).unwrap();
+        let secs = summary.secs;
         assert!((secs - 1.1).abs() < 1e-9, "{secs}");
+        assert_eq!(summary.command_status, None);
         let times: Vec<f64> = sink.0.iter().map(|r| (r[0].time_s * 1000.0).round()).collect();
         assert_eq!(times, vec![250.0, 500.0, 750.0, 1000.0, 1100.0]);
         assert!((sink.0[4][0].interval_s - 0.1).abs() < 1e-9);

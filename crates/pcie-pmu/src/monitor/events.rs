@@ -1,8 +1,11 @@
-//! Which events to count and what they measure: `-e` text resolved (with perf's `{a,b}`
+//! Which events to count and what they measure: event lists resolved (with perf's `{a,b}`
 //! groups), the default payload events, bytes per count and metric from the catalogs,
 //! and narrow unpolled counters.
 
-use super::*;
+use super::MonitorError;
+use crate::catalog::Origin;
+use crate::event_spec::split_event_list;
+use crate::{PcieView, PmuEvent, PmuMetric, ResolvedEvent, System};
 
 /// An event to count and the group the user put it in with `{...}`.
 #[derive(Debug, Clone)]
@@ -21,13 +24,16 @@ impl From<ResolvedEvent> for Requested {
 /// The most events one command counts (each is a file descriptor per CPU it opens on).
 pub const MAX_EVENTS: usize = 4096;
 
-/// Resolve every `-e` spec (a PMU base name may give several events, one per PMU instance: a
+/// Resolve every event list (a PMU base name may give several events, one per PMU instance: a
 /// group then becomes one group per instance, so each of its events must reach the same PMUs).
-pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<Requested>, CliError> {
+pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<Requested>, MonitorError> {
     let mut events = Vec::new();
     let mut groups = 0;
     for text in specs {
-        let pieces = split_event_list(text).map_err(|e| usage(format!("-e {text:?}: {e}")))?;
+        let pieces = split_event_list(text).map_err(|message| MonitorError::EventList {
+            text: text.clone(),
+            message,
+        })?;
         let mut first_pmus: Vec<(usize, Vec<String>)> = Vec::new();
         for piece in &pieces {
             let resolved = sys.resolve_all(&piece.text)?;
@@ -37,12 +43,12 @@ pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<Requested>, 
                     let pmus: Vec<String> = resolved.iter().map(|r| r.pmu.clone()).collect();
                     match first_pmus.iter().find(|(k, _)| *k == g) {
                         Some((_, first)) if *first != pmus => {
-                            return Err(usage(format!(
-                                "-e {text:?}: the events of a group must be on the same PMUs: {} is on {}, the group's first event on {}",
-                                piece.text,
-                                pmus.join(", "),
-                                first.join(", ")
-                            )))
+                            return Err(MonitorError::GroupAcrossPmus {
+                                text: text.clone(),
+                                event: piece.text.clone(),
+                                pmus,
+                                first: first.clone(),
+                            })
                         }
                         Some(_) => {}
                         None => first_pmus.push((g, pmus)),
@@ -55,9 +61,7 @@ pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<Requested>, 
                 group: group.clone(),
             }));
             if events.len() > MAX_EVENTS {
-                return Err(usage(format!(
-                    "-e: more than {MAX_EVENTS} events (after opening every instance of a PMU base name); count fewer at once"
-                )));
+                return Err(MonitorError::TooManyEvents);
             }
         }
         groups += pieces.iter().filter_map(|p| p.group).max().unwrap_or(0);
@@ -66,26 +70,23 @@ pub fn resolve_events(sys: &System, specs: &[String]) -> Result<Vec<Requested>, 
 }
 
 /// The payload events (catalog metric `rx_bytes`/`tx_bytes` in bytes, no required parameter)
-/// of every PCIe PMU: what the live commands count without `-e`.
-pub fn payload_events(sys: &System, place: &str) -> Result<Vec<ResolvedEvent>, CliError> {
+/// of every PCIe PMU: what the live commands count when no events are named.
+pub fn payload_events(sys: &System) -> Result<Vec<ResolvedEvent>, MonitorError> {
     let mut out = Vec::new();
     for v in sys.pcie_pmus()? {
         for e in &v.events {
-            let payload = matches!(e.metric.as_deref(), Some("rx_bytes" | "tx_bytes"));
+            let payload = e.metric.is_some_and(PmuMetric::is_payload);
             if payload && e.unit.as_deref() == Some("bytes") && e.required_params.is_empty() {
                 let spec = match e.origin {
-                    pcie_pmu::catalog::Origin::Sysfs => format!("{}/{}/", v.pmu.name, e.name),
-                    pcie_pmu::catalog::Origin::Catalog => format!("{}/{}/", v.pmu.name, e.encoding),
+                    Origin::Sysfs => format!("{}/{}/", v.pmu.name, e.name),
+                    Origin::Catalog => format!("{}/{}/", v.pmu.name, e.encoding),
                 };
                 out.push(sys.resolve(&spec)?);
             }
         }
     }
     if out.is_empty() {
-        return Err(usage(format!(
-            "{place}: no PCIe PMU with rx_bytes/tx_bytes payload events here; name events with -e \
-             (e.g. -e software/cpu-clock/), see `pcieperf pmu list`"
-        )));
+        return Err(MonitorError::NoPayloadEvents);
     }
     Ok(out)
 }
@@ -93,14 +94,14 @@ pub fn payload_events(sys: &System, place: &str) -> Result<Vec<ResolvedEvent>, C
 /// Bytes per count of a payload event: the family catalog's value (which knows each kernel
 /// variant's unit), else the kernel's `.scale` with a byte `.unit`; and the catalog's metric.
 /// `views` are the system's [`System::pcie_pmus`].
-pub fn payload(views: &[PcieView], ev: &ResolvedEvent) -> (Option<f64>, Option<String>) {
+pub fn payload(views: &[PcieView], ev: &ResolvedEvent) -> (Option<f64>, Option<PmuMetric>) {
     if let Some(e) = catalog_event(views, ev) {
         let bpc = if e.unit.as_deref() == Some("bytes") {
             e.bytes_per_count
         } else {
             None
         };
-        return (bpc, e.metric.clone());
+        return (bpc, e.metric);
     }
     let mult = match ev.unit.as_deref() {
         Some("MiB") => Some(1048576.0),
@@ -123,6 +124,6 @@ pub(super) fn catalog_event<'a>(views: &'a [PcieView], ev: &ResolvedEvent) -> Op
 /// Bits of the hardware register behind an event whose driver does not poll it: the
 /// pre-upstream DWC driver (`pcie_bdf_*`) reads only the low 32 bits of the payload counter,
 /// so its values are accumulated modulo 2^32.
-pub(in crate::pmu) fn unpolled_width(ev: &ResolvedEvent) -> Option<u32> {
+pub(super) fn unpolled_width(ev: &ResolvedEvent) -> Option<u32> {
     ev.pmu.starts_with("pcie_bdf_").then_some(32)
 }

@@ -1,6 +1,11 @@
 //! The events of a run with the root ports they watch and what each port's link can carry.
 
-use super::*;
+use super::events::{catalog_event, payload, unpolled_width, Requested};
+use crate::accumulate::max_interval_secs;
+use crate::counter::event_name;
+use crate::{PciDevice, PmuError, PmuMetric, ResolvedEvent, System};
+use pcie_model::{stream, Generation, LinkConfig, LinkParams, Op};
+use serde::Serialize;
 
 /// What a link can carry, from sysfs `current_link_speed` ("32.0 GT/s PCIe") and width.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -58,7 +63,7 @@ pub struct Port {
 pub struct Watch {
     pub ev: ResolvedEvent,
     pub bytes_per_count: Option<f64>,
-    pub metric: Option<String>,
+    pub metric: Option<PmuMetric>,
     /// Index into [`Plan::ports`] for PCIe PMUs that name their root ports.
     pub port: Option<usize>,
     /// The user's `{...}` group, or the catalog's: events of one group on one PMU are opened
@@ -67,6 +72,29 @@ pub struct Watch {
     pub group: Option<String>,
     /// `group` is the user's.
     pub user_group: bool,
+}
+
+/// An event whose narrow, unpolled counter can wrap more than once between two reads when the
+/// root port's link runs at its raw rate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WrapWarning {
+    /// The event as messages name it (`pmu/event/`).
+    pub event: String,
+    /// Bits of the hardware counter.
+    pub width: u32,
+    pub bytes_per_count: f64,
+    /// Seconds between wraps at `link_gbps`.
+    pub wraps_every_s: f64,
+    pub link_gbps: f64,
+    /// The read interval asked for, in seconds.
+    pub read_every_s: f64,
+}
+
+impl WrapWarning {
+    /// A read interval that sees every wrap: half the wrap period, in whole milliseconds.
+    pub fn safe_interval_ms(&self) -> f64 {
+        (self.wraps_every_s * 500.0).floor().max(1.0)
+    }
 }
 
 /// The events to count and the root ports they belong to.
@@ -123,9 +151,9 @@ impl Plan {
         Ok(plan)
     }
 
-    /// Events whose narrow, unpolled counter can wrap more than once between two reads when the
-    /// root port's link runs at its raw rate.
-    pub fn wrap_warnings(&self, read_every: f64) -> Vec<String> {
+    /// Events whose narrow, unpolled counter can wrap more than once between reads
+    /// `read_every` seconds apart when the root port's link runs at its raw rate.
+    pub fn wrap_warnings(&self, read_every: f64) -> Vec<WrapWarning> {
         let mut out = Vec::new();
         for w in &self.watches {
             let (Some(width), Some(bpc)) = (unpolled_width(&w.ev), w.bytes_per_count) else {
@@ -136,21 +164,17 @@ impl Plan {
             };
             if let Some(limit) = max_interval_secs(width, bpc, gbps) {
                 if read_every > limit {
-                    out.push(format!(
-                        "{}: a {width}-bit counter of {bpc} B units wraps every {limit:.2} s at the link's {gbps:.1} Gb/s, \
-                         and reads every {read_every} s can miss wraps; use -I {} or a kernel whose driver polls the counter",
-                        event_name(&w.ev),
-                        (limit * 500.0).floor().max(1.0)
-                    ));
+                    out.push(WrapWarning {
+                        event: event_name(&w.ev),
+                        width,
+                        bytes_per_count: bpc,
+                        wraps_every_s: limit,
+                        link_gbps: gbps,
+                        read_every_s: read_every,
+                    });
                 }
             }
         }
         out
-    }
-
-    pub fn warn_wraps(&self, read_every: f64) {
-        for w in self.wrap_warnings(read_every) {
-            eprintln!("warning: {w}");
-        }
     }
 }
