@@ -26,10 +26,11 @@ const EINVAL: i32 = 22;
 /// The perf PMU name the driver gives a root port: `dwc_rootport_<sbdf>` upstream,
 /// `pcie_bdf_<seg,bus,dev,fn bytes>` for the pre-upstream driver.
 pub fn pmu_name(driver: PmuDriver, bdf: &str) -> Option<String> {
-    let (d, b, dev, f) = parse_bdf(bdf)?;
+    let b = parse_bdf(bdf)?;
+    let (d, bus, dev, f) = (b.domain as u64, b.bus as u64, b.dev as u64, b.func as u64);
     Some(match driver {
-        PmuDriver::DwcRootport => format!("dwc_rootport_{:x}", d << 16 | b << 8 | dev << 3 | f),
-        PmuDriver::PcieBdf => format!("pcie_bdf_{:x}", d << 24 | b << 16 | dev << 8 | f),
+        PmuDriver::DwcRootport => format!("dwc_rootport_{:x}", d << 16 | bus << 8 | dev << 3 | f),
+        PmuDriver::PcieBdf => format!("pcie_bdf_{:x}", d << 24 | bus << 16 | dev << 8 | f),
     })
 }
 
@@ -79,7 +80,7 @@ fn write_port(w: &SysfsWriter, host: &PmuHost, i: usize, port: &PortSpec) -> io:
         .map(String::as_str)
         .chain(port.functions.iter().map(|f| f.bdf.as_str()))
         .collect();
-    let buses: Vec<u32> = below.iter().filter_map(|b| parse_bdf(b)).map(|b| b.1).collect();
+    let buses: Vec<u8> = below.iter().filter_map(|b| parse_bdf(b)).map(|b| b.bus).collect();
     let range = buses
         .iter()
         .min()
@@ -107,11 +108,11 @@ fn write_port(w: &SysfsWriter, host: &PmuHost, i: usize, port: &PortSpec) -> io:
     };
     let trained = Some((cur_speed, cur_width.as_str()));
     write_function(w, &[&port.bdf], dev_bdf, dev, trained, &numa)?;
-    let dev_bus = parse_bdf(dev_bdf).map(|b| b.1);
+    let dev_bus = parse_bdf(dev_bdf).map(|b| b.bus);
     for f in &port.functions {
         let Some(d) = p.device(&f.device) else { continue };
         // Behind the device when it is a bridge and the function sits on a further bus.
-        let behind = dev.class >> 8 == 0x0604 && parse_bdf(&f.bdf).map(|b| b.1) != dev_bus;
+        let behind = dev.class >> 8 == 0x0604 && parse_bdf(&f.bdf).map(|b| b.bus) != dev_bus;
         let chain: Vec<&str> = if behind {
             vec![&port.bdf, dev_bdf]
         } else {
@@ -163,14 +164,14 @@ fn write_function(
 /// Functions on a root bus outside every root port, on the die of the root ports below them.
 fn write_rcieps(w: &SysfsWriter, p: &PmuHostProfile) -> io::Result<()> {
     for f in &p.rcieps {
-        let (Some(d), Some(bus)) = (p.device(&f.device), parse_bdf(&f.bdf).map(|b| b.1)) else {
+        let (Some(d), Some(bus)) = (p.device(&f.device), parse_bdf(&f.bdf).map(|b| b.bus)) else {
             continue;
         };
         let die = p
             .ports
             .iter()
-            .filter(|q| parse_bdf(&q.bdf).is_some_and(|b| b.1 <= bus))
-            .max_by_key(|q| parse_bdf(&q.bdf).map(|b| b.1))
+            .filter(|q| parse_bdf(&q.bdf).is_some_and(|b| b.bus <= bus))
+            .max_by_key(|q| parse_bdf(&q.bdf).map(|b| b.bus))
             .map_or(0, |q| q.die);
         write_function(w, &[], &f.bdf, d, None, &die.to_string())?;
     }

@@ -4,6 +4,7 @@
 
 use crate::distribution::Spread;
 use crate::profile_file::{above_zero, between, chars, count, one_of, spread, words, ProfileError, MAX_NS};
+use pcie_sysfs::Bdf;
 use serde::Deserialize;
 
 /// How the kernel driver presents each root port's PMU.
@@ -488,23 +489,11 @@ fn check_nic(key: &str, n: &NicSpec) -> Result<(), String> {
     Ok(())
 }
 
-/// `dddd:bb:dd.f` → (domain, bus, device, function).
-pub fn parse_bdf(s: &str) -> Option<(u32, u32, u32, u32)> {
-    let (dom, rest) = s.split_once(':')?;
-    let (bus, rest) = rest.split_once(':')?;
-    let (dev, func) = rest.split_once('.')?;
-    let hex = |x: &str, max: u32, len: usize| {
-        (x.len() == len)
-            .then(|| u32::from_str_radix(x, 16).ok())
-            .flatten()
-            .filter(|v| *v <= max)
-    };
-    Some((
-        hex(dom, 0xffff, 4)?,
-        hex(bus, 0xff, 2)?,
-        hex(dev, 0x1f, 2)?,
-        hex(func, 7, 1)?,
-    ))
+/// A profile's PCI address: the full `dddd:bb:dd.f` form (sysfs's directory names), domain
+/// 0000 to ffff.
+pub fn parse_bdf(s: &str) -> Option<Bdf> {
+    let b: Bdf = s.parse().ok()?;
+    (s.matches(':').count() == 2 && b.domain <= 0xffff).then_some(b)
 }
 
 #[cfg(test)]
@@ -597,7 +586,9 @@ mod tests {
 
     #[test]
     fn bdfs_parse() {
-        assert_eq!(parse_bdf("0001:30:03.0"), Some((1, 0x30, 3, 0)));
+        let b = parse_bdf("0001:30:03.0").unwrap();
+        assert_eq!((b.domain, b.bus, b.dev, b.func), (1, 0x30, 3, 0));
+        assert_eq!(parse_bdf("10000:30:03.0"), None);
         assert_eq!(parse_bdf("00:02.0"), None);
         assert_eq!(parse_bdf("0000:30:20.0"), None);
     }

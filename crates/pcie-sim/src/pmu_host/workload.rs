@@ -1,7 +1,8 @@
 //! A storage workload on the simulated host, with fio's option names:
 //! `port=00:02.0,rw=read,bs=1M,iodepth=64,numjobs=4[,runtime=20s][,size=2G]`.
 
-use super::profile::{parse_bdf, DeviceSpec, PmuHostProfile};
+use super::profile::{DeviceSpec, PmuHostProfile};
+use pcie_sysfs::Bdf;
 use std::fmt;
 
 /// fio's `rw`.
@@ -109,13 +110,8 @@ pub fn parse_duration(s: &str) -> Option<f64> {
 
 /// `00:02.0` or `0000:00:02.0` → `0000:00:02.0`.
 pub fn normalise_bdf(s: &str) -> Option<String> {
-    let full = if s.matches(':').count() == 1 {
-        format!("0000:{s}")
-    } else {
-        s.to_string()
-    };
-    let full = full.to_ascii_lowercase();
-    parse_bdf(&full).map(|_| full)
+    let b: Bdf = s.parse().ok()?;
+    (b.domain <= 0xffff).then(|| b.to_string())
 }
 
 fn bad(key: &str, value: &str, allowed: &str) -> WorkloadError {
