@@ -24,9 +24,11 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
     let wire_bytes = 4.0 * size + 64.0 * (requests + tlps + completions);
     let link_ns = 2.0 * wire_bytes * 8.0 / pcie_model::capacity(link).0;
     // A line is on one socket: at most one hop to reach it.
-    let latency = m.llc_hit.max_ns.max(m.dram.max_ns).max(m.io_line.max_ns) + m.remote_ns;
+    let cmd_io = m.cmd_io_line.as_ref().map_or(0.0, |s| s.max_ns);
+    let latency = m.llc_hit.max_ns.max(m.dram.max_ns).max(m.io_line.max_ns).max(cmd_io) + m.remote_ns;
     let own = rc.write_own_ns.map_or(0.0, |o| {
-        o + spans * rc.write_own_line_ns + m.llc_hit.mode_ns.max(m.dram.mode_ns).max(m.io_line.mode_ns) + m.remote_ns
+        let typical = m.llc_hit.mode_ns.max(m.dram.mode_ns).max(m.io_line.mode_ns);
+        o + spans * rc.write_own_line_ns + typical + rc.write_merge_ns + m.remote_ns
     });
     let walk = io.walk_ns + io.walk_busy_ns + m.dram_tail.max_ns;
     // A power state's exit for each DMA or command access (a write and a read at most); one
@@ -64,6 +66,7 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
         + d.complete_ns
         + d.worker_ns.max(d.loop_ns);
     let command = c.issue_ns
+        + c.write_ns
         + commit
         + 2.0 * host.link.wire_ns
         + rc.fixed_ns

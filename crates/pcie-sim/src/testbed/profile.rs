@@ -44,6 +44,10 @@ pub struct RootComplex {
     /// A write's ownership requests leave one line after another, this far apart.
     #[serde(default)]
     pub write_own_line_ns: f64,
+    /// A write covering only part of a line that is in no cache must first read the line from
+    /// memory to merge its bytes: its ownership takes this much longer (with `write_own_ns`).
+    #[serde(default)]
+    pub write_merge_ns: f64,
 }
 
 /// Caches and memory.
@@ -62,6 +66,9 @@ pub struct Memory {
     pub dram_tail: Tail,
     /// A read of a line DDIO allocated for a device write.
     pub io_line: Spread,
+    /// The same for the device's direct command reads, where they differ. Absent: `io_line`.
+    #[serde(default)]
+    pub cmd_io_line: Option<Spread>,
     /// Extra per access to memory on another socket.
     pub remote_ns: f64,
     /// Extra per line for the remote socket's slower read pipeline.
@@ -198,6 +205,9 @@ pub struct Cmd {
     pub issue_ns: f64,
     pub complete_ns: f64,
     pub loop_ns: f64,
+    /// A write-then-read's write: what its issue adds before it leaves.
+    #[serde(default)]
+    pub write_ns: f64,
 }
 
 /// The device's timestamp counter.
@@ -306,6 +316,7 @@ impl Checked for HostProfile {
             ("root_complex.write_commit_ns", rc.write_commit_ns, MAX_NS),
             ("root_complex.write_own_ns", rc.write_own_ns.unwrap_or(0.0), MAX_NS),
             ("root_complex.write_own_line_ns", rc.write_own_line_ns, MAX_LINE_NS),
+            ("root_complex.write_merge_ns", rc.write_merge_ns, MAX_NS),
             ("memory.ddio_allocate_ns", m.ddio_allocate_ns, MAX_LINE_NS),
             ("memory.remote_ns", m.remote_ns, MAX_NS),
             ("memory.remote_line_ns", m.remote_line_ns, MAX_LINE_NS),
@@ -318,6 +329,9 @@ impl Checked for HostProfile {
         spread("memory.llc_hit", &m.llc_hit, MAX_NS)?;
         spread("memory.dram", &m.dram, MAX_NS)?;
         spread("memory.io_line", &m.io_line, MAX_NS)?;
+        m.cmd_io_line
+            .as_ref()
+            .map_or(Ok(()), |s| spread("memory.cmd_io_line", s, MAX_NS))?;
         tail("memory.dram_tail", &m.dram_tail)?;
         tail("cpu.wake", &self.cpu.wake)?;
         count("iommu.iotlb_entries", io.iotlb_entries, 1, 1 << 16)?;
@@ -363,6 +377,7 @@ impl Checked for DeviceProfile {
             ("cmd.issue_ns", self.cmd.issue_ns, MAX_NS),
             ("cmd.complete_ns", self.cmd.complete_ns, MAX_NS),
             ("cmd.loop_ns", self.cmd.loop_ns, MAX_NS),
+            ("cmd.write_ns", self.cmd.write_ns, MAX_NS),
         ])?;
         spread("dma.jitter", &d.jitter, MAX_NS)
     }

@@ -1,40 +1,40 @@
 //! The NFP's direct PCIe command interface: a read (after an optional write) issued from a BAR
 //! window, bypassing the DMA engines.
 
-use super::{Dma, Machine, LINE};
+use super::{pieces, Dma, Machine, LINE};
 use crate::time::{ps, Ps};
 
 impl Machine<'_> {
-    /// The NFP's direct command path: one PCIe read (after an optional write) issued from a
-    /// BAR window, bypassing the DMA engines.
+    /// The NFP's direct command path: one PCIe read (after an optional write) of 4-64 B issued
+    /// from a BAR window, bypassing the DMA engines. The write takes ownership of its lines like
+    /// a DMA write (a sub-line write to a line in memory merges it first) and leaves them in the
+    /// LLC's DDIO share, where the read behind it finds them.
     pub(super) fn command(&mut self, t: Ps, d: Dma, write_first: bool) -> Ps {
         let issue = t + ps(self.dev.cmd.issue_ns);
         let c = self.costs;
+        let lines = pieces(d.addr, d.size, LINE as u32);
         let (start, not_before) = if write_first {
             let mwr = self.tlp.mwr(d.addr, d.size);
-            let sent = self.up.send(issue, mwr.wire);
-            let payload = mwr.payload;
-            let own = c.own.map(|o| o + self.own_latency(d.addr / LINE));
-            let hop = self.hop(d.addr / LINE);
+            let sent = self.up.send(issue + ps(self.dev.cmd.write_ns), mwr.wire);
             let arrival = self.wake(sent + c.wire);
-            let (accepted, translated) = self.enter_fabric(arrival, d.addr, c.write_line, payload);
-            self.llc.device_write((d.addr / LINE) as u32);
-            let visible = match own {
-                Some(o) => (accepted + c.write_line + c.commit).max(translated + c.write_line + o),
-                None => accepted + c.write_line + c.commit + hop,
-            };
-            (sent, visible)
+            let (slowest_own, allocated, hop) = self.own_lines(d.addr, d.size);
+            let busy = c.write_line * lines + c.allocate * allocated;
+            let (accepted, translated) = self.enter_fabric(arrival, d.addr, busy, mwr.payload);
+            (sent, self.visible(accepted, translated, busy, slowest_own, hop))
         } else {
             (issue, 0)
         };
         let sent = self.up.send(start, self.tlp.mrd(d.addr, d.size).wire);
-        let line = d.addr / LINE;
+        let first = d.addr / LINE;
         let arrival = self.wake(sent + c.wire + c.half_fixed);
-        let translated = self
-            .enter_fabric(arrival, d.addr, c.request + c.line + self.hop_lines(line, 1), 0)
-            .1;
-        let asked = translated.max(not_before) + c.line + self.hop_lines(line, 1);
-        let ready = asked + self.line_latency(line) + self.read_hiccup(line);
+        let fetch = c.line * lines + self.hop_lines(first, lines);
+        let translated = self.enter_fabric(arrival, d.addr, c.request + fetch, 0).1;
+        let asked = translated.max(not_before) + fetch;
+        let slowest = (first..first + lines)
+            .map(|l| self.cmd_line_latency(l))
+            .max()
+            .unwrap_or(0);
+        let ready = asked + slowest + self.read_hiccup(first);
         let cpl = self.tlp.cpl(d.addr, d.size).wire;
         let sent = self.down.send(ready + c.half_fixed, cpl);
         self.rest(sent);

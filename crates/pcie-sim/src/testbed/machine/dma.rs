@@ -112,7 +112,6 @@ impl Machine<'_> {
         let Costs {
             move_write: move_ps,
             write_line: wline_ps,
-            commit: commit_ps,
             wire,
             ..
         } = self.costs;
@@ -135,13 +134,7 @@ impl Machine<'_> {
             // Ownership of the lines is granted after their memory latency: the LLC's if cached,
             // DRAM's if not (where the line was before this write). Lines not yet in the LLC
             // need a DDIO allocation (and evict an older IO line).
-            let (mut slowest_own, mut allocated, mut hop) = (0, 0, 0);
-            for (k, l) in (first..=last).enumerate() {
-                hop = hop.max(self.hop(l));
-                slowest_own = slowest_own.max(self.own_latency(l) + self.costs.own_line * k as u64);
-                allocated += self.llc.device_write(l as u32) as u64;
-            }
-            let own = self.costs.own.map(|c| c + slowest_own);
+            let (slowest_own, allocated, hop) = self.own_lines(addr, len);
             let busy = wline_ps * (last - first + 1) + self.costs.allocate * allocated;
             // The port decodes the header, and the IOMMU starts a miss's walk, while the
             // payload is still arriving.
@@ -151,14 +144,7 @@ impl Machine<'_> {
             self.rest(processed);
             self.posted.push_back(processed);
             sent_last = sent;
-            // The commit pipeline runs from acceptance, in parallel with a page walk; ownership
-            // can only be asked for once the address is translated. The hop to a remote owner
-            // is ownership's, or the commit's where ownership is not modelled.
-            let visible = match own {
-                Some(o) => (accepted + busy + commit_ps).max(processed + o),
-                None => accepted + busy + commit_ps + hop,
-            };
-            committed = committed.max(visible);
+            committed = committed.max(self.visible(accepted, translated, busy, slowest_own, hop));
         }
         (sent_last, committed)
     }

@@ -1,7 +1,7 @@
 //! The host side of a transaction: the root complex's fabric path and the IOMMU, how long a line
 //! takes from where it is (LLC, memory, the other socket), and the uncore's power states.
 
-use super::Machine;
+use super::{Machine, LINE};
 use crate::distribution::{draw_tail, Sampler};
 use crate::testbed::llc::LineState;
 use crate::time::Ps;
@@ -54,6 +54,15 @@ impl Machine<'_> {
         sampler.draw(&mut self.rng) + self.hop_by_state[LineState::Cpu as usize]
     }
 
+    /// [`Machine::line_latency`] for the device's direct command reads, which see a DDIO line
+    /// at `memory.cmd_io_line`.
+    pub(super) fn cmd_line_latency(&mut self, line: u64) -> Ps {
+        match self.llc.state(line as u32) {
+            LineState::Io => self.cmd_io_line.draw(&mut self.rng) + self.hop_by_state[LineState::Io as usize],
+            _ => self.line_latency(line),
+        }
+    }
+
     /// [`Machine::line_latency`] and where the line is.
     pub(super) fn line_latency_in(&mut self, line: u64) -> (Ps, LineState) {
         let state = self.llc.state(line as u32);
@@ -82,9 +91,46 @@ impl Machine<'_> {
     }
 
     /// How long the memory system takes to grant a posted write ownership of `line`: the typical
-    /// latency of where the line is (no data is read, so no DRAM hiccups).
-    pub(super) fn own_latency(&self, line: u64) -> Ps {
-        self.own_by_state[self.llc.state(line as u32) as usize]
+    /// latency of where the line is (no data is read, so no DRAM hiccups); a write covering only
+    /// `part` of a line in no cache first reads it from memory to merge its bytes.
+    fn own_latency(&self, line: u64, part: bool) -> Ps {
+        let state = self.llc.state(line as u32);
+        let merge = if part && state == LineState::Memory {
+            self.costs.merge
+        } else {
+            0
+        };
+        self.own_by_state[state as usize] + merge
+    }
+
+    /// A posted write of `[addr, addr + len)` takes its lines from where they are and leaves
+    /// them in the LLC as the device's: returns the slowest ownership grant (the k-th line's
+    /// request leaves `own_line` × k after the first), how many lines DDIO had to allocate and
+    /// the hop to the farthest owner.
+    pub(super) fn own_lines(&mut self, addr: u64, len: u32) -> (Ps, u64, Ps) {
+        let end = addr + len as u64;
+        let (mut slowest, mut allocated, mut hop) = (0, 0, 0);
+        for (k, l) in (addr / LINE..=(end - 1) / LINE).enumerate() {
+            let part = addr > l * LINE || end < (l + 1) * LINE;
+            hop = hop.max(self.hop(l));
+            slowest = slowest.max(self.own_latency(l, part) + self.costs.own_line * k as u64);
+            allocated += self.llc.device_write(l as u32) as u64;
+        }
+        (slowest, allocated, hop)
+    }
+
+    /// When a posted write that the fabric path `accepted` at, whose address was `translated`
+    /// at and which keeps the path `busy`, is visible to a read behind it: after the commit
+    /// pipeline, which runs from acceptance in parallel with a page walk, and after ownership
+    /// (`slowest_own` of [`Machine::own_lines`]), which can only be asked for once translated.
+    /// The hop to a remote owner is ownership's, or the commit's where ownership is not
+    /// modelled.
+    pub(super) fn visible(&self, accepted: Ps, translated: Ps, busy: Ps, slowest_own: Ps, hop: Ps) -> Ps {
+        let commit = accepted + busy + self.costs.commit;
+        match self.costs.own {
+            Some(o) => commit.max(translated + busy + o + slowest_own),
+            None => commit + hop,
+        }
     }
 
     /// Rare delays that hit a whole read rather than each line: a DRAM hiccup (refresh, bank

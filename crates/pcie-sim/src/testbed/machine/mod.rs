@@ -82,6 +82,8 @@ pub struct Machine<'a> {
     /// `llc_hit_max[n - 1]`: the slowest of `n` lines a core wrote, built when first needed.
     llc_hit_max: Vec<Option<Sampler>>,
     io_line: Sampler,
+    /// `memory.cmd_io_line`, or `io_line` where the host has none.
+    cmd_io_line: Sampler,
     dram: Sampler,
     jitter: Sampler,
     /// The uncore's power states, when the host manages them.
@@ -150,6 +152,7 @@ impl<'a> Machine<'a> {
             llc_hit: Sampler::triangular(&host.memory.llc_hit),
             llc_hit_max: Vec::new(),
             io_line: Sampler::triangular(&host.memory.io_line),
+            cmd_io_line: Sampler::triangular(host.memory.cmd_io_line.as_ref().unwrap_or(&host.memory.io_line)),
             dram: Sampler::triangular(&host.memory.dram),
             jitter: Sampler::triangular(&dev.dma.jitter),
             power: host.power.as_ref().map(PowerStates::new),
