@@ -6,7 +6,8 @@
 //! paper's count), medians of 20,000 samples, 8 KB random window, seed 1.
 
 use pcie_bench::{
-    Backend, BandwidthStats, CacheState, Iommu, Numa, Outcome, Pattern, SimBackend, SortedLatencies, TestKind, TestParams,
+    Backend, BandwidthStats, CacheState, Iommu, Numa, Outcome, Pattern, SimBackend, SortedLatencies, TestKind,
+    TestParams,
 };
 use pcie_model::{stream, Op};
 
@@ -71,6 +72,10 @@ fn main() {
     for cache in [CacheState::Cold, CacheState::HWarm, CacheState::DWarm] {
         let a = measure(&fpga, &params(TestKind::LatRd, 64, cache));
         let c = measure(&nfp, &params(TestKind::LatCmdRd, 64, cache));
-        println!("| {} | {a:.1} | {c:.1} | {:+.2} % |", cache.csv_name(), (a - c) / c * 100.0);
+        println!(
+            "| {} | {a:.1} | {c:.1} | {:+.2} % |",
+            cache.csv_name(),
+            (a - c) / c * 100.0
+        );
     }
 }
