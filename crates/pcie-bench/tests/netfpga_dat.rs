@@ -28,7 +28,7 @@ fn bandwidth_rows_by_direction() {
     assert!((r.time_ns - r.bytes as f64 * 8.0 / 42.38).abs() < 1e-6);
     assert_eq!(
         (r.key.pattern, r.key.cache, r.key.window, r.key.host_offset),
-        (Pattern::Seq, CacheState::HWarm, 64, 0)
+        (Pattern::Seq, CacheState::HWarm, 4096, 0)
     );
 }
 

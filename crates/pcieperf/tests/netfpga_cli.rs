@@ -82,14 +82,41 @@ fn tags_are_checked_against_the_device_and_recorded() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The series of one chart of `bench report --format json`'s output.
+fn series(report: &serde_json::Value, chart: &str) -> Vec<String> {
+    let c = report["charts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == chart)
+        .unwrap();
+    c["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn report(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["bench", "report"];
+    all.extend(args);
+    all.extend(["--format", "json"]);
+    serde_json::from_str(&ok(&all)).unwrap()
+}
+
 #[test]
 fn a_netfpga_directory_reports_and_overlays_a_simulated_run() {
     let fpga = fixture();
-    let text = ok(&["bench", "report", fpga.to_str().unwrap()]);
-    assert!(
-        text.contains("bw_dma_sz_sweep") && text.contains("lat_dma_sizes"),
-        "{text}"
+    let fpga = fpga.to_str().unwrap();
+    // One series per test: a sweep's points differ in their size only.
+    let alone = report(&[fpga]);
+    assert_eq!(series(&alone, "lat_dma_sizes"), ["LAT_DMA_RD", "LAT_DMA_WRRD"]);
+    assert_eq!(
+        series(&alone, "bw_dma_sz_sweep")[..3],
+        ["BW_DMA_RD", "BW_DMA_WR", "BW_DMA_RW"]
     );
+    assert!(ok(&["bench", "report", fpga]).contains("Charts (2):"));
 
     let dir = common::scratch_dir("netfpga-compare");
     let run = dir.join("run");
@@ -105,35 +132,18 @@ fn a_netfpga_directory_reports_and_overlays_a_simulated_run() {
         "--out",
         run.to_str().unwrap(),
     ]);
-    let json = ok(&[
-        "bench",
-        "report",
-        run.to_str().unwrap(),
-        "--compare",
-        fpga.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let series = |name: &str| -> Vec<String> {
-        let chart = v["charts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap();
-        chart["series"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_str().unwrap().to_string())
-            .collect()
-    };
+    let both = report(&[run.to_str().unwrap(), "--compare", fpga]);
     // The NetFPGA tool's series (B) are drawn over the simulated run's (A).
     for name in ["bw_dma_sz_sweep", "lat_dma_sizes"] {
-        let s = series(name);
-        assert!(s.iter().any(|x| x.starts_with("A: ")), "{name}: {s:?}");
-        assert!(s.iter().any(|x| x.starts_with("B: ")), "{name}: {s:?}");
+        let s = series(&both, name);
+        assert!(
+            s.contains(&"A: LAT_DMA_RD".to_string()) || s.contains(&"A: BW_DMA_RD".to_string()),
+            "{name}: {s:?}"
+        );
+        assert!(
+            s.contains(&"B: LAT_DMA_RD".to_string()) || s.contains(&"B: BW_DMA_RD".to_string()),
+            "{name}: {s:?}"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

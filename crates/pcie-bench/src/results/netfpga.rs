@@ -19,6 +19,8 @@ use std::path::Path;
 /// The host buffer of the reference tool: one 1 GB huge page. `SEQ` walks it and `RAN`'s
 /// window, given on its command line, is not in the output: their rows carry this window.
 const BUFFER: u64 = 1 << 30;
+/// A system page: the tool keeps a `FIX` transfer within one.
+const PAGE: u64 = 4096;
 /// TLPs of one bandwidth descriptor (`DEFAULT_NUMBER_TLPS`, 512 × 512).
 const BANDWIDTH_TLPS: u64 = 512 * 512;
 /// The tool's bytes per TLP in its bandwidth arithmetic: `MAX_PAYLOAD` for writes,
@@ -98,11 +100,11 @@ impl PatternName {
         }
     }
 
-    /// Our key: a fixed address is a sequential walk of a window of one transfer (the offset
-    /// is not in the output; the sweep script uses 0). The sweep script warms the cache.
+    /// Our key: a fixed address is a sequential walk of the page it is in (its offset is not
+    /// in the output; the sweep script uses 0), so every size of a sweep shares a window. The sweep script warms the cache.
     fn key(self, test: TestKind, size: u32) -> RowKey {
         let (pattern, window) = match self {
-            PatternName::Fix => (Pattern::Seq, (size as u64).next_multiple_of(64)),
+            PatternName::Fix => (Pattern::Seq, (size as u64).next_multiple_of(PAGE)),
             PatternName::Seq => (Pattern::Seq, BUFFER),
             PatternName::Ran => (Pattern::Rand, BUFFER),
         };
@@ -317,7 +319,7 @@ mod tests {
         };
         assert_eq!(files[0].base, "lat_dma_sizes");
         assert_eq!((rows[0].key.size, rows[0].samples, rows[0].med_ns), (64, 3, 524.0));
-        assert_eq!((rows[0].key.window, rows[0].key.pattern), (64, Pattern::Seq));
+        assert_eq!((rows[0].key.window, rows[0].key.pattern), (4096, Pattern::Seq));
         assert_eq!(rows[1].key.size, 128);
         let e = DatRuns::default().add(p, f, "0 0 0 0\nFIX 0 64 -3\n").unwrap_err();
         assert_eq!(
