@@ -40,8 +40,8 @@ pub use compare::{compare, diff_pct, CdfDistance, Comparison, Difference, ErrorS
 pub use exec::{ExecBackend, ExecOptions, ProgramLog};
 pub use gpu::{CudaBackend, CudaOptions, Engine};
 pub use params::{
-    check_count, CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams, BUFFER_BYTES, MAX_BANDWIDTH_COUNT,
-    MAX_LATENCY_SAMPLES,
+    check_count, check_tags, CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams, BUFFER_BYTES,
+    MAX_BANDWIDTH_COUNT, MAX_LATENCY_SAMPLES,
 };
 pub use results::{
     read_raw, rfc3339, BandwidthRow, CdfSection, HostInfo, LatencyRow, RawSample, ResultData, ResultFile, ResultsError,

@@ -390,6 +390,20 @@ pub fn check_count(kind: TestKind, count: u64) -> Result<(), ParamError> {
     Ok(())
 }
 
+/// A run's outstanding read tags (`--tags`): 1 to the device's `max` (its profile's
+/// `dma.read_tags`, 32 for the NetFPGA-SUME).
+pub fn check_tags(tags: u32, max: u32, device: &str) -> Result<(), ParamError> {
+    if (1..=max).contains(&tags) {
+        Ok(())
+    } else {
+        Err(ParamError::new(
+            "tags",
+            tags,
+            format!("must be from 1 to {max} (the read tags of {device})"),
+        ))
+    }
+}
+
 /// A rejected parameter: which one, the value, and what is allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamError {
@@ -546,6 +560,17 @@ mod tests {
         assert!(sample(TestKind::BwRd, MAX_BANDWIDTH_COUNT).check(4096).is_ok());
         let e = sample(TestKind::BwRd, MAX_BANDWIDTH_COUNT + 1).check(4096).unwrap_err();
         assert!(e.to_string().contains("4294967296"), "{e}");
+    }
+
+    #[test]
+    fn tags_range_from_one_to_the_device_maximum() {
+        assert!(check_tags(1, 32, "netfpga-sume").is_ok());
+        assert!(check_tags(32, 32, "netfpga-sume").is_ok());
+        assert_eq!(
+            check_tags(33, 32, "netfpga-sume").unwrap_err().to_string(),
+            "tags 33: must be from 1 to 32 (the read tags of netfpga-sume)"
+        );
+        assert_eq!(check_tags(0, 22, "nfp6000").unwrap_err().param, "tags");
     }
 
     #[test]

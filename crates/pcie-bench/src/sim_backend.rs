@@ -2,7 +2,7 @@
 //! the NFP-6000 it was measured with.
 
 use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
-use crate::params::{CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams};
+use crate::params::{check_tags, CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams};
 use pcie_sim::{mix_seed, CachePrep, Measured, Op, ProfileError, Simulator, Workload};
 
 pub const DEFAULT_HOST: &str = "e5-2637v3";
@@ -54,6 +54,18 @@ impl SimBackend {
             name: format!("sim:{},{}", sim.host.name, sim.device.name),
             sim,
         })
+    }
+
+    /// The same host and device with the device's outstanding read tags set to `tags` for the
+    /// run (`--tags`): 1 to the profile's `dma.read_tags`, the device's maximum.
+    pub fn with_read_tags(self, tags: u32) -> Result<SimBackend, ParamError> {
+        let mut device = self.sim.device.clone();
+        check_tags(tags, device.dma.read_tags, &device.name)?;
+        device.dma.read_tags = tags;
+        // Fewer tags make a read wait longer: the time base's bound is checked again.
+        let sim =
+            Simulator::new(self.sim.host.clone(), device).map_err(|e| ParamError::new("tags", tags, e.message))?;
+        Ok(SimBackend { sim, ..self })
     }
 
     pub fn simulator(&self) -> &Simulator {
@@ -118,11 +130,14 @@ impl Backend for SimBackend {
     fn info(&self) -> BackendInfo {
         let describe = |name: &str, description: &str, sources: &[String]| serde_json::json!({ "name": name, "description": description, "sources": sources });
         let (h, d) = (&self.sim.host, &self.sim.device);
+        let mut device = describe(&d.name, &d.description, &d.sources);
+        // The tags the run used (the profile's, or --tags).
+        device["read_tags"] = d.dma.read_tags.into();
         BackendInfo {
             name: self.name.clone(),
             description: serde_json::json!({
                 "host": describe(&h.name, &h.description, &h.sources),
-                "device": describe(&d.name, &d.description, &d.sources),
+                "device": device,
             }),
             max_transfer: d.dma.max_transfer,
         }
@@ -188,6 +203,30 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("device"));
+    }
+
+    #[test]
+    fn read_tags_are_set_for_the_run_within_the_device_maximum() {
+        let b = SimBackend::from_spec("sim:e5-2637v3,netfpga-sume").unwrap();
+        assert_eq!(b.info().description["device"]["read_tags"], 32);
+        let t = TestParams {
+            size: 512,
+            ..params(TestKind::BwRd)
+        };
+        let gbps = |b: &SimBackend| match b.run(&t, 1).unwrap() {
+            Outcome::Bandwidth(x) => x.bytes as f64 / (x.time_cycles as f64 * x.cycle_ps),
+            Outcome::Latency(_) => panic!("a bandwidth test"),
+        };
+        let all = gbps(&b);
+        let two = b.with_read_tags(2).unwrap();
+        assert_eq!(two.info().description["device"]["read_tags"], 2);
+        // Two 512 B reads per ~0.5 us round trip: far below the link.
+        assert!(gbps(&two) < all / 3.0, "{} vs {all}", gbps(&two));
+        let e = SimBackend::from_spec("sim").unwrap().with_read_tags(23).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "tags 23: must be from 1 to 22 (the read tags of nfp6000)"
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Run directories: `run.json` plus one CSV per output base with pcie-bench's column names, so
-//! our runs and original pcie-bench data directories load through the same reader. Column
-//! definitions are in `docs/formats.md`.
+//! our runs and original pcie-bench data directories load through the same reader, and so do
+//! pciebench-netfpga's `.dat` files. Column definitions are in `docs/formats.md`.
 
 mod atomic;
 mod bandwidth;
@@ -8,6 +8,7 @@ mod cdf;
 mod csv;
 mod key;
 mod latency;
+mod netfpga;
 mod raw;
 mod reader;
 mod run_info;

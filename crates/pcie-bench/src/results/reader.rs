@@ -1,7 +1,9 @@
 //! Loads a run directory — ours or an original pcie-bench data directory — into typed rows.
-//! Files are recognised by their header, not their name.
+//! CSV files are recognised by their header, not their name; pciebench-netfpga's headerless
+//! `.dat` files by their name.
 
 use super::csv::Table;
+use super::netfpga::{DatFile, DatRuns};
 use super::run_info::RunInfo;
 use super::{bandwidth, cdf, latency, raw, BandwidthRow, CdfSection, LatencyRow, ResultsError};
 use serde::Serialize;
@@ -127,14 +129,25 @@ impl RunData {
             .map_err(|e| ResultsError::io(dir, e))?
             .map(|e| e.map(|e| e.path()).map_err(|err| ResultsError::io(dir, err)))
             .collect::<Result<_, _>>()?;
-        paths.retain(|p| p.extension().is_some_and(|x| x == "csv") && p.is_file());
         paths.sort();
+        // pciebench-netfpga's .dat files, recognised by name (they have no header).
+        let mut netfpga = DatRuns::default();
+        for (path, dat) in paths.iter().filter_map(|p| Some((p, DatFile::recognise(p)?))) {
+            let file = File::open(path).map_err(|e| ResultsError::io(path, e))?;
+            netfpga.add(
+                path,
+                dat,
+                &read_limited(path, &file, MAX_RESULT_FILE_BYTES, "a result file")?,
+            )?;
+        }
+        paths.retain(|p| p.extension().is_some_and(|x| x == "csv") && p.is_file());
         let mut files = Vec::new();
         for path in paths {
             if let Some(text) = read_result_csv(&path)? {
                 files.extend(ResultFile::parse(&path, &text)?);
             }
         }
+        files.extend(netfpga.files());
         Ok(RunData {
             dir: dir.to_path_buf(),
             info,

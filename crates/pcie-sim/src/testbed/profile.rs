@@ -244,7 +244,13 @@ const HOSTS: [(&str, &str); 4] = [
         include_str!("../../../../data/profiles/gen5-server.toml"),
     ),
 ];
-const DEVICES: [(&str, &str); 1] = [("nfp6000", include_str!("../../../../data/profiles/nfp6000.toml"))];
+const DEVICES: [(&str, &str); 2] = [
+    ("nfp6000", include_str!("../../../../data/profiles/nfp6000.toml")),
+    (
+        "netfpga-sume",
+        include_str!("../../../../data/profiles/netfpga-sume.toml"),
+    ),
+];
 
 /// Names of the built-in host profiles.
 pub fn builtin_hosts() -> Vec<&'static str> {

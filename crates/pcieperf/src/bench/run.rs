@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// [default: the address the program reports]
     #[arg(long)]
     device: Option<String>,
+    /// sim backends: the device's outstanding read tags for the run, 1 to its maximum (its
+    /// profile's, e.g. 32 for netfpga-sume, 22 for nfp6000) [default: the maximum]
+    #[arg(long)]
+    tags: Option<u32>,
     /// Run directory to create [default: bench-<suite>-<UTC time>, with -2, -3, ... when taken;
     /// none for a single test printed with --format csv or json]
     #[arg(long)]
@@ -176,6 +180,12 @@ fn open_backend(a: &RunArgs, numa: Numa, threads: usize, progress: &Progress) ->
     let handshake_timeout = seconds("handshake-timeout", a.handshake_timeout)?;
     let test_timeout = a.timeout.map(|t| seconds("timeout", t)).transpose()?;
     let cuda = a.backend.starts_with("cuda");
+    if a.tags.is_some() && (cuda || a.backend.starts_with("exec:")) {
+        return Err(usage(format!(
+            "--tags: only for sim backends (--backend {} has no setting for the device's read tags)",
+            a.backend
+        )));
+    }
     if a.engine.is_some() && !cuda {
         return Err(usage("--engine: only for cuda backends"));
     }
@@ -207,7 +217,11 @@ fn open_backend(a: &RunArgs, numa: Numa, threads: usize, progress: &Progress) ->
         if a.device.is_some() || a.timeout.is_some() {
             return Err(usage("--device and --timeout: only for exec: backends"));
         }
-        let backend = SimBackend::from_spec(&a.backend).map_err(|e| usage(format!("--backend {}: {e}", a.backend)))?;
+        let mut backend =
+            SimBackend::from_spec(&a.backend).map_err(|e| usage(format!("--backend {}: {e}", a.backend)))?;
+        if let Some(n) = a.tags {
+            backend = backend.with_read_tags(n).map_err(|e| usage(format!("--{e}")))?;
+        }
         pcie_bench::sim_backend::check_numa(numa).map_err(|e| usage(format!("--{e}")))?;
         return Ok(Opened {
             backend: Box::new(backend),
