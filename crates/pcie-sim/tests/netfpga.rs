@@ -85,10 +85,17 @@ fn the_nfp_lags_by_about_100_ns_and_more_with_size() {
 #[test]
 fn the_nfp_command_path_is_as_fast_as_netfpga_dma_reads() {
     let (fpga, nfp) = (sim("netfpga-sume"), sim("nfp6000"));
-    for prep in [CachePrep::Cold, CachePrep::HostWarm, CachePrep::DeviceWarm] {
+    for prep in [CachePrep::Cold, CachePrep::HostWarm] {
         let dma = median_ns(&fpga, Op::LatRead, 64, prep);
         let cmd = median_ns(&nfp, Op::LatCmdRead, 64, prep);
         eprintln!("{prep:?}: NetFPGA LAT_RD 64 B {dma:.0} ns, NFP LAT_CMD_RD 64 B {cmd:.0} ns");
         assert!((dma - cmd).abs() / cmd < 0.05, "{prep:?}: {dma} vs {cmd} ns");
     }
+    // A device-warmed line: the NFP's command reads find DDIO lines ~94 ns faster than DRAM
+    // (`memory.cmd_io_line`, from lat_cmd_sweep), its DMA reads do not (`memory.io_line`, from
+    // lat_dma_sweep); the NetFPGA's DMA reads take the DMA side's figure.
+    let dma = median_ns(&fpga, Op::LatRead, 64, CachePrep::DeviceWarm);
+    let cmd = median_ns(&nfp, Op::LatCmdRead, 64, CachePrep::DeviceWarm);
+    eprintln!("DeviceWarm: NetFPGA LAT_RD 64 B {dma:.0} ns, NFP LAT_CMD_RD 64 B {cmd:.0} ns");
+    assert!(dma > cmd, "DeviceWarm: {dma} vs {cmd} ns");
 }
