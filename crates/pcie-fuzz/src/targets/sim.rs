@@ -17,7 +17,10 @@ const HOSTS: [&str; 4] = [
     include_str!("../../../../data/profiles/gen4-server.toml"),
     include_str!("../../../../data/profiles/gen5-server.toml"),
 ];
-const DEVICES: [&str; 1] = [include_str!("../../../../data/profiles/nfp6000.toml")];
+const DEVICES: [&str; 2] = [
+    include_str!("../../../../data/profiles/nfp6000.toml"),
+    include_str!("../../../../data/profiles/netfpga-sume.toml"),
+];
 const PMU_HOSTS: [&str; 3] = [
     include_str!("../../../../data/profiles/yitian710.toml"),
     include_str!("../../../../data/profiles/yitian710-narrow.toml"),
