@@ -3,6 +3,8 @@
 //! Pure functions over plain data; no I/O. Every transfer size is evaluated in constant time
 //! (TLPs are counted by shape, not enumerated). [`parse_sizes`] reads the size lists users write
 //! (`64,128`, `1..4096`, `64..2048:64`), bounded to [`MAX_SIZES`] points, for any input text.
+//! [`sweep`] evaluates a size list as `pcieperf model bw` prints it, and
+//! [`OpResult::explain`] gives the TLP and DLLP trail behind one of its numbers.
 
 mod config;
 mod dllp;
@@ -15,6 +17,7 @@ mod phy;
 mod sizes;
 mod split;
 mod stream;
+mod sweep;
 mod throughput;
 mod tlp;
 mod traffic;
@@ -30,6 +33,7 @@ pub use phy::raw;
 pub use sizes::{parse_sizes, SizeListError, MAX_SIZES};
 pub use split::{completions as split_completions, read_requests as split_read_requests, writes as split_writes};
 pub use stream::{check_transfer, stream, traffic as stream_traffic, Op, MAX_TRANSFER};
+pub use sweep::{sweep, OpResult, SizePoint};
 pub use throughput::{capacity, reverse_dllp_bytes, solve, tlp_layer, DirLoad, Throughput};
 pub use tlp::{Tlp, TlpKind};
 pub use traffic::{Dir, Flow, Initiator, Traffic};
