@@ -3,8 +3,9 @@
 //! Pure functions over plain data; no I/O. Every transfer size is evaluated in constant time
 //! (TLPs are counted by shape, not enumerated). [`parse_sizes`] reads the size lists users write
 //! (`64,128`, `1..4096`, `64..2048:64`), bounded to [`MAX_SIZES`] points, for any input text.
-//! [`sweep`] evaluates a size list as `pcieperf model bw` prints it, and
-//! [`OpResult::explain`] gives the TLP and DLLP trail behind one of its numbers.
+//! What the `model` commands print is computed here: [`sweep`] (`model bw`, with
+//! [`OpResult::explain`], the TLP and DLLP trail behind a number), [`link_table`] (`model link`)
+//! and [`nic_sweep`] (`model nic`).
 
 mod config;
 mod dllp;
@@ -12,6 +13,7 @@ mod error;
 mod ethernet;
 mod generation;
 mod latency;
+mod link_table;
 mod nic;
 mod phy;
 mod sizes;
@@ -28,7 +30,8 @@ pub use error::ConfigError;
 pub use ethernet::{check_frame, Ethernet, ETH_SPEEDS, MAX_FRAME, MIN_FRAME};
 pub use generation::{Encoding, Generation};
 pub use latency::{read_bound, Limit, ReadBound};
-pub use nic::{crossover, nic_point, Crossover, Direction, NicKind, NicPoint};
+pub use link_table::{link_table, LinkRow};
+pub use nic::{crossover, nic_point, nic_sweep, Crossover, Direction, NicKind, NicPoint, NicSweep};
 pub use phy::raw;
 pub use sizes::{parse_sizes, SizeListError, MAX_SIZES};
 pub use split::{completions as split_completions, read_requests as split_read_requests, writes as split_writes};
