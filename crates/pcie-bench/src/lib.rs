@@ -6,6 +6,11 @@
 //! one run is from another ([`compare`], [`ErrorStats`]) and the chart set of a run
 //! ([`ChartSet`], drawn with `pcie-report`).
 //!
+//! Also here, for programs built on it: a suite planned for a backend ([`suite::Plan`], with
+//! each test's relative cost and the per-base summary `bench run` prints) and the device side
+//! of the exec protocol ([`exec::serve`] over an [`exec::Device`]; `pcieperf-refdev` serves
+//! [`exec::EmulatedDevice`]).
+//!
 //! ```no_run
 //! use pcie_bench::{ChartSet, RunData};
 //! use std::path::Path;

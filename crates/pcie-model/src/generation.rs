@@ -28,6 +28,17 @@ pub enum Encoding {
     B1b1b,
 }
 
+impl Encoding {
+    /// As people write it: `8b/10b`, `128b/130b`, `1b/1b`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::B8b10b => "8b/10b",
+            Encoding::B128b130b => "128b/130b",
+            Encoding::B1b1b => "1b/1b",
+        }
+    }
+}
+
 impl Generation {
     pub const ALL: [Generation; 7] = [
         Generation::Gen1,

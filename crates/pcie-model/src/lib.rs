@@ -3,6 +3,9 @@
 //! Pure functions over plain data; no I/O. Every transfer size is evaluated in constant time
 //! (TLPs are counted by shape, not enumerated). [`parse_sizes`] reads the size lists users write
 //! (`64,128`, `1..4096`, `64..2048:64`), bounded to [`MAX_SIZES`] points, for any input text.
+//! What the `model` commands print is computed here: [`sweep`] (`model bw`, with
+//! [`OpResult::explain`], the TLP and DLLP trail behind a number), [`link_table`] (`model link`)
+//! and [`nic_sweep`] (`model nic`).
 
 mod config;
 mod dllp;
@@ -10,11 +13,13 @@ mod error;
 mod ethernet;
 mod generation;
 mod latency;
+mod link_table;
 mod nic;
 mod phy;
 mod sizes;
 mod split;
 mod stream;
+mod sweep;
 mod throughput;
 mod tlp;
 mod traffic;
@@ -25,11 +30,13 @@ pub use error::ConfigError;
 pub use ethernet::{check_frame, Ethernet, ETH_SPEEDS, MAX_FRAME, MIN_FRAME};
 pub use generation::{Encoding, Generation};
 pub use latency::{read_bound, Limit, ReadBound};
-pub use nic::{crossover, nic_point, Crossover, Direction, NicKind, NicPoint};
+pub use link_table::{link_table, LinkRow};
+pub use nic::{crossover, nic_point, nic_sweep, Crossover, Direction, NicKind, NicPoint, NicSweep};
 pub use phy::raw;
 pub use sizes::{parse_sizes, SizeListError, MAX_SIZES};
 pub use split::{completions as split_completions, read_requests as split_read_requests, writes as split_writes};
 pub use stream::{check_transfer, stream, traffic as stream_traffic, Op, MAX_TRANSFER};
+pub use sweep::{sweep, OpResult, SizePoint};
 pub use throughput::{capacity, reverse_dllp_bytes, solve, tlp_layer, DirLoad, Throughput};
 pub use tlp::{Tlp, TlpKind};
 pub use traffic::{Dir, Flow, Initiator, Traffic};

@@ -237,6 +237,27 @@ pub fn crossover(points: &[NicPoint]) -> Crossover {
     Crossover { first, sustained }
 }
 
+/// One NIC over a sweep of frame sizes, with its crossover.
+#[derive(Debug, Serialize)]
+pub struct NicSweep {
+    pub nic: NicKind,
+    pub crossover: Crossover,
+    pub points: Vec<NicPoint>,
+}
+
+/// `kind` at every frame of `frames` (sorted by size).
+pub fn nic_sweep(cfg: &LinkConfig, kind: NicKind, eth: Ethernet, frames: &[u32]) -> Result<NicSweep, ConfigError> {
+    let points = frames
+        .iter()
+        .map(|&f| nic_point(cfg, kind, eth, f))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(NicSweep {
+        nic: kind,
+        crossover: crossover(&points),
+        points,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,15 @@ impl Op {
             Op::RdWr => "rdwr",
         }
     }
+
+    /// The name in headings and explanations.
+    pub fn title(self) -> &'static str {
+        match self {
+            Op::Wr => "Write",
+            Op::Rd => "Read",
+            Op::RdWr => "Read/Write",
+        }
+    }
 }
 
 impl fmt::Display for Op {

@@ -53,6 +53,7 @@ pub mod fio;
 /// Fixture sysfs trees for tests (here and in the CLI's tests), not part of the product.
 #[cfg(all(unix, any(test, feature = "fixture")))]
 pub mod fixture;
+pub mod history;
 pub mod listing;
 pub mod metric;
 pub mod monitor;

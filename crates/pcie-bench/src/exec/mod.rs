@@ -6,14 +6,21 @@
 //! One device, one program: by default a single child runs the tests one after another. With
 //! `children` > 1 that many copies run (each with its own buffer), one test each at a time —
 //! for programs that drive several devices or DMA engines independently.
+//!
+//! The program's side lives here too: [`serve`] answers the protocol for any [`Device`], and
+//! [`EmulatedDevice`] is the memcpy device `pcieperf-refdev` serves.
 
 mod child;
+mod device;
+mod emulated;
 pub mod protocol;
 
 use crate::backend::{Backend, BackendError, BackendInfo, Outcome};
 use crate::host::{node_cpus, CacheSteps, DmaBuffer};
 use crate::params::{TestParams, BUFFER_BYTES};
 use child::Child;
+pub use device::{serve, Device, DeviceTest, ServeError};
+pub use emulated::EmulatedDevice;
 use protocol::{encode, parse_hello, parse_result, BufferOffer, DeviceHello, ProtocolError, Request, WireParams};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

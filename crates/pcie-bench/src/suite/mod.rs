@@ -4,8 +4,10 @@
 
 mod bytes;
 mod load;
+mod plan;
 
 pub use bytes::parse_bytes;
+pub use plan::{work, BaseSummary, Plan};
 
 use crate::params::{check_count, CacheState, Iommu, Numa, Pattern, TestKind, TestParams};
 use std::fmt;

@@ -7,10 +7,11 @@ use crate::output::{Cell, Format, Table};
 use crate::signals::cancel_on_signals;
 use clap::Args;
 use pcie_bench::host::{normalize_bdf, PciDevice};
+use pcie_bench::suite::{work, BaseSummary, Plan};
 use pcie_bench::{
     parse_bytes, rfc3339, run_tests, Backend, CacheState, CudaBackend, CudaOptions, Engine, ExecBackend, ExecOptions,
-    Group, HostInfo, Iommu, Measurement, Numa, Pattern, ProgramLog, RunEvent, RunInfo, RunWriter, SimBackend, Suite,
-    TestKind, TestParams,
+    Group, HostInfo, Iommu, Numa, Pattern, ProgramLog, RunEvent, RunInfo, RunWriter, SimBackend, Suite, TestKind,
+    TestParams,
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -276,20 +277,6 @@ fn open_backend(a: &RunArgs, numa: Numa, threads: usize, progress: &Progress) ->
     })
 }
 
-/// Relative cost of a test, for the ETA.
-fn work(t: &TestParams) -> f64 {
-    t.count as f64 * (4.0 + (t.size as f64 / 64.0).ceil())
-}
-
-/// Summary of one output base.
-struct BaseSummary {
-    base: String,
-    tests: usize,
-    low: f64,
-    high: f64,
-    latency: bool,
-}
-
 pub fn run(a: &RunArgs) -> Result<String, CliError> {
     if let Some(n) = a.threads.filter(|n| !(1..=MAX_THREADS).contains(n)) {
         return Err(usage(format!("--threads {n}: must be from 1 to {MAX_THREADS}")));
@@ -316,29 +303,21 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
     }
     let backend = backend.as_ref();
     let suite = suite(a, backend, numa, iommu)?;
-    let all: Vec<(usize, TestParams)> = suite
-        .groups()
-        .iter()
-        .enumerate()
-        .flat_map(|(g, group)| group.expand().into_iter().map(move |t| (g, t)))
-        .collect();
-    let (tests, left_out): (Vec<_>, Vec<_>) = all.into_iter().partition(|(_, t)| backend.supports(t));
+    let plan = Plan::new(&suite, backend);
+    let tests = &plan.tests;
     if tests.is_empty() {
         return Err(usage(format!(
             "--backend {}: runs none of the suite's tests",
             a.backend
         )));
     }
-    if !left_out.is_empty() {
-        let mut kinds: Vec<String> = left_out.iter().map(|(_, t)| t.kind.to_string()).collect();
-        kinds.sort();
-        kinds.dedup();
+    if !plan.left_out.is_empty() {
         eprintln!(
             "note: --backend {} leaves out {} of {} tests ({})",
             a.backend,
-            left_out.len(),
-            left_out.len() + tests.len(),
-            kinds.join(", ")
+            plan.left_out.len(),
+            plan.left_out.len() + tests.len(),
+            plan.left_out_kinds().join(", ")
         );
     }
     let info = RunInfo {
@@ -382,7 +361,7 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         }
     };
     let out = writer.dir().to_path_buf();
-    let result = run_into(a, backend, &suite, &tests, threads, (writer, scratch), progress);
+    let result = run_into(a, backend, &suite, tests, threads, (writer, scratch), progress);
     if scratch {
         let _ = std::fs::remove_dir_all(&out);
     }
@@ -431,24 +410,7 @@ fn run_into(
             }
         };
         finished += 1;
-        let value = match &m {
-            Measurement::Latency(s) => s.ns.median,
-            Measurement::Bandwidth(s) => s.gbps,
-        };
-        match summaries.last_mut() {
-            Some(s) if s.base == group.base => {
-                s.tests += 1;
-                s.low = s.low.min(value);
-                s.high = s.high.max(value);
-            }
-            _ => summaries.push(BaseSummary {
-                base: group.base.clone(),
-                tests: 1,
-                low: value,
-                high: value,
-                latency: t.kind.is_latency(),
-            }),
-        }
+        BaseSummary::add(&mut summaries, &group.base, &m);
         if a.format == Format::Json {
             let line = serde_json::json!({ "base": group.base, "params": t, "result": m });
             lines.push_str(&line.to_string());

@@ -4,10 +4,7 @@ use super::link_args::{as_typed, whole, LinkArgs};
 use crate::error::CliError;
 use crate::output::{json, write_atomically, Cell, Format, Table};
 use clap::Args;
-use pcie_model::{
-    parse_sizes, raw, read_bound, stream, stream_traffic, tlp_layer, ConfigError, Dir, Ethernet, Flow, Gbps,
-    LinkConfig, Op, Picos, ReadBound, Throughput,
-};
+use pcie_model::{parse_sizes, raw, sweep, tlp_layer, ConfigError, Ethernet, Gbps, LinkConfig, Op, Picos, SizePoint};
 use pcie_report::{Axis, Chart, Point, Series};
 use serde::Serialize;
 use std::fmt::Write;
@@ -50,23 +47,6 @@ pub struct BwArgs {
     format: Format,
 }
 
-/// One operation at one size, with the traffic that produced it.
-#[derive(Debug, Serialize)]
-struct OpResult {
-    op: Op,
-    #[serde(flatten)]
-    throughput: Throughput,
-    flows: Vec<Flow>,
-}
-
-#[derive(Debug, Serialize)]
-struct Row {
-    size: u32,
-    results: Vec<OpResult>,
-    eth_gbps: Option<Gbps>,
-    read_bound: Option<ReadBound>,
-}
-
 #[derive(Debug, Serialize)]
 struct Report<'a> {
     config: &'a LinkConfig,
@@ -75,7 +55,7 @@ struct Report<'a> {
     tlp_gbps: Gbps,
     eth: Option<Ethernet>,
     latency_ns: Option<f64>,
-    rows: Vec<Row>,
+    rows: Vec<SizePoint>,
 }
 
 pub fn parse_eth(text: &str) -> Result<Option<Ethernet>, CliError> {
@@ -126,6 +106,7 @@ impl BwArgs {
     }
 }
 
+/// The sweep, with `--offset` and `--tags` quoted as typed when the model refuses them.
 fn evaluate(
     a: &BwArgs,
     cfg: &LinkConfig,
@@ -133,34 +114,9 @@ fn evaluate(
     ops: &[Op],
     eth: Option<Ethernet>,
     rtt: Option<Picos>,
-) -> Result<Vec<Row>, CliError> {
-    let offset = whole(&a.offset);
+) -> Result<Vec<SizePoint>, CliError> {
     let tags = a.tags.as_deref().map(whole);
-    sizes
-        .iter()
-        .map(|&size| {
-            let results = ops
-                .iter()
-                .map(|&op| {
-                    Ok(OpResult {
-                        op,
-                        throughput: stream(cfg, op, size, offset).map_err(|e| a.refused(e))?,
-                        flows: stream_traffic(cfg, op, size, offset).flows,
-                    })
-                })
-                .collect::<Result<Vec<_>, CliError>>()?;
-            let read_bound = rtt
-                .map(|t| read_bound(cfg, size, offset, t, tags))
-                .transpose()
-                .map_err(|e| a.refused(e))?;
-            Ok(Row {
-                size,
-                results,
-                eth_gbps: eth.and_then(|e| e.line_for_transfer(cfg.mode, size)),
-                read_bound,
-            })
-        })
-        .collect()
+    sweep(cfg, sizes, ops, whole(&a.offset), eth, rtt, tags).map_err(|e| a.refused(e))
 }
 
 pub fn run(a: &BwArgs) -> Result<String, CliError> {
@@ -209,11 +165,11 @@ fn table(r: &Report, with_config: bool) -> Table {
         .map(|row| row.results.iter().map(|o| o.op).collect())
         .unwrap_or_default();
     for op in &ops {
-        let (name, human) = (op.name(), op_heading(*op));
+        let (name, human) = (op.name(), op.title());
         t.add_column(&format!("{name}_gbps"), &format!("{human} Gb/s"));
     }
     for op in &ops {
-        t.add_column(&format!("{}_tps", op.name()), &format!("{} M/s", op_heading(*op)));
+        t.add_column(&format!("{}_tps", op.name()), &format!("{} M/s", op.title()));
     }
     t.add_column("tlp_gbps", "TLP Gb/s");
     t.add_column("raw_gbps", "Raw Gb/s");
@@ -262,14 +218,6 @@ fn table(r: &Report, with_config: bool) -> Table {
     t
 }
 
-fn op_heading(op: Op) -> &'static str {
-    match op {
-        Op::Wr => "Write",
-        Op::Rd => "Read",
-        Op::RdWr => "Read/Write",
-    }
-}
-
 /// The configuration as CSV columns, so every row says what produced it.
 fn config_cells(r: &Report) -> Vec<(&'static str, String)> {
     let c = r.config;
@@ -303,65 +251,14 @@ fn human(r: &Report, explain: bool) -> String {
     if explain {
         for row in &r.rows {
             for o in &row.results {
-                explain_op(&mut out, row.size, o);
+                out.push_str(&o.explain(row.size));
             }
         }
     }
     out
 }
 
-/// The event trail behind one number: TLPs and DLLPs per transfer and per direction.
-fn explain_op(out: &mut String, size: u32, o: &OpResult) {
-    let t = &o.throughput;
-    let _ = writeln!(
-        out,
-        "\n{} of {} B: {:.2} Gb/s, {:.2} M transfers/s, limited by the {} direction",
-        op_heading(o.op),
-        size,
-        t.payload.0,
-        t.units_per_sec / 1e6,
-        dir_name(t.bottleneck)
-    );
-    for f in &o.flows {
-        let kind = format!("{:?}", f.kind);
-        let _ = writeln!(
-            out,
-            "  {:<4}  {:<10}  {:>6.2} x {kind:<4} = {:>8.1} B",
-            dir_word(f.dir),
-            f.what,
-            f.tlps,
-            f.bytes
-        );
-    }
-    for dir in [Dir::Up, Dir::Down] {
-        let l = t.load(dir);
-        let _ = writeln!(
-            out,
-            "  {:<4}  TLP {:.1} B + DLLP {:.1} B per transfer on {:.2} Gb/s: {:.1} % busy",
-            dir_word(dir),
-            l.tlp_bytes,
-            l.dllp_bytes,
-            l.capacity.0,
-            l.utilisation * 100.0
-        );
-    }
-}
-
-fn dir_word(d: Dir) -> &'static str {
-    match d {
-        Dir::Up => "up",
-        Dir::Down => "down",
-    }
-}
-
-fn dir_name(d: Dir) -> &'static str {
-    match d {
-        Dir::Up => "device-to-host (up)",
-        Dir::Down => "host-to-device (down)",
-    }
-}
-
-fn chart(cfg: &LinkConfig, rows: &[Row], eth: Option<Ethernet>) -> Chart {
+fn chart(cfg: &LinkConfig, rows: &[SizePoint], eth: Option<Ethernet>) -> Chart {
     let ops: Vec<Op> = rows
         .first()
         .map(|r| r.results.iter().map(|o| o.op).collect())
@@ -374,7 +271,7 @@ fn chart(cfg: &LinkConfig, rows: &[Row], eth: Option<Ethernet>) -> Chart {
                 .iter()
                 .map(|r| Point::new(r.size as f64, r.results[i].throughput.payload.0))
                 .collect();
-            Series::line(op_heading(*op), pts)
+            Series::line(op.title(), pts)
         })
         .collect();
     if rows.iter().any(|r| r.read_bound.is_some()) {

@@ -5,7 +5,7 @@ use super::link_args::LinkArgs;
 use crate::error::CliError;
 use crate::output::{json, write_atomically, Cell, Format, Table};
 use clap::Args;
-use pcie_model::{crossover, nic_point, Crossover, Ethernet, LinkConfig, NicKind, NicPoint};
+use pcie_model::{nic_sweep, Ethernet, LinkConfig, NicKind, NicSweep};
 use pcie_report::{Axis, Chart, Point, Series};
 use serde::Serialize;
 use std::fmt::Write;
@@ -33,13 +33,6 @@ pub struct NicArgs {
 }
 
 #[derive(Debug, Serialize)]
-struct NicSweep {
-    nic: NicKind,
-    crossover: Crossover,
-    points: Vec<NicPoint>,
-}
-
-#[derive(Debug, Serialize)]
 struct Report<'a> {
     config: &'a LinkConfig,
     eth: Ethernet,
@@ -61,18 +54,8 @@ pub fn run(a: &NicArgs) -> Result<String, CliError> {
     frames.dedup();
     let nics = kinds
         .into_iter()
-        .map(|nic| {
-            let points = frames
-                .iter()
-                .map(|&f| nic_point(&cfg, nic, eth, f))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(NicSweep {
-                nic,
-                crossover: crossover(&points),
-                points,
-            })
-        })
-        .collect::<Result<Vec<_>, CliError>>()?;
+        .map(|nic| nic_sweep(&cfg, nic, eth, &frames))
+        .collect::<Result<Vec<_>, _>>()?;
     let report = Report {
         config: &cfg,
         eth,

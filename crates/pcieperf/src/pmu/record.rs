@@ -11,6 +11,7 @@ use crate::error::CliError;
 use crate::output::write_atomically;
 use crate::signals::cancel_on_signals;
 use clap::{Args, ValueEnum};
+use pcie_pmu::history::History;
 use pcie_pmu::monitor::{self, Monitor, Row, Schedule, Sink, Target};
 use pcie_report::{Axis, Chart, Point, Report, Section, Series};
 use std::fs::File;
@@ -55,12 +56,6 @@ enum Out {
     Live(File),
 }
 
-/// One target's values per interval, for the charts.
-struct History {
-    target: Target,
-    points: Vec<(f64, Target)>,
-}
-
 struct Recorder {
     path: PathBuf,
     format: RecordFormat,
@@ -101,15 +96,7 @@ impl Sink for Recorder {
             return Ok(true);
         }
         let time = rows.first().map_or(0.0, |r| r.time_s);
-        for t in mon.targets(rows) {
-            match self.history.iter_mut().find(|h| h.target.name == t.name) {
-                Some(h) => h.points.push((time, t)),
-                None => self.history.push(History {
-                    target: t.clone(),
-                    points: vec![(time, t)],
-                }),
-            }
-        }
+        History::record(&mut self.history, time, mon.targets(rows));
         Ok(true)
     }
 }
@@ -211,10 +198,6 @@ fn series(h: &History, prefix: &str) -> Vec<Series> {
     }
 }
 
-fn is_payload(h: &History) -> bool {
-    h.points.iter().any(|(_, v)| v.rx_gbps.is_some() || v.tx_gbps.is_some())
-}
-
 fn time_axis() -> Axis {
     Axis::linear("Time since start (s)")
 }
@@ -229,10 +212,10 @@ fn rate_axis(payload: bool) -> Axis {
 
 /// All root ports in one chart (or, with no payload event, every event's count rate).
 fn overview(history: &[History]) -> Chart {
-    let payload = history.iter().any(is_payload);
+    let payload = history.iter().any(History::is_payload);
     let series = history
         .iter()
-        .filter(|h| is_payload(h) == payload)
+        .filter(|h| h.is_payload() == payload)
         .flat_map(|h| series(h, &format!("{} ", h.target.name)))
         .collect();
     Chart {
@@ -255,7 +238,7 @@ fn report(history: &[History], mon: &Monitor, secs: f64) -> Report {
         let mut notes = Vec::new();
         let model = mon.ports.iter().find(|p| p.name == h.target.name).and_then(|p| p.model);
         let span = |y: f64| vec![Point::new(0.0, y), Point::new(secs, y)];
-        if let (Some(m), true) = (model, is_payload(h)) {
+        if let (Some(m), true) = (model, h.is_payload()) {
             series.push(Series::reference(
                 format!("model Rx {:.1} Gb/s", m.rx_gbps),
                 span(m.rx_gbps),
@@ -266,19 +249,13 @@ fn report(history: &[History], mon: &Monitor, secs: f64) -> Report {
             ));
         }
         let stats = |name: &str, unit: &str, f: &dyn Fn(&Target) -> Option<f64>| {
-            let v: Vec<f64> = h.points.iter().filter_map(|(_, t)| f(t)).collect();
-            (!v.is_empty()).then(|| {
-                let mean = v.iter().sum::<f64>() / v.len() as f64;
-                let peak = v.iter().copied().fold(f64::MIN, f64::max);
-                format!(
-                    "{name}: mean {mean:.3} {unit}, peak {peak:.3} {unit} over {} intervals",
-                    v.len()
-                )
+            h.mean_peak(f).map(|(mean, peak, n)| {
+                format!("{name}: mean {mean:.3} {unit}, peak {peak:.3} {unit} over {n} intervals")
             })
         };
         notes.extend(stats("Rx", "Gb/s", &|t| t.rx_gbps));
         notes.extend(stats("Tx", "Gb/s", &|t| t.tx_gbps));
-        if !is_payload(h) {
+        if !h.is_payload() {
             notes.extend(stats("Rate", "/s", &|t| t.rate));
         }
         if let Some(l) = &h.target.link {
@@ -290,7 +267,7 @@ fn report(history: &[History], mon: &Monitor, secs: f64) -> Report {
             chart: Chart {
                 title: h.target.name.clone(),
                 x: time_axis(),
-                y: rate_axis(is_payload(h)),
+                y: rate_axis(h.is_payload()),
                 series,
             },
             notes,
