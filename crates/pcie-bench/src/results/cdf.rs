@@ -1,7 +1,7 @@
 //! CDF files (`<base>_cdf.csv`): `cycles,ns,cdf` sections concatenated in test order, each
 //! starting with its first value at fraction 0, as pcie-bench writes them.
 
-use super::csv::Table;
+use super::csv::{self, Table};
 use super::ResultsError;
 use crate::stats::CdfPoint;
 use serde::Serialize;
@@ -11,7 +11,7 @@ pub(super) const HEADER: &str = "cycles,ns,cdf";
 pub(super) fn format_section(points: &[CdfPoint]) -> String {
     points
         .iter()
-        .map(|p| format!("{},{},{}\n", p.cycles, p.ns, p.cdf))
+        .map(|p| csv::line([p.cycles.to_string(), p.ns.to_string(), p.cdf.to_string()]))
         .collect()
 }
 

@@ -32,20 +32,25 @@ impl From<&TestParams> for RowKey {
     }
 }
 
-/// `Test,PAT,Cache,HO,DO,WinSZ,SZ` as pcie-bench writes them.
+impl RowKey {
+    /// `Test,PAT,Cache,HO,DO,WinSZ,SZ` as pcie-bench writes them.
+    pub(super) fn fields(&self) -> [String; 7] {
+        [
+            self.test.csv_name().to_string(),
+            self.pattern.csv_name().to_string(),
+            self.cache.csv_name().to_string(),
+            self.host_offset.to_string(),
+            self.device_offset.to_string(),
+            self.window.to_string(),
+            self.size.to_string(),
+        ]
+    }
+}
+
+/// The key's fields joined with commas, as a result row starts.
 impl std::fmt::Display for RowKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{},{},{},{},{},{},{}",
-            self.test.csv_name(),
-            self.pattern.csv_name(),
-            self.cache.csv_name(),
-            self.host_offset,
-            self.device_offset,
-            self.window,
-            self.size
-        )
+        f.write_str(&self.fields().join(","))
     }
 }
 
