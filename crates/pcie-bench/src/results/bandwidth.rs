@@ -1,7 +1,7 @@
 //! Bandwidth tables: pcie-bench's 13 columns, with the bandwidth column labelled with its true
 //! unit (pcie-bench's "BW (GB/s)" holds Gb/s too).
 
-use super::csv::{self, Table};
+use super::csv::{self, CsvTable};
 use super::key::{self, KeyColumns, RowKey};
 use super::ResultsError;
 use crate::params::TestParams;
@@ -37,7 +37,7 @@ pub struct BandwidthRow {
     pub trans_per_sec: f64,
 }
 
-pub(super) fn parse(t: &Table) -> Result<Vec<BandwidthRow>, ResultsError> {
+pub(super) fn parse(t: &CsvTable) -> Result<Vec<BandwidthRow>, ResultsError> {
     let keys = KeyColumns::locate(t)?;
     let time = t.column(&["Time", "Time(ns)"])?;
     let bytes = t.column(&["Bytes"])?;

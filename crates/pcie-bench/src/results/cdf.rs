@@ -1,7 +1,7 @@
 //! CDF files (`<base>_cdf.csv`): `cycles,ns,cdf` sections concatenated in test order, each
 //! starting with its first value at fraction 0, as pcie-bench writes them.
 
-use super::csv::{self, Table};
+use super::csv::{self, CsvTable};
 use super::ResultsError;
 use crate::stats::CdfPoint;
 use serde::Serialize;
@@ -23,7 +23,7 @@ pub struct CdfSection {
 }
 
 /// Splits at the fraction-0 rows that open every section.
-pub(super) fn parse(t: &Table) -> Result<Vec<CdfSection>, ResultsError> {
+pub(super) fn parse(t: &CsvTable) -> Result<Vec<CdfSection>, ResultsError> {
     let ns = t.column(&["ns"])?;
     let cdf = t.column(&["cdf"])?;
     let mut sections: Vec<CdfSection> = Vec::new();

@@ -11,14 +11,14 @@ use std::path::{Path, PathBuf};
 pub(super) const MAX_FIGURE: f64 = 1e15;
 
 /// A parsed CSV file.
-pub(super) struct Table {
+pub(super) struct CsvTable {
     path: PathBuf,
     pub header: Vec<String>,
-    pub rows: Vec<Row>,
+    pub rows: Vec<CsvRow>,
 }
 
 /// A data row and its 1-based line number.
-pub(super) struct Row {
+pub(super) struct CsvRow {
     pub line: usize,
     fields: ::csv::StringRecord,
 }
@@ -30,8 +30,8 @@ pub(super) struct Col {
     name: String,
 }
 
-impl Table {
-    pub fn parse(path: &Path, text: &str) -> Result<Table, ResultsError> {
+impl CsvTable {
+    pub fn parse(path: &Path, text: &str) -> Result<CsvTable, ResultsError> {
         let mut reader = ::csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
@@ -56,9 +56,9 @@ impl Table {
                     message: format!("{} fields, but the header has {}", fields.len(), header.len()),
                 });
             }
-            rows.push(Row { line, fields });
+            rows.push(CsvRow { line, fields });
         }
-        Ok(Table {
+        Ok(CsvTable {
             path: path.to_path_buf(),
             header,
             rows,
@@ -88,7 +88,7 @@ impl Table {
         })
     }
 
-    pub fn err(&self, row: &Row, col: &Col, message: String) -> ResultsError {
+    pub fn err(&self, row: &CsvRow, col: &Col, message: String) -> ResultsError {
         ResultsError {
             path: self.path.clone(),
             line: Some(row.line),
@@ -97,19 +97,19 @@ impl Table {
         }
     }
 
-    pub fn text<'a>(&self, row: &'a Row, col: &Col) -> &'a str {
+    pub fn text<'a>(&self, row: &'a CsvRow, col: &Col) -> &'a str {
         &row.fields[col.index]
     }
 
     /// A field parsed with `FromStr`; the error names file, line and column.
-    pub fn parsed<T: std::str::FromStr>(&self, row: &Row, col: &Col, what: &str) -> Result<T, ResultsError> {
+    pub fn parsed<T: std::str::FromStr>(&self, row: &CsvRow, col: &Col, what: &str) -> Result<T, ResultsError> {
         let s = self.text(row, col);
         s.parse()
             .map_err(|_| self.err(row, col, format!("\"{s}\" is not {what}")))
     }
 
     /// A measured figure: a number from 0 to [`MAX_FIGURE`] (not NaN, not infinite).
-    pub fn float(&self, row: &Row, col: &Col) -> Result<f64, ResultsError> {
+    pub fn float(&self, row: &CsvRow, col: &Col) -> Result<f64, ResultsError> {
         let v = self.parsed::<f64>(row, col, "a number")?;
         if (0.0..=MAX_FIGURE).contains(&v) {
             Ok(v)
@@ -123,7 +123,7 @@ impl Table {
     }
 
     /// A non-negative whole number; pcie-bench sometimes writes them as floats (`1572864.0`).
-    pub fn uint(&self, row: &Row, col: &Col) -> Result<u64, ResultsError> {
+    pub fn uint(&self, row: &CsvRow, col: &Col) -> Result<u64, ResultsError> {
         let s = self.text(row, col);
         if let Ok(n) = s.parse::<u64>() {
             return Ok(n);
@@ -134,7 +134,7 @@ impl Table {
         }
     }
 
-    pub fn uint32(&self, row: &Row, col: &Col) -> Result<u32, ResultsError> {
+    pub fn uint32(&self, row: &CsvRow, col: &Col) -> Result<u32, ResultsError> {
         let n = self.uint(row, col)?;
         u32::try_from(n).map_err(|_| self.err(row, col, format!("{n} is too large")))
     }
@@ -208,7 +208,7 @@ mod tests {
     #[test]
     fn crlf_lookup_by_name_and_located_errors() {
         let p = Path::new("x.csv");
-        let t = Table::parse(p, "B,A\r\n1.0,2\r\n\r\n7,x\r\n").unwrap();
+        let t = CsvTable::parse(p, "B,A\r\n1.0,2\r\n\r\n7,x\r\n").unwrap();
         assert_eq!(t.rows.len(), 2);
         let a = t.column(&["A"]).unwrap();
         let b = t.column(&["Z", "B"]).unwrap();
@@ -221,9 +221,9 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("column \"C\": missing"));
-        let e = Table::parse(p, "A,B\n1\n").err().unwrap();
+        let e = CsvTable::parse(p, "A,B\n1\n").err().unwrap();
         assert_eq!(e.to_string(), "x.csv:2: 1 fields, but the header has 2");
-        assert!(Table::parse(p, "\n").is_err());
+        assert!(CsvTable::parse(p, "\n").is_err());
     }
 
     #[test]
@@ -231,7 +231,7 @@ mod tests {
         let fields = ["plain", "a,b", "say \"hi\"", "two\nlines", ""];
         let text = format!("{}{}", line(["A", "B", "C", "D", "E"]), line(fields));
         assert_eq!(text, "A,B,C,D,E\nplain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",\n");
-        let t = Table::parse(Path::new("q.csv"), &text).unwrap();
+        let t = CsvTable::parse(Path::new("q.csv"), &text).unwrap();
         assert_eq!(t.rows.len(), 1);
         let read: Vec<&str> = ["A", "B", "C", "D", "E"]
             .map(|n| t.text(&t.rows[0], &t.column(&[n]).unwrap()))
@@ -239,7 +239,7 @@ mod tests {
         assert_eq!(read, fields);
         // A quoted header names its column without the quotes; the next row's line counts
         // the line end inside the quoted field.
-        let t = Table::parse(Path::new("q.csv"), "\"BW (Gb/s)\",N\n\"1\n\",2\n3,x\n").unwrap();
+        let t = CsvTable::parse(Path::new("q.csv"), "\"BW (Gb/s)\",N\n\"1\n\",2\n3,x\n").unwrap();
         assert_eq!(t.header, ["BW (Gb/s)", "N"]);
         let n = t.column(&["N"]).unwrap();
         assert_eq!(
@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn figures_are_finite_non_negative_and_bounded() {
-        let t = Table::parse(Path::new("z.csv"), "F\n0\n1e15\nNaN\ninf\n-inf\n-1\n1e300\n").unwrap();
+        let t = CsvTable::parse(Path::new("z.csv"), "F\n0\n1e15\nNaN\ninf\n-inf\n-1\n1e300\n").unwrap();
         let f = t.column(&["F"]).unwrap();
         assert_eq!(t.float(&t.rows[0], &f).unwrap(), 0.0);
         assert_eq!(t.float(&t.rows[1], &f).unwrap(), 1e15);
@@ -262,7 +262,7 @@ mod tests {
 
     #[test]
     fn whole_numbers_reject_fractions_and_negatives() {
-        let t = Table::parse(Path::new("y.csv"), "N\n1.5\n-1\n").unwrap();
+        let t = CsvTable::parse(Path::new("y.csv"), "N\n1.5\n-1\n").unwrap();
         let n = t.column(&["N"]).unwrap();
         assert!(t.uint(&t.rows[0], &n).is_err());
         assert!(t.uint(&t.rows[1], &n).is_err());

@@ -1,6 +1,6 @@
 //! The seven columns that identify a test in every pcie-bench result table.
 
-use super::csv::{Row, Table};
+use super::csv::{CsvRow, CsvTable};
 use super::ResultsError;
 use crate::params::{CacheState, Pattern, TestKind, TestParams};
 
@@ -58,7 +58,7 @@ impl std::fmt::Display for RowKey {
 pub(super) struct KeyColumns([super::csv::Col; 7]);
 
 impl KeyColumns {
-    pub fn locate(t: &Table) -> Result<KeyColumns, ResultsError> {
+    pub fn locate(t: &CsvTable) -> Result<KeyColumns, ResultsError> {
         Ok(KeyColumns([
             t.column(&["Test"])?,
             t.column(&["PAT"])?,
@@ -70,7 +70,7 @@ impl KeyColumns {
         ]))
     }
 
-    pub fn read(&self, t: &Table, row: &Row) -> Result<RowKey, ResultsError> {
+    pub fn read(&self, t: &CsvTable, row: &CsvRow) -> Result<RowKey, ResultsError> {
         let [test, pat, cache, ho, dof, win, sz] = &self.0;
         Ok(RowKey {
             test: t.parsed(row, test, "a test name such as LAT_DMA_RD or BW_DMA_WR")?,

@@ -1,6 +1,6 @@
 //! Latency tables: pcie-bench's 23 columns plus the 99th percentile in cycles and ns.
 
-use super::csv::{self, Table};
+use super::csv::{self, CsvTable};
 use super::key::{self, KeyColumns, RowKey};
 use super::ResultsError;
 use crate::params::TestParams;
@@ -45,7 +45,7 @@ pub struct LatencyRow {
 }
 
 /// Reads the ns columns; the cycle columns are not needed and may be absent.
-pub(super) fn parse(t: &Table) -> Result<Vec<LatencyRow>, ResultsError> {
+pub(super) fn parse(t: &CsvTable) -> Result<Vec<LatencyRow>, ResultsError> {
     let keys = KeyColumns::locate(t)?;
     let col = |n: &str| t.column(&[n]);
     let (tavg, avg, med, min, max) = (

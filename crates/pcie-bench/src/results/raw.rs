@@ -1,7 +1,7 @@
 //! Raw latency samples (`<base>_raw.csv`): one row per sample in issue order, for CDFs and
 //! time series beyond the summary statistics.
 
-use super::csv::Table;
+use super::csv::CsvTable;
 use super::ResultsError;
 use crate::backend::LatencySamples;
 use crate::params::{CacheState, TestKind, TestParams};
@@ -42,7 +42,7 @@ pub struct RawSample {
 /// Reads a `<base>_raw.csv` file (kept out of `RunData::load`: it can be large).
 pub fn read_raw(path: &Path) -> Result<Vec<RawSample>, ResultsError> {
     let text = std::fs::read_to_string(path).map_err(|e| ResultsError::io(path, e))?;
-    let t = Table::parse(path, &text)?;
+    let t = CsvTable::parse(path, &text)?;
     let [test, cache, window, size, index, ns] =
         ["test", "cache", "window", "size", "index", "ns"].map(|n| t.column(&[n]));
     let (test, cache, window, size, index, ns) = (test?, cache?, window?, size?, index?, ns?);

@@ -1,7 +1,7 @@
 //! Loads a run directory — ours or an original pcie-bench data directory — into typed rows.
 //! Files are recognised by their header, not their name.
 
-use super::csv::Table;
+use super::csv::CsvTable;
 use super::run_info::RunInfo;
 use super::{bandwidth, cdf, latency, raw, BandwidthRow, CdfSection, LatencyRow, ResultsError};
 use serde::Serialize;
@@ -32,7 +32,7 @@ impl ResultFile {
         if first_line(text) == raw::HEADER {
             return Ok(None);
         }
-        let table = Table::parse(path, text)?;
+        let table = CsvTable::parse(path, text)?;
         let data = if table.has("cdf") {
             ResultData::Cdf(cdf::parse(&table)?)
         } else if table.has("Trans/s") {
