@@ -13,7 +13,7 @@ mod ptx;
 pub use plan::Engine;
 
 use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
-use crate::host::{node_cpus, CacheSteps, DmaBuffer, PciDevice};
+use crate::host::{node_cpus, CacheSteps, DeviceRecord, DmaBuffer};
 use crate::params::{CacheState, TestParams, BUFFER_BYTES};
 use driver::{Device, DeviceBuffer, Direction, Function, Mapped, Module, Streams};
 use plan::{Arg, Buffers};
@@ -51,7 +51,7 @@ pub struct GpuInfo {
     pub multiprocessors: u32,
     /// The GPU's PCI function as sysfs shows it: link speed and width (current and maximum),
     /// MPS/MRRS from its config space, NUMA node.
-    pub pci: Option<PciDevice>,
+    pub pci: Option<DeviceRecord>,
     pub timer: TimerInfo,
 }
 
@@ -196,7 +196,7 @@ impl CudaBackend {
             cuda_driver_version: cuda_version,
             kernel_driver_version: kernel_driver_version(&options.root),
             multiprocessors: sms,
-            pci: PciDevice::read(&options.root, &bdf).ok(),
+            pci: bdf.parse().ok().and_then(|b| DeviceRecord::read(&options.root, b).ok()),
             timer: timer.clone(),
         };
         let gpu = Gpu {
@@ -421,7 +421,7 @@ mod tests {
             cuda_driver_version: 13000,
             kernel_driver_version: Some("580.95.05".into()),
             multiprocessors: 132,
-            pci: Some(PciDevice {
+            pci: Some(DeviceRecord {
                 bdf: "0000:19:00.0".into(),
                 current_link_speed: Some("32.0 GT/s PCIe".into()),
                 current_link_width: Some(16),
@@ -430,7 +430,7 @@ mod tests {
                 mps: Some(256),
                 mrrs: Some(512),
                 numa_node: Some(0),
-                ..PciDevice::default()
+                ..DeviceRecord::default()
             }),
             timer: TimerInfo {
                 source: "sm_clock".into(),
@@ -448,7 +448,7 @@ mod tests {
         let link = info
             .pci
             .as_ref()
-            .and_then(PciDevice::link_config)
+            .and_then(DeviceRecord::link_config)
             .expect("a Gen5 x16 link");
         assert_eq!(link.to_string().split(',').next(), Some("Gen5 x16"));
     }

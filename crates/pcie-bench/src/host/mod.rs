@@ -10,7 +10,9 @@ mod sysinfo;
 pub use affinity::{node_cpus, parse_cpulist, pinned};
 pub use buffer::{choose_node, choose_page, DmaBuffer};
 pub use cache::CacheSteps;
-pub use sysinfo::{normalize_bdf, numa_nodes, KernelIommu, NumaNode, PciDevice};
+/// The address [`DeviceRecord::read`] takes, parsed from text with `str::parse`.
+pub use pcie_sysfs::Bdf;
+pub use sysinfo::{numa_nodes, DeviceRecord, KernelIommu, NumaNode};
 
 /// A temporary directory holding `files` (path relative to it, contents).
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Bandwidth tables: pcie-bench's 13 columns, with the bandwidth column labelled with its true
 //! unit (pcie-bench's "BW (GB/s)" holds Gb/s too).
 
-use super::csv::Table;
+use super::csv::{self, CsvTable};
 use super::key::{self, KeyColumns, RowKey};
 use super::ResultsError;
 use crate::params::TestParams;
@@ -12,17 +12,17 @@ pub(super) fn header() -> String {
     format!("{},Time(cyc),Time,Bytes,Trans,BW (Gb/s),Trans/s", key::HEADER)
 }
 
+/// One CSV line, with its line end.
 pub(super) fn format_row(p: &TestParams, s: &BandwidthStats) -> String {
-    format!(
-        "{},{},{},{},{},{},{}",
-        RowKey::from(p),
-        s.time_cycles,
-        s.time_ns,
-        s.bytes,
-        s.transactions,
-        s.gbps,
-        s.trans_per_sec
-    )
+    let figures = [
+        s.time_cycles.to_string(),
+        s.time_ns.to_string(),
+        s.bytes.to_string(),
+        s.transactions.to_string(),
+        s.gbps.to_string(),
+        s.trans_per_sec.to_string(),
+    ];
+    csv::line(RowKey::from(p).fields().iter().chain(&figures))
 }
 
 /// One bandwidth result. For BW_RDWR, bytes and transactions are per direction.
@@ -37,7 +37,7 @@ pub struct BandwidthRow {
     pub trans_per_sec: f64,
 }
 
-pub(super) fn parse(t: &Table) -> Result<Vec<BandwidthRow>, ResultsError> {
+pub(super) fn parse(t: &CsvTable) -> Result<Vec<BandwidthRow>, ResultsError> {
     let keys = KeyColumns::locate(t)?;
     let time = t.column(&["Time", "Time(ns)"])?;
     let bytes = t.column(&["Bytes"])?;

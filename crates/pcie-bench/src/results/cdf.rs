@@ -1,7 +1,7 @@
 //! CDF files (`<base>_cdf.csv`): `cycles,ns,cdf` sections concatenated in test order, each
 //! starting with its first value at fraction 0, as pcie-bench writes them.
 
-use super::csv::Table;
+use super::csv::{self, CsvTable};
 use super::ResultsError;
 use crate::stats::CdfPoint;
 use serde::Serialize;
@@ -11,7 +11,7 @@ pub(super) const HEADER: &str = "cycles,ns,cdf";
 pub(super) fn format_section(points: &[CdfPoint]) -> String {
     points
         .iter()
-        .map(|p| format!("{},{},{}\n", p.cycles, p.ns, p.cdf))
+        .map(|p| csv::line([p.cycles.to_string(), p.ns.to_string(), p.cdf.to_string()]))
         .collect()
 }
 
@@ -23,7 +23,7 @@ pub struct CdfSection {
 }
 
 /// Splits at the fraction-0 rows that open every section.
-pub(super) fn parse(t: &Table) -> Result<Vec<CdfSection>, ResultsError> {
+pub(super) fn parse(t: &CsvTable) -> Result<Vec<CdfSection>, ResultsError> {
     let ns = t.column(&["ns"])?;
     let cdf = t.column(&["cdf"])?;
     let mut sections: Vec<CdfSection> = Vec::new();

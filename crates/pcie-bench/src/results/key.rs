@@ -1,6 +1,6 @@
 //! The seven columns that identify a test in every pcie-bench result table.
 
-use super::csv::{Row, Table};
+use super::csv::{CsvRow, CsvTable};
 use super::ResultsError;
 use crate::params::{CacheState, Pattern, TestKind, TestParams};
 
@@ -32,20 +32,25 @@ impl From<&TestParams> for RowKey {
     }
 }
 
-/// `Test,PAT,Cache,HO,DO,WinSZ,SZ` as pcie-bench writes them.
+impl RowKey {
+    /// `Test,PAT,Cache,HO,DO,WinSZ,SZ` as pcie-bench writes them.
+    pub(super) fn fields(&self) -> [String; 7] {
+        [
+            self.test.csv_name().to_string(),
+            self.pattern.csv_name().to_string(),
+            self.cache.csv_name().to_string(),
+            self.host_offset.to_string(),
+            self.device_offset.to_string(),
+            self.window.to_string(),
+            self.size.to_string(),
+        ]
+    }
+}
+
+/// The key's fields joined with commas, as a result row starts.
 impl std::fmt::Display for RowKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{},{},{},{},{},{},{}",
-            self.test.csv_name(),
-            self.pattern.csv_name(),
-            self.cache.csv_name(),
-            self.host_offset,
-            self.device_offset,
-            self.window,
-            self.size
-        )
+        f.write_str(&self.fields().join(","))
     }
 }
 
@@ -53,7 +58,7 @@ impl std::fmt::Display for RowKey {
 pub(super) struct KeyColumns([super::csv::Col; 7]);
 
 impl KeyColumns {
-    pub fn locate(t: &Table) -> Result<KeyColumns, ResultsError> {
+    pub fn locate(t: &CsvTable) -> Result<KeyColumns, ResultsError> {
         Ok(KeyColumns([
             t.column(&["Test"])?,
             t.column(&["PAT"])?,
@@ -65,7 +70,7 @@ impl KeyColumns {
         ]))
     }
 
-    pub fn read(&self, t: &Table, row: &Row) -> Result<RowKey, ResultsError> {
+    pub fn read(&self, t: &CsvTable, row: &CsvRow) -> Result<RowKey, ResultsError> {
         let [test, pat, cache, ho, dof, win, sz] = &self.0;
         Ok(RowKey {
             test: t.parsed(row, test, "a test name such as LAT_DMA_RD or BW_DMA_WR")?,

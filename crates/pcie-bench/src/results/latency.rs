@@ -1,6 +1,6 @@
 //! Latency tables: pcie-bench's 23 columns plus the 99th percentile in cycles and ns.
 
-use super::csv::Table;
+use super::csv::{self, CsvTable};
 use super::key::{self, KeyColumns, RowKey};
 use super::ResultsError;
 use crate::params::TestParams;
@@ -14,20 +14,16 @@ pub(super) fn header() -> String {
     )
 }
 
+/// One CSV line, with its line end.
 pub(super) fn format_row(p: &TestParams, s: &LatencyStats) -> String {
-    let figures = |m: &Summary| {
-        format!(
-            "{},{},{},{},{},{},{},{}",
-            m.tavg, m.avg, m.median, m.min, m.max, m.p95, m.p99, m.p999
-        )
-    };
-    format!(
-        "{},{},{},{},{}",
-        RowKey::from(p),
-        figures(&s.cycles),
-        figures(&s.ns),
-        s.outliers,
-        s.samples
+    let figures = |m: &Summary| [m.tavg, m.avg, m.median, m.min, m.max, m.p95, m.p99, m.p999].map(|v| v.to_string());
+    let key = RowKey::from(p).fields();
+    let counts = [s.outliers.to_string(), s.samples.to_string()];
+    csv::line(
+        key.iter()
+            .chain(&figures(&s.cycles))
+            .chain(&figures(&s.ns))
+            .chain(&counts),
     )
 }
 
@@ -49,7 +45,7 @@ pub struct LatencyRow {
 }
 
 /// Reads the ns columns; the cycle columns are not needed and may be absent.
-pub(super) fn parse(t: &Table) -> Result<Vec<LatencyRow>, ResultsError> {
+pub(super) fn parse(t: &CsvTable) -> Result<Vec<LatencyRow>, ResultsError> {
     let keys = KeyColumns::locate(t)?;
     let col = |n: &str| t.column(&[n]);
     let (tavg, avg, med, min, max) = (

@@ -1,7 +1,7 @@
 //! Raw latency samples (`<base>_raw.csv`): one row per sample in issue order, for CDFs and
 //! time series beyond the summary statistics.
 
-use super::csv::Table;
+use super::csv::CsvTable;
 use super::ResultsError;
 use crate::backend::LatencySamples;
 use crate::params::{CacheState, TestKind, TestParams};
@@ -13,11 +13,18 @@ pub(super) const HEADER: &str = "test,cache,window,size,index,ns";
 
 pub(super) fn write_block(w: &mut dyn Write, p: &TestParams, s: &LatencySamples) -> io::Result<()> {
     let ns_per_cycle = s.cycle_ps / 1000.0;
-    let prefix = format!("{},{},{},{}", p.kind.csv_name(), p.cache.csv_name(), p.window, p.size);
+    let prefix = [
+        p.kind.csv_name().to_string(),
+        p.cache.csv_name().to_string(),
+        p.window.to_string(),
+        p.size.to_string(),
+    ];
+    let mut out = ::csv::Writer::from_writer(w);
     for (i, &c) in s.cycles.iter().enumerate() {
-        writeln!(w, "{prefix},{i},{}", c as f64 * ns_per_cycle)?;
+        let sample = [i.to_string(), (c as f64 * ns_per_cycle).to_string()];
+        out.write_record(prefix.iter().chain(&sample))?;
     }
-    Ok(())
+    out.flush()
 }
 
 /// One raw latency sample.
@@ -35,7 +42,7 @@ pub struct RawSample {
 /// Reads a `<base>_raw.csv` file (kept out of `RunData::load`: it can be large).
 pub fn read_raw(path: &Path) -> Result<Vec<RawSample>, ResultsError> {
     let text = std::fs::read_to_string(path).map_err(|e| ResultsError::io(path, e))?;
-    let t = Table::parse(path, &text)?;
+    let t = CsvTable::parse(path, &text)?;
     let [test, cache, window, size, index, ns] =
         ["test", "cache", "window", "size", "index", "ns"].map(|n| t.column(&[n]));
     let (test, cache, window, size, index, ns) = (test?, cache?, window?, size?, index?, ns?);

@@ -2,7 +2,7 @@
 //! CSV files are recognised by their header, not their name; pciebench-netfpga's headerless
 //! `.dat` files by their name.
 
-use super::csv::Table;
+use super::csv::CsvTable;
 use super::netfpga::{DatFile, DatRuns};
 use super::run_info::RunInfo;
 use super::{bandwidth, cdf, latency, raw, BandwidthRow, CdfSection, LatencyRow, ResultsError};
@@ -34,7 +34,7 @@ impl ResultFile {
         if first_line(text) == raw::HEADER {
             return Ok(None);
         }
-        let table = Table::parse(path, text)?;
+        let table = CsvTable::parse(path, text)?;
         let data = if table.has("cdf") {
             ResultData::Cdf(cdf::parse(&table)?)
         } else if table.has("Trans/s") {

@@ -2,7 +2,7 @@
 //! kept the same facts in its `sys-*.txt` files).
 
 use crate::backend::BackendInfo;
-use crate::host::{numa_nodes, KernelIommu, NumaNode, PciDevice};
+use crate::host::{numa_nodes, DeviceRecord, KernelIommu, NumaNode};
 use crate::params::{Iommu, Numa};
 use pcie_model::LinkConfig;
 use serde::{Deserialize, Serialize, Serializer};
@@ -54,7 +54,7 @@ pub struct HostInfo {
     /// NUMA nodes with their CPUs and memory (empty without NUMA information).
     pub numa_nodes: Vec<NumaNode>,
     /// The device under test, for backends driving a real one.
-    pub device: Option<PciDevice>,
+    pub device: Option<DeviceRecord>,
 }
 
 /// The link with its keys in alphabetical order, as `run.json` has always written it.

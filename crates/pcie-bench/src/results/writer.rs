@@ -150,7 +150,6 @@ impl RunWriter {
             }
         };
         let base = &mut self.bases[idx];
-        base.rows.push('\n');
         let header = if latency {
             latency::header()
         } else {

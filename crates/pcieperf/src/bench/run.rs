@@ -6,7 +6,7 @@ use crate::error::CliError;
 use crate::output::{Cell, Format, Table};
 use crate::signals::cancel_on_signals;
 use clap::Args;
-use pcie_bench::host::{normalize_bdf, PciDevice};
+use pcie_bench::host::{Bdf, DeviceRecord};
 use pcie_bench::suite::{work, BaseSummary, Plan};
 use pcie_bench::{
     parse_bytes, rfc3339, run_tests, Backend, CacheState, CudaBackend, CudaOptions, Engine, ExecBackend, ExecOptions,
@@ -153,7 +153,7 @@ fn suite(a: &RunArgs, backend: &dyn Backend, numa: Numa, iommu: Iommu) -> Result
 struct Opened {
     backend: Box<dyn Backend>,
     warnings: Vec<String>,
-    device: Option<PciDevice>,
+    device: Option<DeviceRecord>,
 }
 
 /// Longest `--timeout` and `--handshake-timeout`: a week.
@@ -233,9 +233,10 @@ fn open_backend(a: &RunArgs, numa: Numa, threads: usize, progress: &Progress) ->
     let root = Path::new("/");
     let named = match &a.device {
         Some(d) => {
-            let bdf = normalize_bdf(d)
-                .ok_or_else(|| usage(format!("--device {d}: must be a PCI address like 0000:03:00.0")))?;
-            Some(PciDevice::read(root, &bdf).map_err(|e| usage(format!("--device {d}: {e}")))?)
+            let bdf: Bdf = d
+                .parse()
+                .map_err(|_| usage(format!("--device {d}: must be a PCI address like 0000:03:00.0")))?;
+            Some(DeviceRecord::read(root, bdf).map_err(|e| usage(format!("--device {d}: {e}")))?)
         }
         None => None,
     };
@@ -256,9 +257,10 @@ fn open_backend(a: &RunArgs, numa: Numa, threads: usize, progress: &Progress) ->
     let reported = backend.hello().bdf.as_deref();
     let device = match (named, reported) {
         (Some(d), _) => Some(d),
-        (None, Some(bdf)) => match normalize_bdf(bdf)
-            .ok_or_else(|| "not a PCI address".to_string())
-            .and_then(|b| PciDevice::read(root, &b))
+        (None, Some(bdf)) => match bdf
+            .parse::<Bdf>()
+            .map_err(|_| "not a PCI address".to_string())
+            .and_then(|b| DeviceRecord::read(root, b).map_err(|e| e.to_string()))
         {
             Ok(d) => Some(d),
             Err(e) => {
@@ -334,7 +336,7 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
                     a.backend
                 ))
             })?),
-            None => device.as_ref().and_then(PciDevice::link_config),
+            None => device.as_ref().and_then(DeviceRecord::link_config),
         },
         numa: tests.first().map(|(_, t)| t.numa).unwrap_or_default(),
         iommu: tests.first().map(|(_, t)| t.iommu).unwrap_or_default(),
