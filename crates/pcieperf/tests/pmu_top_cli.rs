@@ -1,13 +1,16 @@
-//! `pcieperf pmu top` in a pseudo-terminal (openpty): it draws the header and a row per event,
-//! re-sorts on a key, and quits on `q` with exit 0 and the terminal as it found it. Counts the
-//! host's software PMU (skipped where perf_event_open is not permitted).
+//! `pcieperf pmu top` in a pseudo-terminal (openpty, the program's controlling terminal): it
+//! draws the header and a row per event, re-sorts on a key, fits 80x24 and 200x60 terminals and
+//! redraws after a resize, leaves colours out under NO_COLOR, and quits on `q` with exit 0 and the
+//! terminal as it found it. The screen is read as a terminal shows it (vt100). Counts the host's
+//! software PMU (skipped where perf_event_open is not permitted).
 
 mod common;
 use common::{can_count_software, pcieperf, refused, software_backed_dwc, stderr, stdout};
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::process::{Command, Stdio};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,14 +19,18 @@ struct Pty {
     slave: OwnedFd,
 }
 
-fn openpty(cols: u16, rows: u16) -> Pty {
-    let (mut m, mut s) = (0, 0);
-    let ws = libc::winsize {
+fn winsize(cols: u16, rows: u16) -> libc::winsize {
+    libc::winsize {
         ws_row: rows,
         ws_col: cols,
         ws_xpixel: 0,
         ws_ypixel: 0,
-    };
+    }
+}
+
+fn openpty(cols: u16, rows: u16) -> Pty {
+    let (mut m, mut s) = (0, 0);
+    let ws = winsize(cols, rows);
     // SAFETY: openpty writes two new descriptors; the termios pointer may be null.
     let r = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), &ws) };
     assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
@@ -43,24 +50,127 @@ fn lflag(fd: &OwnedFd) -> libc::tcflag_t {
     t.c_lflag
 }
 
-/// Everything the program wrote to the terminal so far, as text.
-fn screen(buf: &Arc<Mutex<Vec<u8>>>) -> String {
-    String::from_utf8_lossy(&buf.lock().unwrap()).into_owned()
+/// What the program wrote to the terminal, raw and as a terminal of the pty's size shows it.
+struct Output {
+    bytes: Vec<u8>,
+    screen: vt100::Parser,
 }
 
-/// The last complete frame (the text after the last clear-screen) once `pred` holds for it.
-fn wait_frame(buf: &Arc<Mutex<Vec<u8>>>, what: &str, pred: impl Fn(&str) -> bool) -> String {
-    let start = Instant::now();
-    loop {
-        let all = screen(buf);
-        if let Some(frame) = all.rsplit("\x1b[H\x1b[2J").next().filter(|f| pred(f)) {
-            return frame.to_string();
+/// `pcieperf pmu top ARGS` on a new pty of `cols` x `rows`, as the session leader with the pty
+/// as its controlling terminal (so a resize sends it SIGWINCH, as in a terminal emulator).
+struct Top {
+    child: Child,
+    pty: Pty,
+    out: Arc<Mutex<Output>>,
+}
+
+impl Top {
+    fn start(cols: u16, rows: u16, args: &[&str], no_color: bool) -> Top {
+        let pty = openpty(cols, rows);
+        let io = || Stdio::from(pty.slave.try_clone().unwrap());
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pcieperf"));
+        cmd.args(["pmu", "top"]).args(args).env_remove("NO_COLOR");
+        if no_color {
+            cmd.env("NO_COLOR", "1");
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "no frame with {what}:\n{all}"
+        // SAFETY: setsid and ioctl are async-signal-safe; stdin (fd 0) is the pty's slave.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.stdin(io()).stdout(io()).stderr(io()).spawn().unwrap();
+        let out = Arc::new(Mutex::new(Output {
+            bytes: Vec::new(),
+            screen: vt100::Parser::new(rows, cols, 0),
+        }));
+        let mut reader = pty.master.try_clone().unwrap();
+        let sink = Arc::clone(&out);
+        std::thread::spawn(move || {
+            let mut b = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut b) {
+                if n == 0 {
+                    break;
+                }
+                let mut o = sink.lock().unwrap();
+                o.bytes.extend_from_slice(&b[..n]);
+                o.screen.process(&b[..n]);
+            }
+        });
+        Top { child, pty, out }
+    }
+
+    /// Everything the program wrote to the terminal so far, as text.
+    fn raw(&self) -> String {
+        String::from_utf8_lossy(&self.out.lock().unwrap().bytes).into_owned()
+    }
+
+    /// The screen's rows, trailing blanks removed.
+    fn rows(&self) -> Vec<String> {
+        let o = self.out.lock().unwrap();
+        let (_, cols) = o.screen.screen().size();
+        o.screen
+            .screen()
+            .rows(0, cols)
+            .map(|r| r.trim_end().to_string())
+            .collect()
+    }
+
+    /// The screen as text once `pred` holds for it.
+    fn wait_frame(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let frame = self.rows().join("\n");
+            if pred(&frame) {
+                return frame;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "no frame with {what}:\n{frame}\n{:?}",
+                self.raw()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn key(&mut self, k: &[u8]) {
+        self.pty.master.write_all(k).unwrap();
+    }
+
+    /// The terminal becomes `cols` x `rows` (TIOCSWINSZ: the kernel sends SIGWINCH).
+    fn resize(&mut self, cols: u16, rows: u16) {
+        self.out.lock().unwrap().screen.set_size(rows, cols);
+        let ws = winsize(cols, rows);
+        // SAFETY: TIOCSWINSZ reads the winsize we pass.
+        assert_eq!(
+            unsafe { libc::ioctl(self.pty.master.as_raw_fd(), libc::TIOCSWINSZ, &ws) },
+            0
         );
-        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    /// `q`, then exit 0 within 5 s.
+    fn quit(&mut self) {
+        self.key(b"q");
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(start.elapsed() < Duration::from_secs(5), "did not quit on q");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(0));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+impl Drop for Top {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -69,51 +179,24 @@ fn row_of(frame: &str, event: &str) -> usize {
     frame.lines().position(|l| l.starts_with(event)).unwrap_or(usize::MAX)
 }
 
+const TWO_CLOCKS: [&str; 4] = ["-e", "software/cpu-clock/,software/task-clock/", "-I", "100"];
+
+fn ready(f: &str) -> bool {
+    f.contains("Rx Gb/s") && f.contains("software/task-clock/") && f.contains("q quit")
+}
+
 #[test]
 fn live_view_sorts_on_keys_and_quits_on_q_restoring_the_terminal() {
     if !can_count_software() {
         return;
     }
-    let pty = openpty(160, 30);
-    let before = lflag(&pty.slave);
+    let mut top = Top::start(160, 30, &[&TWO_CLOCKS[..], &["--sort", "name"]].concat(), false);
+    let before = lflag(&top.pty.slave);
     assert_ne!(before & libc::ICANON, 0);
-    let io = || Stdio::from(pty.slave.try_clone().unwrap());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pcieperf"))
-        .args([
-            "pmu",
-            "top",
-            "-e",
-            "software/cpu-clock/,software/task-clock/",
-            "-I",
-            "100",
-            "--sort",
-            "name",
-        ])
-        .stdin(io())
-        .stdout(io())
-        .stderr(io())
-        .spawn()
-        .unwrap();
-    let buf = Arc::new(Mutex::new(Vec::new()));
-    let mut reader = pty.master.try_clone().unwrap();
-    let sink = Arc::clone(&buf);
-    std::thread::spawn(move || {
-        let mut b = [0u8; 4096];
-        while let Ok(n) = reader.read(&mut b) {
-            if n == 0 {
-                break;
-            }
-            sink.lock().unwrap().extend_from_slice(&b[..n]);
-        }
-    });
-    let mut master = pty.master;
 
-    let ready = |f: &str| f.contains("Rx Gb/s") && f.contains("software/task-clock/") && f.contains("History");
-    let frame = wait_frame(&buf, "the header and both rows", ready);
-    assert!(
-        screen(&buf).starts_with("\x1b[?1049h\x1b[?25l"),
-        "alternate screen first"
-    );
+    let ready = |f: &str| ready(f) && f.contains("History");
+    let frame = top.wait_frame("the header and both rows", ready);
+    assert!(top.raw().starts_with("\x1b[?1049h\x1b[?25l"), "alternate screen first");
     assert!(
         frame.contains("Root port / event▼") && frame.contains("sort: Name▼"),
         "{frame}"
@@ -125,35 +208,91 @@ fn live_view_sorts_on_keys_and_quits_on_q_restoring_the_terminal() {
     // Rates of about 1e9 ns/s and a sparkline of them.
     let row = frame.lines().find(|l| l.starts_with("software/cpu-clock/")).unwrap();
     assert!(row.contains('▁') || row.contains('█'), "{row}");
+    // The help line names every key, on the last row.
+    let help = top.rows()[29].clone();
+    for k in ["n name", "r Rx", "t Tx", "a total", "c rate", "i reverse", "q quit"] {
+        assert!(help.contains(k), "{help}");
+    }
+    // Colours (SGR 38;5) unless NO_COLOR says otherwise.
+    assert!(top.raw().contains("\x1b[38;5;"), "no colours");
 
     // `i` reverses the name order.
-    master.write_all(b"i").unwrap();
-    let frame = wait_frame(&buf, "the reversed order", |f| ready(f) && f.contains("sort: Name▲"));
+    top.key(b"i");
+    let frame = top.wait_frame("the reversed order", |f| ready(f) && f.contains("sort: Name▲"));
     assert!(
         row_of(&frame, "software/task-clock/") < row_of(&frame, "software/cpu-clock/"),
         "{frame}"
     );
     // `c` sorts by rate.
-    master.write_all(b"c").unwrap();
-    let frame = wait_frame(&buf, "the rate sort", |f| ready(f) && f.contains("sort: Rate▲"));
+    top.key(b"c");
+    let frame = top.wait_frame("the rate sort", |f| ready(f) && f.contains("sort: Rate▲"));
     assert!(frame.contains("Rate/s▲"), "{frame}");
 
-    master.write_all(b"q").unwrap();
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(start.elapsed() < Duration::from_secs(5), "did not quit on q");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(0));
-    std::thread::sleep(Duration::from_millis(100));
+    top.quit();
     assert!(
-        screen(&buf).ends_with("\x1b[?25h\x1b[?1049l"),
+        top.raw().ends_with("\x1b[?25h\x1b[?1049l"),
         "cursor and screen restored"
     );
-    assert_eq!(lflag(&pty.slave), before, "terminal modes restored");
+    assert_eq!(lflag(&top.pty.slave), before, "terminal modes restored");
+}
+
+/// The row of `event` and the help line at the bottom of a `cols` x `rows` screen.
+fn check_fits(top: &Top, cols: usize, rows: usize) {
+    let screen = top.rows();
+    assert_eq!(screen.len(), rows);
+    assert!(screen[rows - 1].contains("q quit"), "help line last: {screen:#?}");
+    assert!(screen[0].starts_with("pcieperf pmu top  2 targets"), "{screen:#?}");
+    assert!(screen.iter().all(|l| l.chars().count() <= cols));
+}
+
+#[test]
+fn fits_80x24_and_200x60_and_redraws_after_a_resize() {
+    if !can_count_software() {
+        return;
+    }
+    let mut top = Top::start(80, 24, &TWO_CLOCKS, false);
+    let frame = top.wait_frame("the first rows at 80x24", ready);
+    check_fits(&top, 80, 24);
+    // Too narrow for the table and its history: the columns that fit, clipped at the edge
+    // rather than wrapped onto the next row.
+    let (cpu, task) = (
+        row_of(&frame, "software/cpu-clock/"),
+        row_of(&frame, "software/task-clock/"),
+    );
+    assert_eq!(cpu.abs_diff(task), 1, "{frame}");
+
+    top.resize(200, 60);
+    let wide = |f: &str| {
+        ready(f)
+            && f.lines().count() == 60
+            && f.lines()
+                .any(|l| l.starts_with("software/cpu-clock/") && l.chars().count() > 100)
+    };
+    let frame = top.wait_frame("a 200x60 frame with history", wide);
+    check_fits(&top, 200, 60);
+    assert!(frame.contains("History"), "{frame}");
+
+    top.resize(80, 24);
+    top.wait_frame("an 80x24 frame again", |f| ready(f) && f.lines().count() == 24);
+    check_fits(&top, 80, 24);
+    top.quit();
+}
+
+#[test]
+fn no_color_keeps_the_view_without_colours() {
+    if !can_count_software() {
+        return;
+    }
+    let mut top = Top::start(200, 60, &TWO_CLOCKS, true);
+    top.wait_frame("both rows", |f| ready(f) && f.contains("History"));
+    check_fits(&top, 200, 60);
+    top.quit();
+    let raw = top.raw();
+    assert!(
+        !raw.contains("\x1b[38;") && !raw.contains("\x1b[48;"),
+        "a colour under NO_COLOR"
+    );
+    assert!(raw.contains("\x1b[1m"), "bold stays (NO_COLOR is about colour)");
 }
 
 #[test]

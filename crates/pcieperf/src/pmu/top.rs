@@ -1,6 +1,7 @@
 //! `pcieperf pmu top`: a live view per root port (Rx/Tx Gb/s, share of the link's model
-//! bandwidth, a sparkline of recent intervals), sortable with keys or `--sort`; `q` or Ctrl-C
-//! quits and puts the terminal back. With `--format csv|json` it prints the same rows every
+//! bandwidth, a sparkline of recent intervals) drawn with ratatui, redrawn on resize, sortable
+//! with keys or `--sort` (a help line names the keys); `q` or Ctrl-C quits and puts the terminal
+//! back. With `--format csv|json` it prints the same rows every
 //! interval instead (no terminal needed).
 
 use super::rows::strip_header;
@@ -11,6 +12,11 @@ use crate::output::{Cell, Format, Table};
 use crate::signals::cancel_on_signals;
 use clap::{Args, ValueEnum};
 use pcie_pmu::monitor::{self, add_interval, Monitor, Row, Schedule, Sink, Target, Trend};
+use ratatui::crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
 use serde::Serialize;
 use std::cmp::Ordering;
 use std::io::Write;
@@ -45,13 +51,13 @@ enum SortKey {
 }
 
 impl SortKey {
-    fn from_key(k: u8) -> Option<SortKey> {
+    fn from_key(k: char) -> Option<SortKey> {
         Some(match k {
-            b'n' => SortKey::Name,
-            b'r' => SortKey::Rx,
-            b't' => SortKey::Tx,
-            b'a' => SortKey::Total,
-            b'c' => SortKey::Rate,
+            'n' => SortKey::Name,
+            'r' => SortKey::Rx,
+            't' => SortKey::Tx,
+            'a' => SortKey::Total,
+            'c' => SortKey::Rate,
             _ => return None,
         })
     }
@@ -96,19 +102,31 @@ pub fn sparkline(values: impl Iterator<Item = f64> + Clone) -> String {
         .collect()
 }
 
+/// The live view: the terminal and what it shows.
 struct View {
     screen: Screen,
+    board: Board,
+}
+
+/// What the live view shows: each target's recent intervals, in the order the keys chose.
+struct Board {
     trends: Vec<Trend>,
     key: SortKey,
     reverse: bool,
     time_s: f64,
     interval_ms: u64,
+    colours: bool,
 }
 
 const HISTORY: usize = 60;
 
-impl View {
-    fn render(&self, width: usize, height: usize) -> String {
+/// The last line of the view: what each key does.
+const HELP: &str = " n name  r Rx  t Tx  a total  c rate  i reverse  q quit ";
+
+impl Board {
+    /// The lines above the help line: a title, the table and each row's sparkline, clipped to
+    /// `height` lines (the terminal clips them to its width).
+    fn lines(&self, width: usize, height: usize) -> Vec<Line<'static>> {
         let mut trends: Vec<&Trend> = self.trends.iter().collect();
         trends.sort_by(|a, b| compare(&a.last, &b.last, self.key, self.reverse));
         let arrow = if self.reverse { '▲' } else { '▼' };
@@ -137,31 +155,59 @@ impl View {
         let table = t.to_human();
         let table_w = table.lines().map(|l| l.chars().count()).max().unwrap_or(0);
         let spark_w = width.saturating_sub(table_w + 2).min(HISTORY);
-        let mut out = format!(
-            "pcieperf pmu top  {} targets  every {} ms  {:.1} s   sort: {:?}{arrow}   keys: n r t a c sort, i reverse, q quit\n\n",
+        let title = format!(
+            "pcieperf pmu top  {} targets  every {} ms  {:.1} s   sort: {:?}{arrow}",
             trends.len(),
             self.interval_ms,
             self.time_s,
             self.key
         );
-        for (i, l) in table.lines().enumerate().take(height.saturating_sub(3)) {
-            let spark = match i.checked_sub(1).and_then(|j| trends.get(j)) {
+        let mut out = vec![Line::styled(title, self.style(Color::Cyan)), Line::default()];
+        for (i, l) in table.lines().enumerate().take(height.saturating_sub(2)) {
+            let (spark, style) = match i.checked_sub(1).and_then(|j| trends.get(j)) {
                 Some(tr) if spark_w > 0 => {
                     let h = &tr.history;
-                    sparkline(h.iter().skip(h.len().saturating_sub(spark_w)).copied())
+                    let s = sparkline(h.iter().skip(h.len().saturating_sub(spark_w)).copied());
+                    (s, self.style(Color::Green).remove_modifier(Modifier::BOLD))
                 }
-                _ if i == 0 && spark_w > 0 => "History".to_string(),
-                _ => String::new(),
+                _ if i == 0 && spark_w > 0 => ("History".to_string(), self.style(Color::Yellow)),
+                _ => (String::new(), Style::new()),
             };
-            out.push_str(&format!("{l:<table_w$}  {spark}\n"));
+            let row = format!("{l:<table_w$}  ");
+            let row_style = if i == 0 {
+                self.style(Color::Yellow)
+            } else {
+                Style::new()
+            };
+            out.push(Line::from(vec![
+                Span::styled(row, row_style),
+                Span::styled(spark, style),
+            ]));
         }
         out
     }
 
-    fn redraw(&self) -> Result<(), CliError> {
-        let (w, h) = terminal::size();
+    /// Bold text in `colour`, or just bold under `NO_COLOR`.
+    fn style(&self, colour: Color) -> Style {
+        let bold = Style::new().add_modifier(Modifier::BOLD);
+        if self.colours {
+            bold.fg(colour)
+        } else {
+            bold
+        }
+    }
+}
+
+impl View {
+    fn redraw(&mut self) -> Result<(), CliError> {
+        let board = &self.board;
         self.screen
-            .draw(&self.render(w, h))
+            .draw(|f| {
+                let [body, foot] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(f.area());
+                let lines = board.lines(body.width.into(), body.height.into());
+                f.render_widget(Paragraph::new(lines), body);
+                f.render_widget(Line::styled(HELP, Style::new().add_modifier(Modifier::REVERSED)), foot);
+            })
             .map_err(|e| CliError::Runtime(format!("cannot draw: {e}")))
     }
 }
@@ -185,23 +231,34 @@ fn target_cells(t: &Target, total: f64) -> Vec<Cell> {
 impl Sink for View {
     type Error = CliError;
     fn interval(&mut self, mon: &Monitor, rows: &[Row]) -> Result<bool, CliError> {
-        self.time_s = rows.first().map_or(self.time_s, |r| r.time_s);
-        add_interval(&mut self.trends, mon.targets(rows), HISTORY);
+        let b = &mut self.board;
+        b.time_s = rows.first().map_or(b.time_s, |r| r.time_s);
+        add_interval(&mut b.trends, mon.targets(rows), HISTORY);
         self.redraw()?;
         Ok(true)
     }
 
+    /// Keys re-sort or quit; a resize redraws at the new size.
     fn wake(&mut self, _mon: &Monitor) -> Result<bool, CliError> {
-        let keys = self.screen.keys();
+        let events = self
+            .screen
+            .events()
+            .map_err(|e| CliError::Runtime(format!("cannot read the terminal: {e}")))?;
         let mut changed = false;
-        for k in keys {
-            match k {
-                b'q' | b'Q' | 3 => return Ok(false),
-                b'i' => self.reverse = !self.reverse,
-                k => match SortKey::from_key(k) {
-                    Some(s) => self.key = s,
-                    None => continue,
+        for ev in events {
+            match ev {
+                Event::Key(k) if k.kind == KeyEventKind::Press => match k.code {
+                    KeyCode::Char('q' | 'Q') => return Ok(false),
+                    KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => return Ok(false),
+                    KeyCode::Char('i') => self.board.reverse = !self.board.reverse,
+                    KeyCode::Char(c) => match SortKey::from_key(c) {
+                        Some(s) => self.board.key = s,
+                        None => continue,
+                    },
+                    _ => continue,
                 },
+                Event::Resize(..) => {}
+                _ => continue,
             }
             changed = true;
         }
@@ -297,17 +354,18 @@ pub fn run(a: &TopArgs) -> Result<String, CliError> {
     let screen = Screen::enter().map_err(|e| CliError::Runtime(format!("cannot set up the terminal: {e}")))?;
     let mut view = View {
         screen,
-        trends: Vec::new(),
-        key: a.sort,
-        reverse: false,
-        time_s: 0.0,
-        interval_ms: a.watch.interval,
+        board: Board {
+            trends: Vec::new(),
+            key: a.sort,
+            reverse: false,
+            time_s: 0.0,
+            interval_ms: a.watch.interval,
+            colours: terminal::colours(),
+        },
     };
+    let first = format!("pcieperf pmu top: first interval in {} ms ...", a.watch.interval);
     view.screen
-        .draw(&format!(
-            "pcieperf pmu top: first interval in {} ms ...\n",
-            a.watch.interval
-        ))
+        .draw(|f| f.render_widget(Line::raw(first), f.area()))
         .map_err(|e| CliError::Runtime(format!("cannot draw: {e}")))?;
     monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut view)?;
     Ok(String::new())
