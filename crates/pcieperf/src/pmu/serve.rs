@@ -1,29 +1,20 @@
 //! `pcieperf pmu serve`: Prometheus text exposition (0.0.4) on `/metrics`, a live page on `/`
-//! polling `/api/targets`, over hyper's HTTP/1.1 on a single-threaded tokio runtime. The
-//! counters are sampled on the main thread every `-I`; connections are answered concurrently
-//! on the server thread (at most [`MAX_CLIENTS`] at once, each head within [`HEAD_TIME`]) from
-//! the last published snapshot, so a slow scrape never delays a read and a silent client never
-//! delays another (publishing swaps an `Arc` under a lock held for a pointer copy).
+//! polling `/api/targets`. The counters are sampled on the main thread every `-I`; each
+//! connection is answered on its own thread (at most [`MAX_CLIENTS`] at once) from the last
+//! published snapshot, so a slow scrape never delays a read and a silent client never delays
+//! another (publishing swaps an `Arc` under a lock held for a pointer copy).
 
 use super::watch::{check_duration, usage, WatchArgs};
 use crate::error::CliError;
 use crate::signals::cancel_on_signals;
 use clap::Args;
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use pcie_pmu::exposition::{exposition, Snapshot};
 use pcie_pmu::monitor::{self, Monitor, Row, Schedule, Sink};
-use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -66,96 +57,97 @@ const MAX_CLIENTS: usize = 32;
 /// holds its slot no longer than a silent one.
 const HEAD_TIME: Duration = Duration::from_secs(2);
 
-/// After its head, the answer must be written within this long.
-const WRITE_TIME: Duration = Duration::from_secs(2);
+/// A connection's reading side that fails with `TimedOut` once `until` has passed, however
+/// the bytes trickle in.
+struct Deadline {
+    stream: TcpStream,
+    until: Instant,
+}
 
-/// A connection over the limit gets this long for its head and its 503.
-const BUSY_TIME: Duration = Duration::from_millis(200);
-
-type Answer = Response<Full<Bytes>>;
-
-/// The answer to one request: GET `/metrics`, `/`, `/api/targets`; 503 when `busy`.
-fn answer(method: &Method, path: &str, shared: &Shared, busy: bool) -> Answer {
-    let text = |status: StatusCode, ctype: &str, body: String| {
-        let mut r = Response::new(Full::new(Bytes::from(body)));
-        *r.status_mut() = status;
-        let h = r.headers_mut();
-        h.insert(
-            CONTENT_TYPE,
-            HeaderValue::from_str(ctype).expect("our content types are ASCII"),
-        );
-        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        r
-    };
-    if busy {
-        return text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "text/plain",
-            "too many clients; retry\n".into(),
-        );
+impl Read for Deadline {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
     }
+}
+
+/// Read one request's head; answer GET `/metrics`, `/`, `/api/targets`.
+fn answer(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
+    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+    let mut reader = BufReader::new(Deadline {
+        stream: stream.try_clone()?,
+        until: Instant::now() + HEAD_TIME,
+    });
+    let mut first = String::new();
+    reader.by_ref().take(8192).read_line(&mut first)?;
+    let mut line = String::new();
+    // Skip the headers (bounded).
+    for _ in 0..100 {
+        line.clear();
+        if reader.by_ref().take(8192).read_line(&mut line)? == 0 || line.trim().is_empty() {
+            break;
+        }
+    }
+    let mut parts = first.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
     let snap = Arc::clone(&shared.lock().unwrap_or_else(|p| p.into_inner()));
-    match (method, path) {
-        (&Method::GET, "/metrics") => text(
-            StatusCode::OK,
-            "text/plain; version=0.0.4; charset=utf-8",
-            exposition(&snap),
-        ),
-        (&Method::GET, "/") => text(StatusCode::OK, "text/html; charset=utf-8", PAGE.to_string()),
-        (&Method::GET, "/api/targets") => text(
-            StatusCode::OK,
+    let (status, ctype, body) = match (method, path) {
+        ("GET", "/metrics") => ("200 OK", "text/plain; version=0.0.4; charset=utf-8", exposition(&snap)),
+        ("GET", "/") => ("200 OK", "text/html; charset=utf-8", PAGE.to_string()),
+        ("GET", "/api/targets") => (
+            "200 OK",
             "application/json",
             serde_json::to_string(&*snap).expect("snapshots serialise"),
         ),
-        (&Method::GET, _) => text(
-            StatusCode::NOT_FOUND,
+        ("GET", _) => (
+            "404 Not Found",
             "text/plain",
-            "not found: try /metrics or /\n".into(),
+            "not found: try /metrics or /\n".to_string(),
         ),
-        _ => text(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "only GET\n".into()),
+        _ => ("405 Method Not Allowed", "text/plain", "only GET\n".to_string()),
+    };
+    respond(stream, status, ctype, &body)
+}
+
+fn respond(mut w: TcpStream, status: &str, ctype: &str, body: &str) -> std::io::Result<()> {
+    write!(
+        w,
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    w.flush()
+}
+
+/// Answer every connection on its own thread, up to [`MAX_CLIENTS`] at once.
+fn listen(listener: TcpListener, shared: Shared) {
+    let busy = Arc::new(AtomicUsize::new(0));
+    for stream in listener.incoming().flatten() {
+        if busy.load(Ordering::Acquire) >= MAX_CLIENTS {
+            let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+            let _ = respond(
+                stream,
+                "503 Service Unavailable",
+                "text/plain",
+                "too many clients; retry\n",
+            );
+            continue;
+        }
+        busy.fetch_add(1, Ordering::AcqRel);
+        let (shared, busy) = (Arc::clone(&shared), Arc::clone(&busy));
+        std::thread::spawn(move || {
+            // A client that goes away mid-answer is its own problem.
+            let _ = answer(stream, &shared);
+            busy.fetch_sub(1, Ordering::AcqRel);
+        });
     }
 }
 
-/// One request per connection (`Connection: close`), its head within `head` and the whole
-/// exchange within `head` + `write`; a slow or vanished client is dropped, its own problem.
-async fn converse(stream: TcpStream, shared: Shared, busy: bool, head: Duration, write: Duration) {
-    let service = service_fn(move |req: Request<Incoming>| {
-        let r = answer(req.method(), req.uri().path(), &shared, busy);
-        async move { Ok::<_, Infallible>(r) }
-    });
-    let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(head)
-        .keep_alive(false)
-        .title_case_headers(true)
-        .serve_connection(TokioIo::new(stream), service);
-    let _ = tokio::time::timeout(head + write, conn).await;
-}
-
-/// Answer every connection concurrently, up to [`MAX_CLIENTS`] at once (more get a quick 503).
-async fn listen(listener: TcpListener, shared: Shared) {
-    let slots = Arc::new(Semaphore::new(MAX_CLIENTS));
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            // Out of descriptors and the like: let connections finish before trying again.
-            Err(_) => {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let shared = Arc::clone(&shared);
-        match Arc::clone(&slots).try_acquire_owned() {
-            Ok(slot) => tokio::spawn(async move {
-                converse(stream, shared, false, HEAD_TIME, WRITE_TIME).await;
-                drop(slot);
-            }),
-            Err(_) => tokio::spawn(converse(stream, shared, true, BUSY_TIME, BUSY_TIME)),
-        };
-    }
-}
-
-fn bind(listen: &str) -> Result<std::net::TcpListener, CliError> {
+fn bind(listen: &str) -> Result<TcpListener, CliError> {
     let addr: SocketAddr = listen.parse().map_err(|_| {
         usage(format!(
             "--listen {listen}: expected ADDRESS:PORT such as 127.0.0.1:9464 or [::1]:9464"
@@ -166,19 +158,12 @@ fn bind(listen: &str) -> Result<std::net::TcpListener, CliError> {
             "warning: --listen {addr} is not a loopback address: anyone who can reach this host can read the counters"
         );
     }
-    std::net::TcpListener::bind(addr).map_err(|e| CliError::Runtime(format!("--listen {addr}: cannot listen: {e}")))
+    TcpListener::bind(addr).map_err(|e| CliError::Runtime(format!("--listen {addr}: cannot listen: {e}")))
 }
 
 pub fn run(a: &ServeArgs) -> Result<String, CliError> {
     check_duration(a.duration)?;
     let listener = bind(&a.listen)?;
-    let server = |e: std::io::Error| CliError::Runtime(format!("--listen {}: cannot serve: {e}", a.listen));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .map_err(server)?;
-    listener.set_nonblocking(true).map_err(server)?;
     // Before the source starts: a signal during setup still ends the run cleanly (and a
     // simulated host's tree is removed).
     let cancel = cancel_on_signals();
@@ -188,11 +173,7 @@ pub fn run(a: &ServeArgs) -> Result<String, CliError> {
         .local_addr()
         .map_err(|e| CliError::Runtime(format!("--listen {}: {e}", a.listen)))?;
     let for_server = Arc::clone(&shared);
-    let listener = {
-        let _entered = runtime.enter();
-        TcpListener::from_std(listener).map_err(server)?
-    };
-    std::thread::spawn(move || runtime.block_on(listen(listener, for_server)));
+    std::thread::spawn(move || listen(listener, for_server));
     eprintln!("pcieperf pmu serve: listening on http://{local}/ (Prometheus metrics on /metrics)");
     let mut publisher = Publisher {
         shared,
