@@ -298,3 +298,33 @@ fn root_port_families_from_a_payload_pmu() {
     assert_eq!(bytes.labels.get("pmu"), Some("dwc_rootport_3018"));
     assert!(body.contains("# TYPE pcieperf_event_gbps gauge"));
 }
+
+#[test]
+fn thirty_two_slow_clients_are_answered_beside_and_more_are_told_to_retry() {
+    let Some(server) = start(&["-e", "software/cpu-clock/", "-I", "100"]) else {
+        return;
+    };
+    // 31 silent clients hold slots: a scrape still has one, and is answered at once.
+    let mut idle: Vec<TcpStream> = (0..31).map(|_| TcpStream::connect(&server.addr).unwrap()).collect();
+    let start = Instant::now();
+    let (status, _, _) = get(&server.addr, "/metrics");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(start.elapsed() < Duration::from_secs(1), "waited {:?}", start.elapsed());
+    // With all 32 slots held, the next client is told to retry rather than queued.
+    idle.push(TcpStream::connect(&server.addr).unwrap());
+    let start = Instant::now();
+    let (status, headers, body) = get(&server.addr, "/metrics");
+    assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{headers}\n{body}");
+    assert_eq!(body, "too many clients; retry\n");
+    assert!(start.elapsed() < Duration::from_secs(1), "waited {:?}", start.elapsed());
+    // The silent clients are cut off after 2 s and their slots come back.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(get(&server.addr, "/metrics").0, "HTTP/1.1 200 OK");
+    for s in &mut idle {
+        s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+        assert!(
+            matches!(s.read(&mut [0u8; 64]), Ok(0)),
+            "a silent client still connected"
+        );
+    }
+}

@@ -11,7 +11,7 @@ use clap::Args;
 use pcie_pmu::exposition::{exposition, Snapshot};
 use pcie_pmu::monitor::{self, Monitor, Row, Schedule, Sink};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -123,18 +123,31 @@ fn respond(mut w: TcpStream, status: &str, ctype: &str, body: &str) -> std::io::
     w.flush()
 }
 
+/// Tell a client beyond [`MAX_CLIENTS`] to retry. Its request is read (for at most 50 ms, so a
+/// silent client cannot hold the accepting thread) before the socket closes: a socket closed
+/// with unread data is reset, and the reset would discard the answer on the client's side.
+fn refuse(stream: TcpStream) {
+    let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
+    let reader = stream.try_clone();
+    let _ = respond(
+        stream,
+        "503 Service Unavailable",
+        "text/plain",
+        "too many clients; retry\n",
+    );
+    if let Ok(mut r) = reader {
+        let _ = r.shutdown(Shutdown::Write);
+        let _ = r.read(&mut [0u8; 8192]);
+    }
+}
+
 /// Answer every connection on its own thread, up to [`MAX_CLIENTS`] at once.
 fn listen(listener: TcpListener, shared: Shared) {
     let busy = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming().flatten() {
         if busy.load(Ordering::Acquire) >= MAX_CLIENTS {
-            let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
-            let _ = respond(
-                stream,
-                "503 Service Unavailable",
-                "text/plain",
-                "too many clients; retry\n",
-            );
+            refuse(stream);
             continue;
         }
         busy.fetch_add(1, Ordering::AcqRel);
