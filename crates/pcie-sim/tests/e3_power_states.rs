@@ -6,6 +6,8 @@
 //! 5987 ns, p99.9 12120 vs 12093 ns); 50,000 already do, but meet the rare stall too seldom.
 
 use pcie_model::{Ethernet, Mode};
+mod common;
+
 use pcie_sim::{CachePrep, Measured, Op, Simulator, Workload};
 
 const SAMPLES: u64 = 200_000;
@@ -19,19 +21,7 @@ fn e5() -> Simulator {
 }
 
 fn workload(op: Op, size: u32, count: u64) -> Workload {
-    Workload {
-        op,
-        size,
-        window: 8192,
-        host_offset: 0,
-        device_offset: 0,
-        random: true,
-        prep: CachePrep::HostWarm,
-        count,
-        remote_memory: false,
-        remote_cpu: false,
-        iommu_page: None,
-    }
+    common::workload(op, size, 8192, CachePrep::HostWarm, count)
 }
 
 /// LAT_RD 64 B HWarm latencies in ns, sorted.

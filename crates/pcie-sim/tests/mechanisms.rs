@@ -1,5 +1,7 @@
 //! Each mechanism moves the numbers the way the hardware does.
 
+mod common;
+
 use pcie_sim::{CachePrep, Measured, Op, Simulator, Workload};
 
 fn sim() -> Simulator {
@@ -7,19 +9,7 @@ fn sim() -> Simulator {
 }
 
 fn workload(op: Op, size: u32, window: u64, prep: CachePrep) -> Workload {
-    Workload {
-        op,
-        size,
-        window,
-        host_offset: 0,
-        device_offset: 0,
-        random: true,
-        prep,
-        count: 20_000,
-        remote_memory: false,
-        remote_cpu: false,
-        iommu_page: None,
-    }
+    common::workload(op, size, window, prep, 20_000)
 }
 
 /// Median latency in ns.

@@ -3,6 +3,8 @@
 //! growing with size, and the NFP's direct command path is as fast as its DMA reads.
 
 use pcie_model::{stream, Op as ModelOp};
+mod common;
+
 use pcie_sim::{CachePrep, Measured, Op, Simulator, Workload};
 
 const HOST: &str = "e5-2637v3";
@@ -12,19 +14,7 @@ fn sim(device: &str) -> Simulator {
 }
 
 fn workload(op: Op, size: u32, prep: CachePrep, count: u64) -> Workload {
-    Workload {
-        op,
-        size,
-        window: 8192,
-        host_offset: 0,
-        device_offset: 0,
-        random: true,
-        prep,
-        count,
-        remote_memory: false,
-        remote_cpu: false,
-        iommu_page: None,
-    }
+    common::workload(op, size, 8192, prep, count)
 }
 
 /// Median latency in ns.
