@@ -1,9 +1,9 @@
 //! The pcie-bench methodology: test kinds and parameters ([`TestParams`]), suites ([`Suite`],
 //! TOML data), the [`Backend`] interface with the simulator ([`SimBackend`]), external-program
-//! ([`ExecBackend`]) and NVIDIA GPU ([`CudaBackend`]) backends, the host-side services real
-//! devices need, statistics ([`LatencyStats`], [`BandwidthStats`], [`ks_distance`]), run
-//! directories ([`RunWriter`], [`RunData`], `run.json` as [`RunInfo`] with a typed link), how far
-//! one run is from another ([`compare`], [`ErrorStats`]) and the chart set of a run
+//! ([`ExecBackend`]) and NVIDIA GPU ([`CudaBackend`]) backends, one opened from its spec and a
+//! run's options ([`OpenOptions::open`]), the host-side services real devices need, statistics
+//! ([`LatencyStats`], [`BandwidthStats`], [`ks_distance`]), run directories ([`RunWriter`], [`RunData`], `run.json` as [`RunInfo`] with a typed link),
+//! how far one run is from another ([`compare`], [`ErrorStats`]) and the chart set of a run
 //! ([`ChartSet`], drawn with `pcie-report`).
 //!
 //! Also here, for programs built on it: a suite planned for a backend ([`suite::Plan`], with
@@ -32,6 +32,7 @@ pub mod compare;
 pub mod exec;
 pub mod gpu;
 pub mod host;
+pub mod open;
 pub mod params;
 pub mod results;
 pub mod runner;
@@ -44,6 +45,7 @@ pub use charts::{run_letter, ChartSet, RunChart};
 pub use compare::{compare, diff_pct, CdfDistance, Comparison, Difference, ErrorStats, GroupError, Metric};
 pub use exec::{ExecBackend, ExecOptions, ProgramLog};
 pub use gpu::{CudaBackend, CudaOptions, Engine};
+pub use open::{OpenError, OpenOptions, Opened};
 pub use params::{
     check_count, check_tags, CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams, BUFFER_BYTES,
     MAX_BANDWIDTH_COUNT, MAX_LATENCY_SAMPLES,

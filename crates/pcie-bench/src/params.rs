@@ -87,6 +87,16 @@ impl TestKind {
     pub fn is_cmd(self) -> bool {
         matches!(self, TestKind::LatCmdRd | TestKind::LatCmdWrRd)
     }
+
+    /// pcie-bench's count for a test of this kind run on its own: samples of a latency test,
+    /// DMAs of a bandwidth test.
+    pub fn default_count(self) -> u64 {
+        if self.is_bandwidth() {
+            8_388_608
+        } else {
+            2_097_152
+        }
+    }
 }
 
 impl fmt::Display for TestKind {
@@ -457,6 +467,21 @@ mod tests {
 
     fn base() -> TestParams {
         sample(TestKind::BwRd, 1000)
+    }
+
+    #[test]
+    fn default_counts_are_pcie_benchs() {
+        assert_eq!(TestKind::BwRdWr.default_count(), 8_388_608);
+        assert_eq!(TestKind::LatWrRd.default_count(), 2_097_152);
+        assert_eq!(TestKind::LatCmdRd.default_count(), 2_097_152);
+        for k in TestKind::ALL {
+            let max = if k.is_bandwidth() {
+                MAX_BANDWIDTH_COUNT
+            } else {
+                MAX_LATENCY_SAMPLES
+            };
+            assert!(k.default_count() <= max, "{k}");
+        }
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The seed study's accuracy check: a root port's payload events counted while a workload
 //! (fio, or the simulated fio) runs behind it ([`measure`], on the monitor's counting), and
-//! each event's bytes beside what the workload says it moved that way ([`Comparison`]).
+//! each event's bytes beside what the workload says it moved that way ([`Comparison`]). The
+//! workload comes from fio's options as a user types them ([`JobSpec`]).
 
 use crate::fio::FioStats;
 use crate::monitor::{Monitor, MonitorError, Plan, Watch};
+use crate::sim::workload::{self, StorageJob, WorkloadError};
 use crate::{CounterSource, Delta, PmuError, PmuMetric, ResolvedEvent, System};
 use serde::Serialize;
 use std::fmt;
@@ -24,12 +26,98 @@ impl Dir {
         }
     }
 
+    /// `rx`, `tx` or both, comma-separated, each once in the order given.
+    pub fn parse_list(text: &str) -> Result<Vec<Dir>, String> {
+        let mut out = Vec::new();
+        for part in text.split(',').map(str::trim) {
+            let d = match part {
+                "rx" => Dir::Rx,
+                "tx" => Dir::Tx,
+                _ => return Err(format!("{part:?} is not an event; use rx, tx or rx,tx")),
+            };
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+
     /// The catalog metric of this direction's payload event.
     pub fn metric(self) -> PmuMetric {
         match self {
             Dir::Rx => PmuMetric::RxBytes,
             Dir::Tx => PmuMetric::TxBytes,
         }
+    }
+}
+
+/// The runtime of a job given neither a runtime nor a size, in seconds.
+pub const DEFAULT_RUNTIME_S: f64 = 20.0;
+/// The largest size of a simulated job: the simulation runs at about the link's pace, so this
+/// bounds a run to minutes.
+pub const SIM_MAX_JOB_SIZE: u64 = 64 << 30;
+
+/// The study's workload as fio's options are written (`bs` `1M`, `runtime` `20s`), before
+/// they are checked; a runtime and a size exclude each other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSpec {
+    pub port: String,
+    pub rw: String,
+    pub bs: String,
+    pub iodepth: String,
+    pub numjobs: String,
+    pub runtime: Option<String>,
+    pub size: Option<String>,
+}
+
+impl JobSpec {
+    /// The checked job, not yet fitted to a host: time-based ([`DEFAULT_RUNTIME_S`] unless
+    /// given) unless a size is given.
+    pub fn job(&self) -> Result<StorageJob, WorkloadError> {
+        let runtime = match (&self.runtime, &self.size) {
+            (Some(r), _) => Some(workload::parse_runtime(r)?),
+            (None, None) => Some(DEFAULT_RUNTIME_S),
+            (None, Some(_)) => None,
+        };
+        Ok(StorageJob {
+            port: workload::check_port(&self.port)?,
+            rw: workload::parse_rw(&self.rw)?,
+            bs: workload::parse_bs(&self.bs)?,
+            iodepth: workload::parse_count("iodepth", &self.iodepth, 4096)?,
+            numjobs: workload::parse_count("numjobs", &self.numjobs, 256)?,
+            runtime,
+            size: self.size.as_deref().map(workload::parse_job_size).transpose()?,
+        })
+    }
+
+    /// Refuses a size the simulator would take too long over ([`SIM_MAX_JOB_SIZE`]).
+    pub fn check_sim(&self, job: &StorageJob) -> Result<(), WorkloadError> {
+        match (job.size, &self.size) {
+            (Some(size), Some(text)) if size > SIM_MAX_JOB_SIZE => Err(WorkloadError {
+                key: "size".into(),
+                value: text.clone(),
+                reason: "at most 64G per job with --source sim (a simulated host takes about as long as a real one)"
+                    .into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// One line for the table's footer: `port P: rw=read bs=1M iodepth=64 numjobs=4 runtime=20s`.
+    pub fn describe(&self, job: &StorageJob) -> String {
+        let limit = match (&job.runtime, &self.size) {
+            (_, Some(s)) => format!("size={s}"),
+            (Some(r), None) => format!("runtime={r}s"),
+            (None, None) => String::new(),
+        };
+        format!(
+            "port {}: rw={} bs={} iodepth={} numjobs={} {limit}",
+            job.port,
+            job.rw.name(),
+            self.bs,
+            job.iodepth,
+            job.numjobs
+        )
     }
 }
 
@@ -229,6 +317,72 @@ pub fn measure<S: CounterSource, E: From<MonitorError>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn spec() -> JobSpec {
+        JobSpec {
+            port: "00:02.0".into(),
+            rw: "read".into(),
+            bs: "1M".into(),
+            iodepth: "64".into(),
+            numjobs: "4".into(),
+            runtime: None,
+            size: None,
+        }
+    }
+
+    #[test]
+    fn events_parse() {
+        assert_eq!(Dir::parse_list("rx,tx").unwrap(), vec![Dir::Rx, Dir::Tx]);
+        assert_eq!(Dir::parse_list("tx, tx").unwrap(), vec![Dir::Tx]);
+        let e = Dir::parse_list("rx,bytes").unwrap_err();
+        assert_eq!(e, "\"bytes\" is not an event; use rx, tx or rx,tx");
+    }
+
+    #[test]
+    fn a_job_runs_20_s_unless_given_a_runtime_or_a_size() {
+        let j = spec().job().unwrap();
+        assert_eq!(
+            (j.port.as_str(), j.bs, j.iodepth, j.numjobs),
+            ("0000:00:02.0", 1 << 20, 64, 4)
+        );
+        assert_eq!((j.runtime, j.size), (Some(DEFAULT_RUNTIME_S), None));
+        assert_eq!(
+            spec().describe(&j),
+            "port 0000:00:02.0: rw=read bs=1M iodepth=64 numjobs=4 runtime=20s"
+        );
+        let sized = JobSpec {
+            size: Some("2G".into()),
+            ..spec()
+        };
+        let j = sized.job().unwrap();
+        assert_eq!((j.runtime, j.size), (None, Some(2 << 30)));
+        assert!(sized.describe(&j).ends_with(" size=2G"));
+        let e = JobSpec {
+            numjobs: "0".into(),
+            ..spec()
+        }
+        .job()
+        .unwrap_err();
+        assert_eq!((e.key.as_str(), e.value.as_str()), ("numjobs", "0"));
+    }
+
+    #[test]
+    fn the_simulator_takes_at_most_64g_a_job() {
+        for (size, ok) in [("64G", true), ("65G", false)] {
+            let s = JobSpec {
+                size: Some(size.into()),
+                ..spec()
+            };
+            let r = s.check_sim(&s.job().unwrap());
+            assert_eq!(r.is_ok(), ok, "{size}");
+        }
+        let e = JobSpec {
+            size: Some("65G".into()),
+            ..spec()
+        };
+        let e = e.check_sim(&e.job().unwrap()).unwrap_err();
+        assert_eq!((e.key.as_str(), e.value.as_str()), ("size", "65G"));
+    }
     use crate::fio::DirStats;
 
     #[test]

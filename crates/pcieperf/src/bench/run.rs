@@ -6,17 +6,16 @@ use crate::error::CliError;
 use crate::output::{Cell, Format, Table};
 use crate::signals::cancel_on_signals;
 use clap::Args;
-use pcie_bench::host::{Bdf, DeviceRecord};
+use pcie_bench::host::DeviceRecord;
 use pcie_bench::suite::{work, BaseSummary, Plan};
 use pcie_bench::{
-    parse_bytes, rfc3339, run_tests, Backend, CacheState, CudaBackend, CudaOptions, Engine, ExecBackend, ExecOptions,
-    Group, HostInfo, Iommu, Numa, Pattern, ProgramLog, RunEvent, RunInfo, RunWriter, SimBackend, Suite, TestKind,
-    TestParams,
+    parse_bytes, rfc3339, run_tests, Backend, CacheState, Group, HostInfo, Iommu, Numa, OpenOptions, Opened, Pattern,
+    ProgramLog, RunEvent, RunInfo, RunWriter, Suite, TestKind, TestParams,
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -105,10 +104,6 @@ fn usage(e: impl std::fmt::Display) -> CliError {
     CliError::Usage(e.to_string())
 }
 
-/// pcie-bench's counts for a single test.
-const LATENCY_COUNT: u64 = 2_097_152;
-const BANDWIDTH_COUNT: u64 = 8_388_608;
-
 fn single_test(a: &RunArgs, kind: &str, numa: Numa, iommu: Iommu) -> Result<TestParams, CliError> {
     let kind: TestKind = kind.parse().map_err(|e| usage(format!("--{e}")))?;
     let window = parse_bytes(&a.window).map_err(|e| usage(format!("--window {}: {e}", a.window)))?;
@@ -120,11 +115,7 @@ fn single_test(a: &RunArgs, kind: &str, numa: Numa, iommu: Iommu) -> Result<Test
         device_offset: a.device_offset,
         pattern: a.pattern.parse::<Pattern>().map_err(|e| usage(format!("--{e}")))?,
         cache: a.cache.parse::<CacheState>().map_err(|e| usage(format!("--{e}")))?,
-        count: a.samples.unwrap_or(if kind.is_bandwidth() {
-            BANDWIDTH_COUNT
-        } else {
-            LATENCY_COUNT
-        }),
+        count: a.samples.unwrap_or(kind.default_count()),
         numa,
         iommu,
     })
@@ -149,135 +140,8 @@ fn suite(a: &RunArgs, backend: &dyn Backend, numa: Numa, iommu: Iommu) -> Result
     Ok(s.with_numa(numa).with_iommu(iommu).with_outputs(a.cdf, a.raw))
 }
 
-/// A backend ready to run, what the host could not provide it, and the device under test.
-struct Opened {
-    backend: Box<dyn Backend>,
-    warnings: Vec<String>,
-    device: Option<DeviceRecord>,
-}
-
-/// Longest `--timeout` and `--handshake-timeout`: a week.
-const MAX_TIMEOUT_S: f64 = 604_800.0;
 /// Most `--threads` (for exec backends, each thread starts a program with a 64 MB buffer).
 const MAX_THREADS: usize = 256;
-
-/// Seconds from the command line as a duration, refusing what is not a positive number of at
-/// most a week.
-fn seconds(option: &str, s: f64) -> Result<Duration, CliError> {
-    Some(s)
-        .filter(|s| *s > 0.0 && *s <= MAX_TIMEOUT_S)
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            usage(format!(
-                "--{option} {s:?}: must be a number of seconds above 0 and at most {MAX_TIMEOUT_S} (a week)"
-            ))
-        })
-}
-
-/// `--backend`: the simulator, or an external program started and greeted. A bad spec, a
-/// program that cannot be started or fails its handshake, or a bad `--device` are usage errors.
-fn open_backend(a: &RunArgs, numa: Numa, threads: usize, progress: &Progress) -> Result<Opened, CliError> {
-    let handshake_timeout = seconds("handshake-timeout", a.handshake_timeout)?;
-    let test_timeout = a.timeout.map(|t| seconds("timeout", t)).transpose()?;
-    let cuda = a.backend.starts_with("cuda");
-    if a.tags.is_some() && (cuda || a.backend.starts_with("exec:")) {
-        return Err(usage(format!(
-            "--tags: only for sim backends (--backend {} has no setting for the device's read tags)",
-            a.backend
-        )));
-    }
-    if a.engine.is_some() && !cuda {
-        return Err(usage("--engine: only for cuda backends"));
-    }
-    if cuda {
-        if a.device.is_some() || a.timeout.is_some() {
-            return Err(usage("--device and --timeout: only for exec: backends"));
-        }
-        let engine: Engine = a
-            .engine
-            .as_deref()
-            .unwrap_or("sm")
-            .parse()
-            .map_err(|e| usage(format!("--{e}")))?;
-        let options = CudaOptions {
-            engine,
-            root: PathBuf::from("/"),
-            buffer_node: Some(numa.mem as u32),
-            cache_node: Some(numa.cpu as u32),
-        };
-        let backend =
-            CudaBackend::open(&a.backend, options).map_err(|e| usage(format!("--backend {}: {e}", a.backend)))?;
-        return Ok(Opened {
-            warnings: backend.warnings().to_vec(),
-            device: backend.gpu_info().pci.clone(),
-            backend: Box::new(backend),
-        });
-    }
-    if !a.backend.starts_with("exec:") {
-        if a.device.is_some() || a.timeout.is_some() {
-            return Err(usage("--device and --timeout: only for exec: backends"));
-        }
-        let mut backend =
-            SimBackend::from_spec(&a.backend).map_err(|e| usage(format!("--backend {}: {e}", a.backend)))?;
-        if let Some(n) = a.tags {
-            backend = backend.with_read_tags(n).map_err(|e| usage(format!("--{e}")))?;
-        }
-        pcie_bench::sim_backend::check_numa(numa).map_err(|e| usage(format!("--{e}")))?;
-        return Ok(Opened {
-            backend: Box::new(backend),
-            warnings: Vec::new(),
-            device: None,
-        });
-    }
-    let root = Path::new("/");
-    let named = match &a.device {
-        Some(d) => {
-            let bdf: Bdf = d
-                .parse()
-                .map_err(|_| usage(format!("--device {d}: must be a PCI address like 0000:03:00.0")))?;
-            Some(DeviceRecord::read(root, bdf).map_err(|e| usage(format!("--device {d}: {e}")))?)
-        }
-        None => None,
-    };
-    let options = ExecOptions {
-        handshake_timeout,
-        test_timeout,
-        children: threads,
-        buffer_node: Some(numa.mem as u32),
-        cache_node: Some(numa.cpu as u32),
-        program_log: {
-            let progress = progress.clone();
-            ProgramLog(Arc::new(move |line| progress.print_above(line)))
-        },
-        ..ExecOptions::default()
-    };
-    let backend = ExecBackend::start(&a.backend, options).map_err(|e| usage(format!("--backend {e}")))?;
-    let mut warnings = backend.warnings().to_vec();
-    let reported = backend.hello().bdf.as_deref();
-    let device = match (named, reported) {
-        (Some(d), _) => Some(d),
-        (None, Some(bdf)) => match bdf
-            .parse::<Bdf>()
-            .map_err(|_| "not a PCI address".to_string())
-            .and_then(|b| DeviceRecord::read(root, b).map_err(|e| e.to_string()))
-        {
-            Ok(d) => Some(d),
-            Err(e) => {
-                warnings.push(format!(
-                    "the device program reports device {bdf}: {e}; run.json has no link state"
-                ));
-                None
-            }
-        },
-        (None, None) => None,
-    };
-    Ok(Opened {
-        backend: Box::new(backend),
-        warnings,
-        device,
-    })
-}
 
 pub fn run(a: &RunArgs) -> Result<String, CliError> {
     if let Some(n) = a.threads.filter(|n| !(1..=MAX_THREADS).contains(n)) {
@@ -286,9 +150,8 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
     let numa: Numa = a.numa.parse().map_err(|e| usage(format!("--{e}")))?;
     let iommu: Iommu = a.iommu.parse().map_err(|e| usage(format!("--{e}")))?;
     // One device: tests run one at a time unless asked otherwise (then one program per thread).
-    let device_backend = a.backend.starts_with("exec:") || a.backend.starts_with("cuda");
     let threads = a.threads.unwrap_or_else(|| {
-        if device_backend {
+        if pcie_bench::open::is_device(&a.backend) {
             1
         } else {
             std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -299,7 +162,22 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         backend,
         warnings,
         device,
-    } = open_backend(a, numa, threads, &progress)?;
+    } = OpenOptions {
+        handshake_timeout_s: a.handshake_timeout,
+        timeout_s: a.timeout,
+        engine: a.engine.clone(),
+        device: a.device.clone(),
+        tags: a.tags,
+        numa,
+        children: threads,
+        root: PathBuf::from("/"),
+        program_log: {
+            let progress = progress.clone();
+            ProgramLog(Arc::new(move |line| progress.print_above(line)))
+        },
+    }
+    .open(&a.backend)
+    .map_err(usage)?;
     for w in &warnings {
         eprintln!("warning: {w}");
     }

@@ -12,8 +12,10 @@ use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
 use pcie_pmu::fio::{self, FioRun, FioStats};
-use pcie_pmu::sim::workload::{self, Rw, StorageJob, Workload, WorkloadError};
-use pcie_pmu::validate::{measure, port_payload_events, Comparison, Dir, Measured, PayloadEvent, ValidateError};
+use pcie_pmu::sim::workload::{Rw, StorageJob, Workload, WorkloadError};
+use pcie_pmu::validate::{
+    measure, port_payload_events, Comparison, Dir, JobSpec, Measured, PayloadEvent, ValidateError,
+};
 use pcie_pmu::{PerfEvents, System};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -65,25 +67,6 @@ pub struct ValidateArgs {
     format: Format,
 }
 
-fn parse_events(text: &str) -> Result<Vec<Dir>, CliError> {
-    let mut out = Vec::new();
-    for part in text.split(',').map(str::trim) {
-        let d = match part {
-            "rx" => Dir::Rx,
-            "tx" => Dir::Tx,
-            _ => {
-                return Err(CliError::Usage(format!(
-                    "--events {text}: {part:?} is not an event; use rx, tx or rx,tx"
-                )))
-            }
-        };
-        if !out.contains(&d) {
-            out.push(d);
-        }
-    }
-    Ok(out)
-}
-
 /// A workload option as the user typed it (`--bs 1000: must be ...`).
 fn option_err(e: WorkloadError) -> CliError {
     if e.key.is_empty() {
@@ -94,26 +77,16 @@ fn option_err(e: WorkloadError) -> CliError {
 }
 
 /// The workload from the options, not yet checked against a host.
-fn job(a: &ValidateArgs) -> Result<StorageJob, CliError> {
-    let runtime = match (&a.runtime, &a.size) {
-        (Some(r), _) => Some(workload::parse_runtime(r).map_err(option_err)?),
-        (None, None) => Some(20.0),
-        (None, Some(_)) => None,
-    };
-    Ok(StorageJob {
-        port: workload::check_port(&a.port).map_err(option_err)?,
-        rw: workload::parse_rw(&a.rw).map_err(option_err)?,
-        bs: workload::parse_bs(&a.bs).map_err(option_err)?,
-        iodepth: workload::parse_count("iodepth", &a.iodepth, 4096).map_err(option_err)?,
-        numjobs: workload::parse_count("numjobs", &a.numjobs, 256).map_err(option_err)?,
-        runtime,
-        size: a
-            .size
-            .as_deref()
-            .map(workload::parse_job_size)
-            .transpose()
-            .map_err(option_err)?,
-    })
+fn job_spec(a: &ValidateArgs) -> JobSpec {
+    JobSpec {
+        port: a.port.clone(),
+        rw: a.rw.clone(),
+        bs: a.bs.clone(),
+        iodepth: a.iodepth.clone(),
+        numjobs: a.numjobs.clone(),
+        runtime: a.runtime.clone(),
+        size: a.size.clone(),
+    }
 }
 
 /// The port's payload events for `dirs`; a port without a PMU is a usage error.
@@ -201,43 +174,18 @@ fn table(rows: &[Comparison], human: bool) -> Table {
     t
 }
 
-fn describe(j: &StorageJob, a: &ValidateArgs) -> String {
-    let limit = match (&j.runtime, &a.size) {
-        (_, Some(s)) => format!("size={s}"),
-        (Some(r), None) => format!("runtime={r}s"),
-        (None, None) => String::new(),
-    };
-    format!(
-        "port {}: rw={} bs={} iodepth={} numjobs={} {limit}",
-        j.port,
-        j.rw.name(),
-        a.bs,
-        j.iodepth,
-        j.numjobs
-    )
-}
-
-/// The largest `--size` of a simulated job: the simulation runs at about the link's pace, so
-/// this bounds a run to minutes.
-const SIM_MAX_JOB_SIZE: u64 = 64 << 30;
-
 pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
     check_interval(Some(a.interval))?;
-    let dirs = parse_events(&a.events)?;
-    let j = job(a)?;
+    let dirs = Dir::parse_list(&a.events).map_err(|e| CliError::Usage(format!("--events {}: {e}", a.events)))?;
+    let spec = job_spec(a);
+    let j = spec.job().map_err(option_err)?;
     let interval = Duration::from_millis(a.interval);
     let (run, what) = match Source::parse(&a.source.source)? {
         Source::Sim(p) => {
             if a.filename.is_some() {
                 return Err(CliError::Usage("--filename: only with --source perf".into()));
             }
-            if let (Some(size), Some(text)) = (j.size, &a.size) {
-                if size > SIM_MAX_JOB_SIZE {
-                    return Err(CliError::Usage(format!(
-                        "--size {text}: at most 64G per job with --source sim (a simulated host takes about as long as a real one)"
-                    )));
-                }
-            }
+            spec.check_sim(&j).map_err(option_err)?;
             if a.source.sysfs != Path::new("/") {
                 return Err(CliError::Usage("--sysfs: only with --source perf".into()));
             }
@@ -284,7 +232,7 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
         Format::Table => format!(
             "{}\n{}; {secs:.3} s {what}\n",
             table(&rows, true).to_human(),
-            describe(&j, a)
+            spec.describe(&j)
         ),
         Format::Csv => table(&rows, false).to_csv(),
         Format::Json => json(&rows),
@@ -337,17 +285,4 @@ fn perf(a: &ValidateArgs, j: &StorageJob, dirs: &[Dir], interval: Duration) -> R
         measured,
         fio: stats.ok_or_else(|| CliError::Runtime("fio did not finish".into()))?,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn events_parse() {
-        assert_eq!(parse_events("rx,tx").unwrap(), vec![Dir::Rx, Dir::Tx]);
-        assert_eq!(parse_events("tx").unwrap(), vec![Dir::Tx]);
-        let e = parse_events("rx,bytes").unwrap_err().to_string();
-        assert!(e.contains("--events rx,bytes: \"bytes\" is not an event"), "{e}");
-    }
 }

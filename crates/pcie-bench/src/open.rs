@@ -1,0 +1,304 @@
+//! A backend from its spec (`sim[:HOST[,DEVICE]]`, `cuda[:N]`, `exec:PROGRAM [ARGS]`) and the
+//! options of a run: which options apply to which backend, the checks of each, and the device
+//! under test for `run.json`. Errors name the command-line option at fault, as `bench run`
+//! shows them.
+
+use crate::exec::{ExecBackend, ExecOptions, ProgramLog};
+use crate::gpu::{CudaBackend, CudaOptions, Engine};
+use crate::host::{Bdf, DeviceRecord};
+use crate::params::Numa;
+use crate::sim_backend::{check_numa, SimBackend};
+use crate::Backend;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Longest test and handshake timeout: a week.
+pub const MAX_TIMEOUT_S: f64 = 604_800.0;
+
+/// How to open a backend; each option applies to some backends only.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// exec: seconds the program may take to answer the hello.
+    pub handshake_timeout_s: f64,
+    /// exec: seconds each test may take [default: the test's own].
+    pub timeout_s: Option<f64>,
+    /// cuda: `sm` or `ce` [default: sm].
+    pub engine: Option<String>,
+    /// exec: PCI address of the device under test [default: the one the program reports].
+    pub device: Option<String>,
+    /// sim: the device's outstanding read tags [default: its profile's maximum].
+    pub tags: Option<u32>,
+    /// Sockets of buffer memory and warming CPU (the simulator checks its own).
+    pub numa: Numa,
+    /// exec: copies of the program running tests in parallel.
+    pub children: usize,
+    /// Where sysfs lives: `/` except in tests.
+    pub root: PathBuf,
+    /// exec: where the programs' stderr lines go.
+    pub program_log: ProgramLog,
+}
+
+impl Default for OpenOptions {
+    fn default() -> OpenOptions {
+        OpenOptions {
+            handshake_timeout_s: 10.0,
+            timeout_s: None,
+            engine: None,
+            device: None,
+            tags: None,
+            numa: Numa::default(),
+            children: 1,
+            root: PathBuf::from("/"),
+            program_log: ProgramLog::default(),
+        }
+    }
+}
+
+/// A backend ready to run, what the host could not provide it, and the device under test.
+pub struct Opened {
+    pub backend: Box<dyn Backend>,
+    pub warnings: Vec<String>,
+    pub device: Option<DeviceRecord>,
+}
+
+/// A spec or option that does not fit, or a backend that would not start: the message names
+/// the option (`--tags: only for sim backends ...`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenError(pub String);
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+fn err(message: impl fmt::Display) -> OpenError {
+    OpenError(message.to_string())
+}
+
+/// Whether `spec` drives one real device (cuda or exec), whose tests run one at a time by
+/// default, rather than the simulator.
+pub fn is_device(spec: &str) -> bool {
+    spec.starts_with("exec:") || spec.starts_with("cuda")
+}
+
+/// `s` seconds of `--option` as a duration, refusing what is not a positive number of at most
+/// a week.
+pub fn seconds(option: &str, s: f64) -> Result<Duration, OpenError> {
+    Some(s)
+        .filter(|s| *s > 0.0 && *s <= MAX_TIMEOUT_S)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            err(format!(
+                "--{option} {s:?}: must be a number of seconds above 0 and at most {MAX_TIMEOUT_S} (a week)"
+            ))
+        })
+}
+
+impl OpenOptions {
+    /// Opens the backend `spec` names: the simulator, a GPU, or an external program started
+    /// and greeted.
+    pub fn open(&self, spec: &str) -> Result<Opened, OpenError> {
+        let handshake_timeout = seconds("handshake-timeout", self.handshake_timeout_s)?;
+        let test_timeout = self.timeout_s.map(|t| seconds("timeout", t)).transpose()?;
+        let cuda = spec.starts_with("cuda");
+        if self.tags.is_some() && (cuda || spec.starts_with("exec:")) {
+            return Err(err(format!(
+                "--tags: only for sim backends (--backend {spec} has no setting for the device's read tags)"
+            )));
+        }
+        if self.engine.is_some() && !cuda {
+            return Err(err("--engine: only for cuda backends"));
+        }
+        if !spec.starts_with("exec:") && (self.device.is_some() || self.timeout_s.is_some()) {
+            return Err(err("--device and --timeout: only for exec: backends"));
+        }
+        if cuda {
+            return self.open_cuda(spec);
+        }
+        if !spec.starts_with("exec:") {
+            let mut backend = SimBackend::from_spec(spec).map_err(|e| err(format!("--backend {spec}: {e}")))?;
+            if let Some(n) = self.tags {
+                backend = backend.with_read_tags(n).map_err(|e| err(format!("--{e}")))?;
+            }
+            check_numa(self.numa).map_err(|e| err(format!("--{e}")))?;
+            return Ok(Opened {
+                backend: Box::new(backend),
+                warnings: Vec::new(),
+                device: None,
+            });
+        }
+        self.open_exec(spec, handshake_timeout, test_timeout)
+    }
+
+    fn open_cuda(&self, spec: &str) -> Result<Opened, OpenError> {
+        let engine: Engine = self
+            .engine
+            .as_deref()
+            .unwrap_or("sm")
+            .parse()
+            .map_err(|e| err(format!("--{e}")))?;
+        let options = CudaOptions {
+            engine,
+            root: self.root.clone(),
+            buffer_node: Some(self.numa.mem as u32),
+            cache_node: Some(self.numa.cpu as u32),
+        };
+        let backend = CudaBackend::open(spec, options).map_err(|e| err(format!("--backend {spec}: {e}")))?;
+        Ok(Opened {
+            warnings: backend.warnings().to_vec(),
+            device: backend.gpu_info().pci.clone(),
+            backend: Box::new(backend),
+        })
+    }
+
+    fn open_exec(
+        &self,
+        spec: &str,
+        handshake_timeout: Duration,
+        test_timeout: Option<Duration>,
+    ) -> Result<Opened, OpenError> {
+        let named = match &self.device {
+            Some(d) => {
+                let bdf: Bdf = d
+                    .parse()
+                    .map_err(|_| err(format!("--device {d}: must be a PCI address like 0000:03:00.0")))?;
+                Some(DeviceRecord::read(&self.root, bdf).map_err(|e| err(format!("--device {d}: {e}")))?)
+            }
+            None => None,
+        };
+        let options = ExecOptions {
+            handshake_timeout,
+            test_timeout,
+            children: self.children,
+            buffer_node: Some(self.numa.mem as u32),
+            cache_node: Some(self.numa.cpu as u32),
+            root: self.root.clone(),
+            program_log: self.program_log.clone(),
+        };
+        let backend = ExecBackend::start(spec, options).map_err(|e| err(format!("--backend {e}")))?;
+        let mut warnings = backend.warnings().to_vec();
+        let device = match (named, backend.hello().bdf.as_deref()) {
+            (Some(d), _) => Some(d),
+            (None, Some(bdf)) => match bdf
+                .parse::<Bdf>()
+                .map_err(|_| "not a PCI address".to_string())
+                .and_then(|b| DeviceRecord::read(&self.root, b).map_err(|e| e.to_string()))
+            {
+                Ok(d) => Some(d),
+                Err(e) => {
+                    warnings.push(format!(
+                        "the device program reports device {bdf}: {e}; run.json has no link state"
+                    ));
+                    None
+                }
+            },
+            (None, None) => None,
+        };
+        Ok(Opened {
+            backend: Box::new(backend),
+            warnings,
+            device,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(spec: &str, o: OpenOptions) -> Result<Opened, String> {
+        o.open(spec).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn options_apply_to_their_backends_only() {
+        let tags = OpenOptions {
+            tags: Some(8),
+            ..OpenOptions::default()
+        };
+        let e = open("cuda:0", tags.clone()).err().unwrap();
+        assert_eq!(
+            e,
+            "--tags: only for sim backends (--backend cuda:0 has no setting for the device's read tags)"
+        );
+        assert!(open("exec:/bin/true", tags).err().unwrap().starts_with("--tags: only"));
+        let engine = OpenOptions {
+            engine: Some("ce".into()),
+            ..OpenOptions::default()
+        };
+        assert_eq!(open("sim", engine).err().unwrap(), "--engine: only for cuda backends");
+        for spec in ["sim", "cuda"] {
+            let device = OpenOptions {
+                device: Some("0000:03:00.0".into()),
+                ..OpenOptions::default()
+            };
+            assert_eq!(
+                open(spec, device).err().unwrap(),
+                "--device and --timeout: only for exec: backends"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_values_name_their_option() {
+        let e = open("sim:no-such-host", OpenOptions::default()).err().unwrap();
+        assert!(e.starts_with("--backend sim:no-such-host: "), "{e}");
+        let engine = OpenOptions {
+            engine: Some("dma".into()),
+            ..OpenOptions::default()
+        };
+        let e = open("cuda", engine).err().unwrap();
+        assert!(e.starts_with("--engine dma"), "{e}");
+        let device = OpenOptions {
+            device: Some("03:00".into()),
+            ..OpenOptions::default()
+        };
+        let e = open("exec:/bin/true", device).err().unwrap();
+        assert_eq!(e, "--device 03:00: must be a PCI address like 0000:03:00.0");
+        let handshake = OpenOptions {
+            handshake_timeout_s: 0.0,
+            ..OpenOptions::default()
+        };
+        let e = open("sim", handshake).err().unwrap();
+        assert_eq!(
+            e,
+            "--handshake-timeout 0.0: must be a number of seconds above 0 and at most 604800 (a week)"
+        );
+    }
+
+    #[test]
+    fn seconds_bounds() {
+        assert_eq!(seconds("timeout", 1.5).unwrap(), Duration::from_millis(1500));
+        assert!(seconds("timeout", MAX_TIMEOUT_S).is_ok());
+        for bad in [-1.0, 0.0, 1e-12, MAX_TIMEOUT_S + 1.0, f64::NAN, f64::INFINITY] {
+            let e = seconds("timeout", bad).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("--timeout {bad:?}: ")), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_simulator_opens_with_its_read_tags() {
+        let o = OpenOptions {
+            tags: Some(4),
+            ..OpenOptions::default()
+        };
+        let opened = o.open("sim").unwrap();
+        assert!(opened.warnings.is_empty() && opened.device.is_none());
+        let too_many = OpenOptions {
+            tags: Some(100_000),
+            ..OpenOptions::default()
+        };
+        assert!(open("sim", too_many).err().unwrap().starts_with("--tags"));
+    }
+
+    #[test]
+    fn device_backends() {
+        assert!(is_device("cuda") && is_device("cuda:1") && is_device("exec:prog -v"));
+        assert!(!is_device("sim") && !is_device("sim:e5-2637v3,nfp6000"));
+    }
+}
