@@ -4,7 +4,7 @@
 
 use crate::{refused, text, Target, Verdict};
 use pcie_sim::pmu_host::profile::PmuHostProfile;
-use pcie_sim::pmu_host::workload::Workload as HostWorkload;
+use pcie_sim::pmu_host::workload::HostWorkload;
 use pcie_sim::pmu_host::PmuHost;
 use pcie_sim::{CachePrep, DeviceProfile, HostProfile, Measured, Op, Simulator, Workload};
 use std::collections::hash_map::DefaultHasher;
