@@ -93,7 +93,7 @@ pub struct CdfDistance {
 
 /// Everything `--compare` reports for one other run.
 #[derive(Debug, Clone, Serialize)]
-pub struct Comparison {
+pub struct RunComparison {
     pub first: String,
     pub other: String,
     pub summary: Vec<GroupError>,
@@ -178,7 +178,7 @@ fn cdf_distances(first: &RunData, other: &RunData) -> Vec<CdfDistance> {
 }
 
 /// Compares `other` with `first`.
-pub fn compare(first: &RunData, other: &RunData, names: (&str, &str)) -> Comparison {
+pub fn compare(first: &RunData, other: &RunData, names: (&str, &str)) -> RunComparison {
     let a = points(first);
     let b = points(other);
     let key = |(f, k, m, _): &(String, RowKey, Metric, f64)| (f.clone(), *k, *m);
@@ -223,7 +223,7 @@ pub fn compare(first: &RunData, other: &RunData, names: (&str, &str)) -> Compari
         }
     }
     differences.sort_by(|x, y| y.diff_pct.abs().total_cmp(&x.diff_pct.abs()));
-    Comparison {
+    RunComparison {
         first: names.0.to_string(),
         other: names.1.to_string(),
         summary,

@@ -6,7 +6,7 @@
 //! how far one run is from another ([`compare`], [`ErrorStats`]) and the chart set of a run
 //! ([`ChartSet`], drawn with `pcie-report`).
 //!
-//! Also here, for programs built on it: a suite planned for a backend ([`suite::Plan`], with
+//! Also here, for programs built on it: a suite planned for a backend ([`suite::SuitePlan`], with
 //! each test's relative cost and the per-base summary `bench run` prints) and the device side
 //! of the exec protocol ([`exec::serve`] over an [`exec::Device`]; `pcieperf-refdev` serves
 //! [`exec::EmulatedDevice`]).
@@ -42,7 +42,7 @@ pub mod suite;
 
 pub use backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
 pub use charts::{run_letter, ChartSet, RunChart};
-pub use compare::{compare, diff_pct, CdfDistance, Comparison, Difference, ErrorStats, GroupError, Metric};
+pub use compare::{compare, diff_pct, CdfDistance, Difference, ErrorStats, GroupError, Metric, RunComparison};
 pub use exec::{ExecBackend, ExecOptions, ProgramLog};
 pub use gpu::{CudaBackend, CudaOptions, Engine};
 pub use open::{OpenError, OpenOptions, Opened};
@@ -57,4 +57,4 @@ pub use results::{
 pub use runner::{run_tests, Finished, RunEvent};
 pub use sim_backend::{test_seed, workload, SimBackend};
 pub use stats::{ks_distance, BandwidthStats, CdfPoint, LatencyStats, Measurement, SortedLatencies, Summary};
-pub use suite::{parse_bytes, Axis, Group, OffsetSweep, Suite, SuiteError, MAX_SUITE_TESTS};
+pub use suite::{parse_bytes, Group, OffsetSweep, Suite, SuiteError, SweepAxis, MAX_SUITE_TESTS};

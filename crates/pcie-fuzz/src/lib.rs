@@ -1,7 +1,7 @@
 //! Mutation fuzzing of everything pcieperf reads from a user: suites, profiles, catalogs, sysfs
 //! event strings, `-e` lists, workload specs, exec-protocol lines, result CSVs, size lists.
 //!
-//! It runs on the stable toolchain without instrumentation: each [`Target`] has a seed corpus of
+//! It runs on the stable toolchain without instrumentation: each [`FuzzTarget`] has a seed corpus of
 //! valid inputs and a dictionary of tokens its format knows; [`mutate`] edits seeds the ways broken
 //! files and tired typists do (hostile numbers in place of numbers, deleted and repeated spans,
 //! spliced inputs, stray bytes), and [`fuzz`] feeds each input to the target under
@@ -26,8 +26,8 @@ mod run;
 pub mod targets;
 
 pub use alloc::BoundedAlloc;
-pub use mutate::{mutate, Rng, HOSTILE_NUMBERS};
-pub use run::{fuzz, fuzz_with_progress, Failure, Report, PROGRESS_EVERY};
+pub use mutate::{mutate, SplitMix64, HOSTILE_NUMBERS};
+pub use run::{fuzz, fuzz_with_progress, Failure, FuzzReport, PROGRESS_EVERY};
 
 /// What one input did to a target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +41,7 @@ pub enum Verdict {
 }
 
 /// One parser or validator under test.
-pub struct Target {
+pub struct FuzzTarget {
     /// Short name used on the command line and in reports.
     pub name: &'static str,
     /// Valid inputs mutations start from.
@@ -52,10 +52,15 @@ pub struct Target {
     pub run: fn(&[u8]) -> Verdict,
 }
 
-impl Target {
+impl FuzzTarget {
     /// A target whose seeds are text.
-    pub fn new(name: &'static str, seeds: &[&str], dictionary: &[&'static str], run: fn(&[u8]) -> Verdict) -> Target {
-        Target {
+    pub fn new(
+        name: &'static str,
+        seeds: &[&str],
+        dictionary: &[&'static str],
+        run: fn(&[u8]) -> Verdict,
+    ) -> FuzzTarget {
+        FuzzTarget {
             name,
             seeds: seeds.iter().map(|s| s.as_bytes().to_vec()).collect(),
             dictionary: dictionary.to_vec(),

@@ -1,12 +1,12 @@
 //! Input mutation: the edits that turn a valid file or argument into a hostile one.
 
-/// A small seeded generator (SplitMix64): runs are reproducible from their seed.
+/// A small seeded generator: runs are reproducible from their seed.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct SplitMix64(u64);
 
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+impl SplitMix64 {
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
     }
 
     pub fn next_u64(&mut self) -> u64 {
@@ -105,7 +105,7 @@ fn number_spans(input: &[u8]) -> Vec<(usize, usize)> {
 }
 
 /// A random span of `input` (possibly empty).
-fn span(input: &[u8], rng: &mut Rng) -> (usize, usize) {
+fn span(input: &[u8], rng: &mut SplitMix64) -> (usize, usize) {
     let a = rng.below(input.len() + 1);
     let len = match rng.below(4) {
         0 => rng.below(input.len() - a + 1),
@@ -116,7 +116,7 @@ fn span(input: &[u8], rng: &mut Rng) -> (usize, usize) {
 
 /// One to four edits of `input`; `others` are inputs to splice from, `dictionary` the format's
 /// tokens.
-pub fn mutate(input: &[u8], others: &[Vec<u8>], dictionary: &[&str], rng: &mut Rng) -> Vec<u8> {
+pub fn mutate(input: &[u8], others: &[Vec<u8>], dictionary: &[&str], rng: &mut SplitMix64) -> Vec<u8> {
     let mut out = input.to_vec();
     for _ in 0..1 + rng.below(4) {
         match rng.below(9) {
@@ -203,7 +203,7 @@ mod tests {
     fn same_seed_same_mutants_and_they_differ() {
         let seed = b"size = 64\nwindow = 8192\n".to_vec();
         let run = |s| {
-            let mut rng = Rng::new(s);
+            let mut rng = SplitMix64::new(s);
             (0..200)
                 .map(|_| mutate(&seed, &[], &["x"], &mut rng))
                 .collect::<Vec<_>>()

@@ -1,8 +1,8 @@
 //! The fuzzing loop: mutate, run under `catch_unwind`, time, keep what the target accepts.
 
 use crate::alloc::BoundedAlloc;
-use crate::mutate::{mutate, Rng};
-use crate::{Target, Verdict};
+use crate::mutate::{mutate, SplitMix64};
+use crate::{FuzzTarget, Verdict};
 use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
@@ -44,7 +44,7 @@ impl std::fmt::Display for Failure {
 
 /// What a run of one target did.
 #[derive(Debug, Clone, Default)]
-pub struct Report {
+pub struct FuzzReport {
     pub target: &'static str,
     pub tried: u64,
     pub accepted: u64,
@@ -86,7 +86,7 @@ fn quiet_panics() {
 
 /// Run `inputs` inputs through `target`, starting from seed `seed`; an input that takes longer
 /// than `limit` is a failure.
-pub fn fuzz(target: &Target, inputs: u64, seed: u64, limit: Duration) -> Report {
+pub fn fuzz(target: &FuzzTarget, inputs: u64, seed: u64, limit: Duration) -> FuzzReport {
     fuzz_with_progress(target, inputs, seed, limit, |_| {})
 }
 
@@ -96,19 +96,19 @@ pub const PROGRESS_EVERY: u64 = 1_000_000;
 /// [`fuzz`], calling `progress` with the report so far after every [`PROGRESS_EVERY`] inputs,
 /// so a long run that is stopped early still says how far it got.
 pub fn fuzz_with_progress(
-    target: &Target,
+    target: &FuzzTarget,
     inputs: u64,
     seed: u64,
     limit: Duration,
-    mut progress: impl FnMut(&Report),
-) -> Report {
+    mut progress: impl FnMut(&FuzzReport),
+) -> FuzzReport {
     quiet_panics();
-    let mut rng = Rng::new(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut corpus: Vec<Vec<u8>> = target.seeds.clone();
     let keep_len = CORPUS_GROWTH * target.seeds.iter().map(Vec::len).max().unwrap_or(0).max(64);
-    let mut report = Report {
+    let mut report = FuzzReport {
         target: target.name,
-        ..Report::default()
+        ..FuzzReport::default()
     };
     let start = Instant::now();
     let mut failed = 0u64;
@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn a_panicking_target_is_reported_with_its_input_and_message() {
-        let t = Target::new("overflowing", &["12"], &[], overflowing);
+        let t = FuzzTarget::new("overflowing", &["12"], &[], overflowing);
         let r = fuzz(&t, 20_000, 1, Duration::from_secs(5));
         assert_eq!(r.tried, 20_000);
         assert!(r.accepted > 0 && r.refused > 0, "{r:?}");
@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn a_sound_target_has_no_failures() {
-        let sound = Target::new("sound", &["12"], &[], |i| {
+        let sound = FuzzTarget::new("sound", &["12"], &[], |i| {
             match String::from_utf8_lossy(i).trim().parse::<u8>() {
                 Ok(_) => Verdict::Accepted,
                 Err(e) => refused(e.to_string()),
@@ -214,7 +214,7 @@ mod tests {
 
     #[test]
     fn an_empty_refusal_is_a_failure() {
-        let t = Target::new("mute", &["x"], &[], |_| refused(String::new()));
+        let t = FuzzTarget::new("mute", &["x"], &[], |_| refused(String::new()));
         let r = fuzz(&t, 10, 3, Duration::from_secs(5));
         assert!(r.failures[0].what.contains("empty message"));
     }

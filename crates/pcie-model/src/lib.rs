@@ -31,7 +31,7 @@ pub use ethernet::{check_frame, Ethernet, ETH_SPEEDS, MAX_FRAME, MIN_FRAME};
 pub use generation::{Encoding, Generation};
 pub use latency::{read_bound, Limit, ReadBound};
 pub use link_table::{link_table, LinkRow};
-pub use nic::{crossover, nic_point, nic_sweep, Crossover, Direction, NicKind, NicPoint, NicSweep};
+pub use nic::{crossover, nic_point, nic_sweep, Crossover, NicKind, NicPoint, NicSweep, PacketPaths};
 pub use phy::raw;
 pub use sizes::{parse_sizes, SizeListError, MAX_SIZES};
 pub use split::{completions as split_completions, read_requests as split_read_requests, writes as split_writes};

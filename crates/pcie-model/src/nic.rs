@@ -156,7 +156,7 @@ const DPDK: &[Step] = &[
 /// Which packet paths are busy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Direction {
+pub enum PacketPaths {
     /// Transmit and receive at the same packet rate.
     Bidir,
     /// Transmit only.
@@ -166,12 +166,12 @@ pub enum Direction {
 }
 
 /// PCIe traffic per packet of `data` bytes (the frame without FCS).
-pub fn traffic(cfg: &LinkConfig, kind: NicKind, direction: Direction, data: u32) -> Traffic {
+pub fn traffic(cfg: &LinkConfig, kind: NicKind, paths: PacketPaths, data: u32) -> Traffic {
     let mut t = Traffic::default();
-    let on = |p: Path| match direction {
-        Direction::Bidir => true,
-        Direction::Tx => p == Tx,
-        Direction::Rx => p == Rx,
+    let on = |p: Path| match paths {
+        PacketPaths::Bidir => true,
+        PacketPaths::Tx => p == Tx,
+        PacketPaths::Rx => p == Rx,
     };
     for s in kind.steps().iter().filter(|s| on(s.path)) {
         let len = match s.size {
@@ -213,9 +213,9 @@ pub fn nic_point(cfg: &LinkConfig, kind: NicKind, eth: Ethernet, frame: u32) -> 
     Ok(NicPoint {
         frame,
         line: eth.host_rate(cfg.mode, frame),
-        bidir: rate(Direction::Bidir),
-        tx_only: rate(Direction::Tx),
-        rx_only: rate(Direction::Rx),
+        bidir: rate(PacketPaths::Bidir),
+        tx_only: rate(PacketPaths::Tx),
+        rx_only: rate(PacketPaths::Rx),
     })
 }
 

@@ -8,7 +8,7 @@
 //! `cargo bench -p pcie-pmu --bench monitor_share [-- SECONDS]`
 
 use pcie_pmu::monitor::{resolve_events, Monitor, Plan};
-use pcie_pmu::sim::{PmuHostProfile, SimHost, Workload};
+use pcie_pmu::sim::{HostWorkload, PmuHostProfile, SimHost};
 use pcie_pmu::CounterSource;
 use std::fmt::Write;
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ fn main() {
     let profile = PmuHostProfile::load("yitian710-nvme").expect("built-in profile");
     // Every port with a device is busy: storage ports with fio-like jobs, NIC ports with
     // 50 Gb/s each way.
-    let jobs: Vec<Workload> = profile
+    let jobs: Vec<HostWorkload> = profile
         .ports
         .iter()
         .filter_map(|p| profile.device_of(p).map(|d| (p, d)))
@@ -30,7 +30,7 @@ fn main() {
                 let rw = ["read", "write", "readwrite"][i % 3];
                 format!("port={},rw={rw},bs=128k,iodepth=32,numjobs=2", p.bdf)
             };
-            Workload::parse(&profile, &spec).expect("valid workload")
+            HostWorkload::parse(&profile, &spec).expect("valid workload")
         })
         .collect();
     let (sys, mut src) = SimHost::start(profile, &jobs, 1, false).expect("simulated host");

@@ -15,7 +15,7 @@ use crate::{PmuError, System};
 use pcie_model::Generation;
 pub use pcie_sim::pmu_host::profile::{builtin_pmu_hosts, PmuHostProfile};
 use pcie_sim::pmu_host::profile::{parse_bdf, DeviceSpec, PmuDriver, PortSpec};
-pub use pcie_sim::pmu_host::workload::{self, StorageJob, Workload, WorkloadError};
+pub use pcie_sim::pmu_host::workload::{self, HostWorkload, StorageJob, WorkloadError};
 pub use pcie_sim::pmu_host::PmuHost;
 use std::io;
 use std::time::{Duration, Instant};
@@ -215,7 +215,7 @@ impl SimHost {
     /// `paced`, simulated time follows wall-clock time; otherwise it runs as fast as it can.
     pub fn start(
         profile: PmuHostProfile,
-        workloads: &[Workload],
+        workloads: &[HostWorkload],
         seed: u64,
         paced: bool,
     ) -> Result<(System, SimHost), SimError> {
@@ -439,7 +439,7 @@ mod tests {
     #[test]
     fn counts_through_the_trait_on_simulated_time() {
         let p = PmuHostProfile::load("yitian710").unwrap();
-        let job = Workload::parse(&p, "port=00:02.0,rw=read,bs=1M,iodepth=32,size=8M").unwrap();
+        let job = HostWorkload::parse(&p, "port=00:02.0,rw=read,bs=1M,iodepth=32,size=8M").unwrap();
         let (sys, mut src) = SimHost::start(p, &[job], 3, false).unwrap();
         let ev = sys.resolve("dwc_rootport_10/rx_pcie_tlp_data_payload/").unwrap();
         let id = src.open(&ev).unwrap();

@@ -3,7 +3,7 @@
 //! latencies a profile gives.
 
 use pcie_sim::pmu_host::profile::PmuHostProfile;
-use pcie_sim::pmu_host::workload::Workload as HostWorkload;
+use pcie_sim::pmu_host::workload::HostWorkload;
 use pcie_sim::pmu_host::PmuHost;
 use pcie_sim::{CachePrep, DeviceProfile, HostProfile, Measured, Op, Simulator, Workload};
 use proptest::prelude::*;

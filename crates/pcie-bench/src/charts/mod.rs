@@ -10,7 +10,7 @@ mod sweeps;
 
 pub use overlay::run_letter;
 
-use crate::compare::{compare, Comparison};
+use crate::compare::{compare, RunComparison};
 use crate::results::{LatencyRow, ResultData, RunData, RunInfo};
 use cdf::cdf_chart;
 use pcie_model::{LinkConfig, LinkParams};
@@ -170,7 +170,7 @@ pub struct ChartSet {
     /// Result files of the first run no chart was drawn for.
     pub not_drawn: Vec<String>,
     /// How far each other run is from the first, in order (B, C, ...).
-    pub comparisons: Vec<Comparison>,
+    pub comparisons: Vec<RunComparison>,
 }
 
 impl ChartSet {
@@ -180,7 +180,7 @@ impl ChartSet {
         let (mut charts, not_drawn) = draw(first, &link);
         let mut description = description(first, &link);
         let name = dir_name(&first.dir);
-        let comparisons: Vec<Comparison> = others
+        let comparisons: Vec<RunComparison> = others
             .iter()
             .map(|o| compare(first, o, (&name, &dir_name(&o.dir))))
             .collect();

@@ -345,7 +345,7 @@ pub struct Streams {
 
 /// Which way a copy goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
+pub enum CopyDirection {
     /// Host to device: the GPU reads host memory (BW_RD).
     HostToDevice,
     /// Device to host: the GPU writes host memory (BW_WR).
@@ -372,7 +372,7 @@ impl Streams {
     /// Every host pointer must be pinned (registered) memory valid for its bytes.
     pub unsafe fn time_copies(
         &self,
-        copies: impl Iterator<Item = (Direction, *mut u8, sys::CUdeviceptr, usize)>,
+        copies: impl Iterator<Item = (CopyDirection, *mut u8, sys::CUdeviceptr, usize)>,
     ) -> Result<f64, DriverError> {
         let event = |flags| -> Result<sys::CUevent, DriverError> {
             let mut e = std::ptr::null_mut();
@@ -389,11 +389,11 @@ impl Streams {
             for (i, (dir, host, dev, bytes)) in copies.enumerate() {
                 let s = self.streams[i % self.streams.len()];
                 match dir {
-                    Direction::HostToDevice => check(
+                    CopyDirection::HostToDevice => check(
                         "cuMemcpyHtoDAsync",
                         sys::cuMemcpyHtoDAsync_v2(dev, host.cast(), bytes, s),
                     )?,
-                    Direction::DeviceToHost => check(
+                    CopyDirection::DeviceToHost => check(
                         "cuMemcpyDtoHAsync",
                         sys::cuMemcpyDtoHAsync_v2(host.cast(), dev, bytes, s),
                     )?,

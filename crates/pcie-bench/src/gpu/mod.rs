@@ -15,7 +15,7 @@ pub use plan::Engine;
 use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
 use crate::host::{node_cpus, CacheSteps, DeviceRecord, DmaBuffer};
 use crate::params::{CacheState, TestParams, BUFFER_BYTES};
-use driver::{Device, DeviceBuffer, Direction, Function, Mapped, Module, Streams};
+use driver::{CopyDirection, Device, DeviceBuffer, Function, Mapped, Module, Streams};
 use plan::{Arg, Buffers};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -334,8 +334,10 @@ impl Gpu {
         let copies = (0..t.count).map(|i| {
             let off = offsets[(i % offsets.len() as u64) as usize] as usize;
             let dir = match (kind, i % 2) {
-                (crate::params::TestKind::BwWr, _) | (crate::params::TestKind::BwRdWr, 1) => Direction::DeviceToHost,
-                _ => Direction::HostToDevice,
+                (crate::params::TestKind::BwWr, _) | (crate::params::TestKind::BwRdWr, 1) => {
+                    CopyDirection::DeviceToHost
+                }
+                _ => CopyDirection::HostToDevice,
             };
             // SAFETY: `off + size` is inside the buffer (the offsets stay in the window).
             (dir, unsafe { host.add(off) }, device, t.size as usize)

@@ -1,7 +1,7 @@
 //! Suite TOML → `Suite`, validated key by key so every error names the file, the group, the
 //! key and what is allowed.
 
-use super::{parse_bytes, Axis, Group, OffsetSweep, Suite, SuiteError, MAX_SUITE_TESTS};
+use super::{parse_bytes, Group, OffsetSweep, Suite, SuiteError, SweepAxis, MAX_SUITE_TESTS};
 use crate::params::{CacheState, Iommu, Numa, Pattern, TestKind, MAX_BANDWIDTH_COUNT, MAX_LATENCY_SAMPLES};
 use std::fmt::Display;
 use std::str::FromStr;
@@ -123,9 +123,9 @@ fn group(
         }
     };
     let order = match k.list("order", one_of_axis)? {
-        None => Axis::ALL,
+        None => SweepAxis::ALL,
         Some(list) => {
-            if list.len() != 5 || Axis::ALL.iter().any(|a| !list.contains(a)) {
+            if list.len() != 5 || SweepAxis::ALL.iter().any(|a| !list.contains(a)) {
                 return Err(k.err(
                     "order",
                     "must name each of test, size, window, cache, offset exactly once",
@@ -355,10 +355,10 @@ fn sorted_distinct<T: Ord + Clone>(items: &[T]) -> Vec<T> {
     v
 }
 
-fn one_of_axis(v: &Value) -> Result<Axis, String> {
-    let names = Axis::ALL.map(Axis::name);
+fn one_of_axis(v: &Value) -> Result<SweepAxis, String> {
+    let names = SweepAxis::ALL.map(SweepAxis::name);
     match v {
-        Value::String(s) => Axis::ALL
+        Value::String(s) => SweepAxis::ALL
             .into_iter()
             .find(|a| a.name() == s)
             .ok_or_else(|| format!("\"{s}\" is not one of {}", names.join(", "))),

@@ -7,7 +7,7 @@ mod load;
 mod plan;
 
 pub use bytes::parse_bytes;
-pub use plan::{work, BaseSummary, Plan};
+pub use plan::{work, BaseSummary, SuitePlan};
 
 use crate::params::{check_count, CacheState, Iommu, Numa, Pattern, TestKind, TestParams};
 use std::fmt;
@@ -28,7 +28,7 @@ pub const MAX_SUITE_BYTES: u64 = 1 << 20;
 
 /// A loop of a group's expansion; `Group::order` nests them outermost first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Axis {
+pub enum SweepAxis {
     Test = 0,
     Size = 1,
     Window = 2,
@@ -36,16 +36,22 @@ pub enum Axis {
     Offset = 4,
 }
 
-impl Axis {
-    pub const ALL: [Axis; 5] = [Axis::Test, Axis::Size, Axis::Window, Axis::Cache, Axis::Offset];
+impl SweepAxis {
+    pub const ALL: [SweepAxis; 5] = [
+        SweepAxis::Test,
+        SweepAxis::Size,
+        SweepAxis::Window,
+        SweepAxis::Cache,
+        SweepAxis::Offset,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
-            Axis::Test => "test",
-            Axis::Size => "size",
-            Axis::Window => "window",
-            Axis::Cache => "cache",
-            Axis::Offset => "offset",
+            SweepAxis::Test => "test",
+            SweepAxis::Size => "size",
+            SweepAxis::Window => "window",
+            SweepAxis::Cache => "cache",
+            SweepAxis::Offset => "offset",
         }
     }
 }
@@ -74,8 +80,8 @@ pub struct Group {
     pub host_offsets: Vec<u32>,
     pub device_offsets: Vec<u32>,
     pub offsets: OffsetSweep,
-    /// Loop nesting, outermost first; a permutation of `Axis::ALL`.
-    pub order: [Axis; 5],
+    /// Loop nesting, outermost first; a permutation of `SweepAxis::ALL`.
+    pub order: [SweepAxis; 5],
     /// Samples per latency test or DMAs per bandwidth test.
     pub count: u64,
     /// Also write the latency CDF of every test to `<base>_cdf.csv`.
@@ -106,13 +112,13 @@ impl Group {
         }
     }
 
-    fn axis_len(&self, axis: Axis, offsets: usize) -> usize {
+    fn axis_len(&self, axis: SweepAxis, offsets: usize) -> usize {
         match axis {
-            Axis::Test => self.tests.len(),
-            Axis::Size => self.sizes.len(),
-            Axis::Window => self.windows.len(),
-            Axis::Cache => self.caches.len(),
-            Axis::Offset => offsets,
+            SweepAxis::Test => self.tests.len(),
+            SweepAxis::Size => self.sizes.len(),
+            SweepAxis::Window => self.windows.len(),
+            SweepAxis::Cache => self.caches.len(),
+            SweepAxis::Offset => offsets,
         }
     }
 
@@ -134,7 +140,7 @@ impl Group {
         let total: usize = lens.iter().product();
         (0..total)
             .map(|mut k| {
-                let mut at = [0usize; 5]; // index along each axis, by Axis::ALL position
+                let mut at = [0usize; 5]; // index along each axis, by SweepAxis::ALL position
                 for pos in (0..5).rev() {
                     at[self.order[pos] as usize] = k % lens[pos];
                     k /= lens[pos];
@@ -252,7 +258,7 @@ impl Suite {
             host_offsets: vec![params.host_offset],
             device_offsets: vec![params.device_offset],
             offsets: OffsetSweep::Product,
-            order: Axis::ALL,
+            order: SweepAxis::ALL,
             count: params.count,
             cdf: false,
             raw: false,
@@ -357,7 +363,7 @@ mod tests {
             host_offsets: vec![0, 1],
             device_offsets: vec![0, 2],
             offsets: OffsetSweep::HostThenDevice,
-            order: Axis::ALL,
+            order: SweepAxis::ALL,
             count: 10,
             cdf: false,
             raw: false,
@@ -396,7 +402,13 @@ mod tests {
         assert_eq!(key(&tests[31]), (LatWrRd, 128, HWarm, 0, 2));
 
         let g = Group {
-            order: [Axis::Cache, Axis::Offset, Axis::Test, Axis::Size, Axis::Window],
+            order: [
+                SweepAxis::Cache,
+                SweepAxis::Offset,
+                SweepAxis::Test,
+                SweepAxis::Size,
+                SweepAxis::Window,
+            ],
             offsets: OffsetSweep::Product,
             ..group()
         };

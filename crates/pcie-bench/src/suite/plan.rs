@@ -8,21 +8,21 @@ use crate::stats::Measurement;
 
 /// The tests of a suite a backend runs, each with the index of its group, and those it cannot.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct SuitePlan {
     pub tests: Vec<(usize, TestParams)>,
     pub left_out: Vec<(usize, TestParams)>,
 }
 
-impl Plan {
+impl SuitePlan {
     /// Expands every group of `suite` and sorts its tests by whether `backend` supports them.
-    pub fn new(suite: &Suite, backend: &dyn Backend) -> Plan {
+    pub fn new(suite: &Suite, backend: &dyn Backend) -> SuitePlan {
         let (tests, left_out) = suite
             .groups()
             .iter()
             .enumerate()
             .flat_map(|(g, group)| group.expand().into_iter().map(move |t| (g, t)))
             .partition(|(_, t)| backend.supports(t));
-        Plan { tests, left_out }
+        SuitePlan { tests, left_out }
     }
 
     /// The kinds of the left-out tests, sorted, each once.

@@ -1,7 +1,7 @@
 //! Targets for pcie-bench's parsers: byte sizes, suites, exec-protocol lines, result CSVs and
 //! whole run directories.
 
-use crate::{refused, text, Target, Verdict};
+use crate::{refused, text, FuzzTarget, Verdict};
 use pcie_bench::exec::protocol::{parse_hello, parse_result, CYCLE_PS_RANGE};
 use pcie_bench::{
     check_count, BandwidthStats, Outcome, ResultData, ResultFile, RunData, SortedLatencies, Suite, TestKind,
@@ -266,13 +266,13 @@ fn suite_seeds() -> Vec<String> {
     seeds
 }
 
-pub fn targets() -> Vec<Target> {
+pub fn targets() -> Vec<FuzzTarget> {
     let run_dirs = [
         format!("{RUN_JSON}{FILE_MARK}lat_dma_off_rd.csv\n{LAT_CSV}"),
         format!("{RUN_JSON}{FILE_MARK}bw_dma_sz_sweep.csv\n{BW_CSV}{FILE_MARK}lat_dma_details_cdf.csv\n{CDF_CSV}"),
         format!("{RUN_JSON}{FILE_MARK}lat_dma_sizes.csv\n{OUR_LAT_CSV}{FILE_MARK}lat_dma_sizes_raw.csv\n{RAW_CSV}"),
     ];
-    let mut run_dir_target = Target::new(
+    let mut run_dir_target = FuzzTarget::new(
         "run-dir",
         &[],
         &[
@@ -293,13 +293,13 @@ pub fn targets() -> Vec<Target> {
     );
     run_dir_target.seeds = run_dirs.iter().map(|s| s.as_bytes().to_vec()).collect();
     vec![
-        Target::new(
+        FuzzTarget::new(
             "bytes",
             &["8k", "64M", "1.5M", "4096", "2G", "512"],
             &["k", "K", "M", "G", "T", "KiB", "MB", ".", " "],
             bytes,
         ),
-        Target::new(
+        FuzzTarget::new(
             "suite",
             &suite_seeds().iter().map(String::as_str).collect::<Vec<_>>(),
             &[
@@ -331,7 +331,7 @@ pub fn targets() -> Vec<Target> {
             ],
             suite,
         ),
-        Target::new(
+        FuzzTarget::new(
             "exec-line",
             &[HELLO, LATENCY_REPLY, BANDWIDTH_REPLY, ERROR_REPLY],
             &[
@@ -356,7 +356,7 @@ pub fn targets() -> Vec<Target> {
             ],
             exec_line,
         ),
-        Target::new(
+        FuzzTarget::new(
             "result-csv",
             &[LAT_CSV, BW_CSV, CDF_CSV, OUR_LAT_CSV, RAW_CSV],
             &[

@@ -5,10 +5,10 @@ mod model;
 mod pmu;
 mod sim;
 
-use crate::Target;
+use crate::FuzzTarget;
 
 /// Every target, in a stable order.
-pub fn all() -> Vec<Target> {
+pub fn all() -> Vec<FuzzTarget> {
     let mut all = Vec::new();
     all.extend(model::targets());
     all.extend(sim::targets());

@@ -1,6 +1,6 @@
 //! Targets for pcie-model: size lists, and link parameters driven into a bandwidth evaluation.
 
-use crate::{refused, text, Target, Verdict};
+use crate::{refused, text, FuzzTarget, Verdict};
 use pcie_model::{parse_sizes, raw, stream, LinkConfig, LinkParams, Op, MAX_SIZES};
 
 /// `64,128`, `1..4096`, `64..2048:64`: what `--sizes` accepts, never more than MAX_SIZES points.
@@ -65,15 +65,15 @@ fn link_stream(input: &[u8]) -> Verdict {
     }
 }
 
-pub fn targets() -> Vec<Target> {
+pub fn targets() -> Vec<FuzzTarget> {
     vec![
-        Target::new(
+        FuzzTarget::new(
             "sizes",
             &["64,128,256", "1..4096", "64..2048:64", "64..1518:2,9000", "1"],
             &["..", ":", ",", " "],
             sizes,
         ),
-        Target::new(
+        FuzzTarget::new(
             "link-stream",
             &[
                 "gen=3 lanes=8 mps=256 mrrs=512 rcb=64 op=rd size=64 offset=0",

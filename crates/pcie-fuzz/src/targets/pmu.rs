@@ -1,7 +1,7 @@
 //! Targets for pcie-pmu's parsers: event strings (perf's `pmu/event,term=val/` and the kernel's
 //! `events/` files), `format/` bit-field specs, `-e` lists with `{...}` groups, event catalogs.
 
-use crate::{refused, text, Target, Verdict};
+use crate::{refused, text, FuzzTarget, Verdict};
 use pcie_pmu::catalog::MAX_BYTES_PER_COUNT;
 use pcie_pmu::fixture::{self, DwcVariant, Tree};
 use pcie_pmu::{split_event_list, Catalog, ConfigField, EventAlias, EventSpec, FormatTerm, Pmu, ResolvedEvent, System};
@@ -250,9 +250,9 @@ fn first_events(catalog: &str, n: usize) -> String {
     lines[..end].join("\n") + "\n"
 }
 
-pub fn targets() -> Vec<Target> {
+pub fn targets() -> Vec<FuzzTarget> {
     vec![
-        Target::new(
+        FuzzTarget::new(
             "event-string",
             &[
                 "dwc_rootport_3018/rx_memory_read,lane=4/",
@@ -298,7 +298,7 @@ pub fn targets() -> Vec<Target> {
             ],
             event_string,
         ),
-        Target::new(
+        FuzzTarget::new(
             "format-spec",
             &[
                 "config:0-7",
@@ -313,7 +313,7 @@ pub fn targets() -> Vec<Target> {
             ],
             format_spec,
         ),
-        Target::new(
+        FuzzTarget::new(
             "event-list",
             &[
                 "dwc_rootport_3018/rx_memory_read,lane=4/,software/cpu-clock/",
@@ -325,7 +325,7 @@ pub fn targets() -> Vec<Target> {
             &["{", "}", ",", "/", "=", " ", "a/b/", "{a/b/,c/d/}"],
             event_list,
         ),
-        Target {
+        FuzzTarget {
             name: "catalog",
             seeds: CATALOGS.iter().map(|c| first_events(c, 2).into_bytes()).collect(),
             dictionary: vec![

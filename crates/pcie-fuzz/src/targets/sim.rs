@@ -2,9 +2,9 @@
 //! is simulated briefly and its latencies checked), PMU host profiles (a changed one runs a
 //! short storage workload) and `--workload` specs on the Yitian 710.
 
-use crate::{refused, text, Target, Verdict};
+use crate::{refused, text, FuzzTarget, Verdict};
 use pcie_sim::pmu_host::profile::PmuHostProfile;
-use pcie_sim::pmu_host::workload::Workload as HostWorkload;
+use pcie_sim::pmu_host::workload::HostWorkload;
 use pcie_sim::pmu_host::PmuHost;
 use pcie_sim::{CachePrep, DeviceProfile, HostProfile, Measured, Op, Simulator, Workload};
 use std::collections::hash_map::DefaultHasher;
@@ -196,14 +196,14 @@ fn workload(input: &[u8]) -> Verdict {
     }
 }
 
-pub fn targets() -> Vec<Target> {
+pub fn targets() -> Vec<FuzzTarget> {
     let (hosts, devices, pmu_hosts) = (
         uncommented_seeds(&HOSTS),
         uncommented_seeds(&DEVICES),
         uncommented_seeds(&PMU_HOSTS),
     );
     vec![
-        Target::new(
+        FuzzTarget::new(
             "host-profile",
             &strs(&hosts),
             &[
@@ -213,7 +213,7 @@ pub fn targets() -> Vec<Target> {
             .concat(),
             host_profile,
         ),
-        Target::new(
+        FuzzTarget::new(
             "device-profile",
             &strs(&devices),
             &[
@@ -223,7 +223,7 @@ pub fn targets() -> Vec<Target> {
             .concat(),
             device_profile,
         ),
-        Target::new(
+        FuzzTarget::new(
             "pmu-host-profile",
             &strs(&pmu_hosts),
             &[
@@ -239,7 +239,7 @@ pub fn targets() -> Vec<Target> {
             .concat(),
             pmu_host_profile,
         ),
-        Target::new(
+        FuzzTarget::new(
             "workload",
             &[
                 "port=00:02.0,rw=read,bs=1M,iodepth=32,numjobs=1,runtime=1s",

@@ -4,7 +4,7 @@
 //! every `perf_event_mux_interval_ms`: each is enabled from its opening and running only in
 //! its turns, and counts only then.
 
-use super::link::{Direction, Tally};
+use super::link::{LinkDirection, Tally};
 use super::profile::{PmuDriver, PmuSpec};
 use crate::time::Ps;
 use pcie_model::{reverse_dllp_bytes, LinkConfig, TlpKind};
@@ -140,8 +140,8 @@ pub struct Bank {
 
 /// A port's two link directions as the bank reads them, and its DLLP rates.
 pub struct PortLink<'a> {
-    pub rx: &'a mut Direction,
-    pub tx: &'a mut Direction,
+    pub rx: &'a mut LinkDirection,
+    pub tx: &'a mut LinkDirection,
     pub dllps: DllpRates,
 }
 

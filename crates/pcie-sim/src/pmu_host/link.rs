@@ -75,7 +75,7 @@ impl Burst {
 
 /// A link direction: FIFO serialiser plus ledger.
 #[derive(Debug, Clone)]
-pub struct Direction {
+pub struct LinkDirection {
     server: Server,
     ps_per_byte: f64,
     pending: VecDeque<Burst>,
@@ -84,10 +84,10 @@ pub struct Direction {
     settled_at: Ps,
 }
 
-impl Direction {
+impl LinkDirection {
     /// A direction of `link` (its packet capacity sets the time per byte).
-    pub fn new(link: &LinkConfig) -> Direction {
-        Direction {
+    pub fn new(link: &LinkConfig) -> LinkDirection {
+        LinkDirection {
             server: Server::default(),
             ps_per_byte: 8000.0 / pcie_model::capacity(link).0,
             pending: VecDeque::new(),
@@ -174,7 +174,7 @@ mod tests {
     #[test]
     fn payload_crosses_tlp_by_tlp() {
         let l = link();
-        let mut d = Direction::new(&l);
+        let mut d = LinkDirection::new(&l);
         let end = d.send_cut(&l, 1000, TlpKind::MWr, 4096 + 100, 256, 1);
         // 16 full TLPs and one of 100 B (25 DW), back to back.
         assert_eq!(d.at(1000), Tally::default());
@@ -182,7 +182,7 @@ mod tests {
         assert_eq!(full.payload_dw, (4096 + 100) / 4);
         assert_eq!(full.tlps_of(TlpKind::MWr), 17);
         // Half way through, a whole number of 256 B TLPs has crossed.
-        let mut d = Direction::new(&l);
+        let mut d = LinkDirection::new(&l);
         let end = d.send(&l, 0, TlpKind::MWr, 256, 16);
         let half = d.at(end / 2);
         assert_eq!(half.payload_dw % 64, 0);
@@ -196,7 +196,7 @@ mod tests {
     #[test]
     fn bursts_queue_behind_each_other() {
         let l = link();
-        let mut d = Direction::new(&l);
+        let mut d = LinkDirection::new(&l);
         let a = d.send(&l, 0, TlpKind::MWr, 256, 4);
         let b = d.send(&l, 0, TlpKind::MWr, 256, 4);
         assert_eq!(b, 2 * a, "the second burst waits for the first");

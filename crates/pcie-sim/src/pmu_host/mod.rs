@@ -20,20 +20,20 @@ use crate::distribution::Sampler;
 use crate::rng::{mix_seed, Rng};
 use crate::time::{ps, Ps};
 use bank::{Bank, DllpRates, EventConfig, PortLink};
-use link::Direction;
+use link::LinkDirection;
 use pcie_model::{Generation, LinkConfig, LinkParams};
 use profile::PmuHostProfile;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use storage::{Io, Job, JobSet, Storage};
-use workload::{NicJob, Workload};
+use workload::{HostWorkload, NicJob};
 
 /// A root port, its trained link and what is behind it.
 struct Port {
     link: Option<LinkConfig>,
     /// Rx: received by the root port (device to host); Tx: sent to the device.
-    rx: Direction,
-    tx: Direction,
+    rx: LinkDirection,
+    tx: LinkDirection,
     storage: Option<Storage>,
     lanes: u32,
     /// Each port draws from its own stream, so a workload on one port does not change another's.
@@ -111,7 +111,7 @@ fn train(host: &PmuHostProfile, port: &profile::PortSpec) -> Option<LinkConfig> 
 
 impl PmuHost {
     /// A host running `workloads` from time 0 (each checked against the profile).
-    pub fn new(profile: PmuHostProfile, workloads: &[Workload], seed: u64) -> PmuHost {
+    pub fn new(profile: PmuHostProfile, workloads: &[HostWorkload], seed: u64) -> PmuHost {
         let ports: Vec<Port> = profile
             .ports
             .iter()
@@ -126,8 +126,8 @@ impl PmuHost {
                     .and_then(|d| d.storage.clone())
                     .map(|s| Storage::new(s, &mut rng));
                 Port {
-                    rx: Direction::new(l),
-                    tx: Direction::new(l),
+                    rx: LinkDirection::new(l),
+                    tx: LinkDirection::new(l),
                     link,
                     storage,
                     lanes: p.lanes,
@@ -160,8 +160,8 @@ impl PmuHost {
                 continue;
             };
             match w {
-                Workload::Storage(j) => h.add_storage(j, port),
-                Workload::Nic(j) => h.add_nic(j, port),
+                HostWorkload::Storage(j) => h.add_storage(j, port),
+                HostWorkload::Nic(j) => h.add_nic(j, port),
             }
         }
         h
@@ -323,7 +323,7 @@ mod tests {
 
     fn host(jobs: &[&str]) -> PmuHost {
         let p = profile::PmuHostProfile::load("yitian710-nvme").unwrap();
-        let jobs: Vec<Workload> = jobs.iter().map(|j| Workload::parse(&p, j).unwrap()).collect();
+        let jobs: Vec<HostWorkload> = jobs.iter().map(|j| HostWorkload::parse(&p, j).unwrap()).collect();
         PmuHost::new(p, &jobs, 7)
     }
 
@@ -442,7 +442,7 @@ mod study {
     fn fio(profile: &str, rw: &str, event: u64, shared: bool, seed: u64) -> Run {
         let p = profile::PmuHostProfile::load(profile).unwrap();
         let spec = format!("port=00:02.0,rw={rw},bs=1M,iodepth=64,numjobs=4,runtime=20s");
-        let job = Workload::parse(&p, &spec).unwrap();
+        let job = HostWorkload::parse(&p, &spec).unwrap();
         let mut h = PmuHost::new(p, &[job], seed);
         let port = h.profile().ports.iter().position(|p| p.bdf == "0000:00:02.0").unwrap();
         let id = h.open(port, event).unwrap();

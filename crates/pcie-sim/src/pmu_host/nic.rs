@@ -7,7 +7,7 @@
 //! send descriptors and then the packets, and writes their completions and an interrupt.
 //! Within a batch, the packets' full MPS pieces cross before their remainders.
 
-use super::link::Direction;
+use super::link::LinkDirection;
 use super::profile::NicSpec;
 use super::workload::NicJob;
 use super::{HostCosts, Port};
@@ -41,8 +41,8 @@ impl Flow {
 fn read_descriptors(
     c: &HostCosts,
     l: &LinkConfig,
-    rx: &mut Direction,
-    tx: &mut Direction,
+    rx: &mut LinkDirection,
+    tx: &mut LinkDirection,
     at: Ps,
     bytes: u32,
     mem: Ps,

@@ -135,7 +135,7 @@ pub struct NicJob {
 
 /// A workload on the simulated host: storage I/O, or NIC traffic, by what is behind the port.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Workload {
+pub enum HostWorkload {
     Storage(StorageJob),
     Nic(NicJob),
 }
@@ -235,10 +235,10 @@ fn no_such_port(host: &PmuHostProfile, port: &str) -> WorkloadError {
     )
 }
 
-impl Workload {
+impl HostWorkload {
     /// Parse `port=BDF,key=value,...`: storage keys (rw, bs, iodepth, numjobs, runtime, size)
     /// on a storage port, NIC keys (rx, tx in Gb/s, pkt, runtime) on a NIC port.
-    pub fn parse(host: &PmuHostProfile, text: &str) -> Result<Workload, WorkloadError> {
+    pub fn parse(host: &PmuHostProfile, text: &str) -> Result<HostWorkload, WorkloadError> {
         let (port, _) = pairs(text)?;
         let nic = host
             .ports
@@ -247,15 +247,15 @@ impl Workload {
             .and_then(|p| host.device_of(p))
             .and_then(|d| d.nic.as_ref());
         match nic {
-            Some(n) => NicJob::parse(host, text, port, n.line_gbps).map(Workload::Nic),
-            None => StorageJob::parse(host, text).map(Workload::Storage),
+            Some(n) => NicJob::parse(host, text, port, n.line_gbps).map(HostWorkload::Nic),
+            None => StorageJob::parse(host, text).map(HostWorkload::Storage),
         }
     }
 
     pub fn port(&self) -> &str {
         match self {
-            Workload::Storage(j) => &j.port,
-            Workload::Nic(j) => &j.port,
+            HostWorkload::Storage(j) => &j.port,
+            HostWorkload::Nic(j) => &j.port,
         }
     }
 }
@@ -438,10 +438,10 @@ mod tests {
             e.contains("empty") && e.contains("0000:00:02.0") && e.contains("0000:30:03.0"),
             "{e}"
         );
-        let nic = |t: &str| Workload::parse(&host, t);
+        let nic = |t: &str| HostWorkload::parse(&host, t);
         assert_eq!(
             nic("port=30:03.0,rx=40,tx=10,pkt=9000").unwrap(),
-            Workload::Nic(NicJob {
+            HostWorkload::Nic(NicJob {
                 port: "0000:30:03.0".into(),
                 rx_gbps: 40.0,
                 tx_gbps: 10.0,
@@ -462,7 +462,7 @@ mod tests {
                 && e.contains("storage ports: 0000:00:01.0, 0000:00:02.0"),
             "{e}"
         );
-        assert!(matches!(nic("port=00:02.0,rw=write"), Ok(Workload::Storage(_))));
+        assert!(matches!(nic("port=00:02.0,rw=write"), Ok(HostWorkload::Storage(_))));
         assert!(err("rw=read").contains("needs port=BDF"));
         assert!(err("port=00:02.0,turbo=1").contains("\"turbo\" is not a key"));
     }
@@ -470,7 +470,7 @@ mod tests {
     #[test]
     fn a_prefixed_port_is_not_a_key() {
         let host = PmuHostProfile::load("yitian710-nvme").unwrap();
-        let e = Workload::parse(&host, "storage:port=00:02.0,rw=read")
+        let e = HostWorkload::parse(&host, "storage:port=00:02.0,rw=read")
             .unwrap_err()
             .to_string();
         assert!(
@@ -488,7 +488,7 @@ mod tests {
             ("00:04.0", "rx=40", "it is empty"),
             ("00:02.0", "tx=1", "it holds a sata"),
         ] {
-            let e = Workload::parse(&host, &format!("port={port},{key}"))
+            let e = HostWorkload::parse(&host, &format!("port={port},{key}"))
                 .unwrap_err()
                 .to_string();
             assert!(
@@ -497,7 +497,9 @@ mod tests {
                 "{e}"
             );
         }
-        let e = Workload::parse(&host, "port=0f:00.0,pkt=64").unwrap_err().to_string();
+        let e = HostWorkload::parse(&host, "port=0f:00.0,pkt=64")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("port=0000:0f:00.0: no such root port"), "{e}");
     }
 
@@ -521,7 +523,7 @@ mod tests {
             for key in keys {
                 for v in hostile {
                     let spec = format!("port={port},{key}={v}");
-                    match Workload::parse(&host, &spec) {
+                    match HostWorkload::parse(&host, &spec) {
                         // Idle is a rate.
                         Ok(_) if v == "0" && (*key == "rx" || *key == "tx") => {}
                         Ok(w) => panic!("{spec} accepted: {w:?}"),
@@ -539,7 +541,7 @@ mod tests {
     fn a_spec_is_at_most_512_characters() {
         let host = PmuHostProfile::load("yitian710-nvme").unwrap();
         let spec = format!("port=00:02.0{}", ",".repeat(600));
-        let e = Workload::parse(&host, &spec).unwrap_err().to_string();
+        let e = HostWorkload::parse(&host, &spec).unwrap_err().to_string();
         assert!(e.starts_with("--workload: 612 characters: at most 512"), "{e}");
     }
 
@@ -547,7 +549,7 @@ mod tests {
     fn a_key_given_twice_is_refused() {
         let host = PmuHostProfile::load("yitian710-nvme").unwrap();
         for spec in ["port=00:02.0,bs=4k,bs=1M", "port=00:02.0,port=00:01.0"] {
-            let e = Workload::parse(&host, spec).unwrap_err().to_string();
+            let e = HostWorkload::parse(&host, spec).unwrap_err().to_string();
             assert!(e.contains("is given twice"), "{e}");
         }
     }

@@ -2,14 +2,14 @@
 //! `pcie_bench::compare`) for the terminal, CSV and the HTML page.
 
 use crate::output::{Cell, Table};
-use pcie_bench::Comparison;
+use pcie_bench::RunComparison;
 use pcie_report::TableSection;
 
 /// How many of the largest differences the text summary lists (the HTML and CSV list all).
 const TEXT_DIFFERENCES: usize = 15;
 
 /// MAPE and largest difference per file, test, cache state and metric, in file order.
-fn summary_table(c: &Comparison) -> Table {
+fn summary_table(c: &RunComparison) -> Table {
     let mut t = Table::new(&[
         ("file", "File"),
         ("test", "Test"),
@@ -34,7 +34,7 @@ fn summary_table(c: &Comparison) -> Table {
 }
 
 /// KS distance per CDF section.
-fn cdf_table(c: &Comparison) -> Table {
+fn cdf_table(c: &RunComparison) -> Table {
     let mut t = Table::new(&[("file", "File"), ("section", "Section"), ("test", "Test"), ("ks", "KS")]);
     for d in &c.cdfs {
         t.push(vec![
@@ -48,7 +48,7 @@ fn cdf_table(c: &Comparison) -> Table {
 }
 
 /// The first `limit` point differences (all with `None`), largest first.
-pub fn difference_table(c: &Comparison, limit: Option<usize>) -> Table {
+pub fn difference_table(c: &RunComparison, limit: Option<usize>) -> Table {
     let mut t = Table::new(&[
         ("file", "File"),
         ("key", "Test,PAT,Cache,HO,DO,WinSZ,SZ"),
@@ -81,7 +81,7 @@ fn html_table(id: String, heading: String, notes: Vec<String>, t: &Table) -> Tab
     }
 }
 
-pub fn comparison_tables(c: &Comparison, letter: &str) -> Vec<TableSection> {
+pub fn comparison_tables(c: &RunComparison, letter: &str) -> Vec<TableSection> {
     let mut out = vec![html_table(
         format!("compare-{letter}-summary"),
         format!("{letter} vs A: mean absolute difference per file, test and cache state"),
@@ -111,7 +111,7 @@ pub fn comparison_tables(c: &Comparison, letter: &str) -> Vec<TableSection> {
     out
 }
 
-pub fn comparison_text(c: &Comparison, letter: &str) -> String {
+pub fn comparison_text(c: &RunComparison, letter: &str) -> String {
     let mut text = format!(
         "\nCompared: {letter} = {} against A = {}; differences are ({letter} − A) / A. {} points matched, {} without a counterpart.\n\n",
         c.other,

@@ -7,7 +7,7 @@ use crate::output::{Cell, Format, Table};
 use crate::signals::cancel_on_signals;
 use clap::Args;
 use pcie_bench::host::DeviceRecord;
-use pcie_bench::suite::{work, BaseSummary, Plan};
+use pcie_bench::suite::{work, BaseSummary, SuitePlan};
 use pcie_bench::{
     parse_bytes, rfc3339, run_tests, Backend, CacheState, Group, HostInfo, Iommu, Numa, OpenOptions, Opened, Pattern,
     ProgramLog, RunEvent, RunInfo, RunWriter, Suite, TestKind, TestParams,
@@ -183,7 +183,7 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
     }
     let backend = backend.as_ref();
     let suite = suite(a, backend, numa, iommu)?;
-    let plan = Plan::new(&suite, backend);
+    let plan = SuitePlan::new(&suite, backend);
     let tests = &plan.tests;
     if tests.is_empty() {
         return Err(usage(format!(

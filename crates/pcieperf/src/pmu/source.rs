@@ -5,7 +5,7 @@
 
 use crate::error::CliError;
 use clap::Args;
-use pcie_pmu::sim::{builtin_pmu_hosts, PmuHostProfile, SimHost, Workload, WorkloadError};
+use pcie_pmu::sim::{builtin_pmu_hosts, HostWorkload, PmuHostProfile, SimHost, WorkloadError};
 use pcie_pmu::{CounterSource, PerfEvents, PmuError, System};
 use std::path::PathBuf;
 
@@ -73,7 +73,7 @@ pub fn workload_err(e: WorkloadError) -> CliError {
 /// that also need the simulation's own byte counts, as `pmu validate` does).
 pub fn start_sim(
     profile: PmuHostProfile,
-    workloads: &[Workload],
+    workloads: &[HostWorkload],
     seed: u64,
     paced: bool,
 ) -> Result<(System, SimHost), CliError> {
@@ -131,7 +131,7 @@ pub fn open(a: &SourceArgs, sim: &SimArgs) -> Result<(System, Box<dyn CounterSou
             let jobs = sim
                 .workloads
                 .iter()
-                .map(|w| Workload::parse(&profile, w))
+                .map(|w| HostWorkload::parse(&profile, w))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(workload_err)?;
             let (sys, host) = start_sim(profile, &jobs, sim.seed, !sim.fast)?;

@@ -12,7 +12,7 @@ use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
 use pcie_pmu::fio::{self, FioRun, FioStats};
-use pcie_pmu::sim::workload::{Rw, StorageJob, Workload, WorkloadError};
+use pcie_pmu::sim::workload::{HostWorkload, Rw, StorageJob, WorkloadError};
 use pcie_pmu::validate::{
     measure, port_payload_events, Comparison, Dir, JobSpec, Measured, PayloadEvent, ValidateError,
 };
@@ -190,11 +190,11 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
                 return Err(CliError::Usage("--sysfs: only with --source perf".into()));
             }
             let profile = source::load_profile(&p)?;
-            let mut jobs = vec![Workload::Storage(
+            let mut jobs = vec![HostWorkload::Storage(
                 StorageJob::new(&profile, j.clone()).map_err(option_err)?,
             )];
             for w in &a.workloads {
-                let b = Workload::parse(&profile, w).map_err(source::workload_err)?;
+                let b = HostWorkload::parse(&profile, w).map_err(source::workload_err)?;
                 if b.port() == j.port {
                     return Err(CliError::Usage(format!(
                         "--workload {w}: runs on the validated port {}; give background workloads other ports",
