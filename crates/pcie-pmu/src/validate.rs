@@ -1,6 +1,6 @@
 //! The seed study's accuracy check: a root port's payload events counted while a workload
 //! (fio, or the simulated fio) runs behind it ([`measure`], on the monitor's counting), and
-//! each event's bytes beside what the workload says it moved that way ([`Comparison`]). The
+//! each event's bytes beside what the workload says it moved that way ([`ValidationRow`]). The
 //! workload comes from fio's options as a user types them ([`JobSpec`]).
 
 use crate::fio::FioStats;
@@ -13,26 +13,26 @@ use std::time::Duration;
 
 /// Direction of a payload event: `rx` device to host (what reads move), `tx` host to device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dir {
+pub enum PayloadDir {
     Rx,
     Tx,
 }
 
-impl Dir {
+impl PayloadDir {
     pub fn name(self) -> &'static str {
         match self {
-            Dir::Rx => "rx",
-            Dir::Tx => "tx",
+            PayloadDir::Rx => "rx",
+            PayloadDir::Tx => "tx",
         }
     }
 
     /// `rx`, `tx` or both, comma-separated, each once in the order given.
-    pub fn parse_list(text: &str) -> Result<Vec<Dir>, String> {
+    pub fn parse_list(text: &str) -> Result<Vec<PayloadDir>, String> {
         let mut out = Vec::new();
         for part in text.split(',').map(str::trim) {
             let d = match part {
-                "rx" => Dir::Rx,
-                "tx" => Dir::Tx,
+                "rx" => PayloadDir::Rx,
+                "tx" => PayloadDir::Tx,
                 _ => return Err(format!("{part:?} is not an event; use rx, tx or rx,tx")),
             };
             if !out.contains(&d) {
@@ -45,8 +45,8 @@ impl Dir {
     /// The catalog metric of this direction's payload event.
     pub fn metric(self) -> PmuMetric {
         match self {
-            Dir::Rx => PmuMetric::RxBytes,
-            Dir::Tx => PmuMetric::TxBytes,
+            PayloadDir::Rx => PmuMetric::RxBytes,
+            PayloadDir::Tx => PmuMetric::TxBytes,
         }
     }
 }
@@ -123,7 +123,7 @@ impl JobSpec {
 
 /// One row of the study's table: the PMU's side, then fio's for the same direction.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Comparison {
+pub struct ValidationRow {
     pub event: &'static str,
     pub pmu: String,
     pub pmu_event: String,
@@ -142,12 +142,12 @@ pub struct Comparison {
     pub clat_stdev_ms: f64,
 }
 
-impl Comparison {
+impl ValidationRow {
     /// Compare the total `t` of event `ev` (`bytes_per_count` bytes a count) with the workload.
-    pub fn new(dir: Dir, ev: &ResolvedEvent, t: &Delta, bytes_per_count: f64, fio: &FioStats) -> Comparison {
-        let w = fio.dir(dir == Dir::Rx);
+    pub fn new(dir: PayloadDir, ev: &ResolvedEvent, t: &Delta, bytes_per_count: f64, fio: &FioStats) -> ValidationRow {
+        let w = fio.dir(dir == PayloadDir::Rx);
         let pmu_bytes = t.bytes(bytes_per_count).unwrap_or(0.0);
-        Comparison {
+        ValidationRow {
             event: dir.name(),
             pmu: ev.pmu.clone(),
             pmu_event: ev.event.clone().unwrap_or_default(),
@@ -176,7 +176,7 @@ pub enum ValidateError {
     },
     /// The port's PMU has no payload event in that direction.
     NoPayloadEvent {
-        dir: Dir,
+        dir: PayloadDir,
         pmu: String,
     },
     Pmu(PmuError),
@@ -213,13 +213,13 @@ impl From<PmuError> for ValidateError {
 /// A payload event to compare with the workload.
 #[derive(Debug, Clone)]
 pub struct PayloadEvent {
-    pub dir: Dir,
+    pub dir: PayloadDir,
     pub ev: ResolvedEvent,
     pub bytes_per_count: f64,
 }
 
 /// The payload events for `dirs` of the PMU that watches root port `port` (`0000:00:02.0`).
-pub fn port_payload_events(sys: &System, port: &str, dirs: &[Dir]) -> Result<Vec<PayloadEvent>, ValidateError> {
+pub fn port_payload_events(sys: &System, port: &str, dirs: &[PayloadDir]) -> Result<Vec<PayloadEvent>, ValidateError> {
     let views = sys.pcie_pmus()?;
     let Some(view) = views
         .iter()
@@ -254,20 +254,20 @@ pub fn port_payload_events(sys: &System, port: &str, dirs: &[Dir]) -> Result<Vec
 }
 
 /// What [`measure`] counted.
-pub struct Measured {
+pub struct Counted {
     monitor: Monitor,
-    dirs: Vec<Dir>,
+    dirs: Vec<PayloadDir>,
     /// Seconds counted, on the source's clock.
     pub secs: f64,
 }
 
-impl Measured {
+impl Counted {
     /// One comparison per event with the workload's statistics.
-    pub fn comparisons(&self, fio: &FioStats) -> Vec<Comparison> {
+    pub fn rows(&self, fio: &FioStats) -> Vec<ValidationRow> {
         self.monitor
             .total_deltas()
             .zip(&self.dirs)
-            .map(|((w, total), &dir)| Comparison::new(dir, &w.ev, &total, w.bytes_per_count.unwrap_or(1.0), fio))
+            .map(|((w, total), &dir)| ValidationRow::new(dir, &w.ev, &total, w.bytes_per_count.unwrap_or(1.0), fio))
             .collect()
     }
 }
@@ -279,7 +279,7 @@ pub fn measure<S: CounterSource, E: From<MonitorError>>(
     events: Vec<PayloadEvent>,
     interval: Duration,
     mut finished: impl FnMut(&mut S) -> Result<bool, E>,
-) -> Result<Measured, E> {
+) -> Result<Counted, E> {
     let dirs = events.iter().map(|e| e.dir).collect();
     let plan = Plan {
         watches: events
@@ -307,7 +307,7 @@ pub fn measure<S: CounterSource, E: From<MonitorError>>(
         }
         last = finished(src)?;
     }
-    Ok(Measured {
+    Ok(Counted {
         monitor,
         dirs,
         secs: (src.elapsed() - start).as_secs_f64(),
@@ -332,9 +332,12 @@ mod tests {
 
     #[test]
     fn events_parse() {
-        assert_eq!(Dir::parse_list("rx,tx").unwrap(), vec![Dir::Rx, Dir::Tx]);
-        assert_eq!(Dir::parse_list("tx, tx").unwrap(), vec![Dir::Tx]);
-        let e = Dir::parse_list("rx,bytes").unwrap_err();
+        assert_eq!(
+            PayloadDir::parse_list("rx,tx").unwrap(),
+            vec![PayloadDir::Rx, PayloadDir::Tx]
+        );
+        assert_eq!(PayloadDir::parse_list("tx, tx").unwrap(), vec![PayloadDir::Tx]);
+        let e = PayloadDir::parse_list("rx,bytes").unwrap_err();
         assert_eq!(e, "\"bytes\" is not an event; use rx, tx or rx,tx");
     }
 
@@ -407,12 +410,12 @@ mod tests {
         };
         // Counted half the time, in 16 B units: 65600 counts scale to 2099200 bytes.
         let t = Delta::new(65600, 1_000_000, 500_000);
-        let r = Comparison::new(Dir::Tx, &ev, &t, 16.0, &fio);
+        let r = ValidationRow::new(PayloadDir::Tx, &ev, &t, 16.0, &fio);
         assert_eq!((r.event, r.workload_bytes, r.pmu_bytes), ("tx", 2097152, 2099200.0));
         assert!((r.error_pct.unwrap() - 100.0 * 2048.0 / 2097152.0).abs() < 1e-12);
         assert_eq!((r.running_pct, r.workload_mib_s, r.runtime_s), (50.0, 4.0, 0.5));
         assert_eq!((r.clat_avg_ms, r.clat_stdev_ms), (1.5, 0.2));
-        let r = Comparison::new(Dir::Rx, &ev, &t, 16.0, &fio);
+        let r = ValidationRow::new(PayloadDir::Rx, &ev, &t, 16.0, &fio);
         assert_eq!((r.workload_bytes, r.error_pct, r.workload_mib_s), (0, None, 0.0));
     }
 }

@@ -71,17 +71,17 @@ pub fn init() -> Result<(i32, i32), DriverError> {
 }
 
 /// One GPU with its primary context made current on the calling thread.
-pub struct Device {
+pub struct GpuDevice {
     dev: sys::CUdevice,
     ctx: sys::CUcontext,
 }
 
 // SAFETY: the context handle may be made current on any thread (`bind`), and the driver API is
 // thread-safe; the backend serialises tests on one device behind a mutex.
-unsafe impl Send for Device {}
+unsafe impl Send for GpuDevice {}
 
-impl Device {
-    pub fn open(ordinal: i32) -> Result<Device, DriverError> {
+impl GpuDevice {
+    pub fn open(ordinal: i32) -> Result<GpuDevice, DriverError> {
         let mut dev = 0;
         let mut ctx = std::ptr::null_mut();
         // SAFETY: out-pointers to locals; the context is released in Drop.
@@ -89,7 +89,7 @@ impl Device {
             check("cuDeviceGet", sys::cuDeviceGet(&mut dev, ordinal))?;
             check("cuDevicePrimaryCtxRetain", sys::cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
         }
-        let d = Device { dev, ctx };
+        let d = GpuDevice { dev, ctx };
         d.bind()?;
         Ok(d)
     }
@@ -149,7 +149,7 @@ impl Device {
     }
 }
 
-impl Drop for Device {
+impl Drop for GpuDevice {
     fn drop(&mut self) {
         // SAFETY: releases the retain made in `open`.
         unsafe {

@@ -15,7 +15,7 @@ pub use plan::Engine;
 use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
 use crate::host::{node_cpus, CacheSteps, DeviceRecord, DmaBuffer};
 use crate::params::{CacheState, TestParams, BUFFER_BYTES};
-use driver::{CopyDirection, Device, DeviceBuffer, Function, Mapped, Module, Streams};
+use driver::{CopyDirection, DeviceBuffer, Function, GpuDevice, Mapped, Module, Streams};
 use plan::{Arg, Buffers};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -112,7 +112,7 @@ struct Gpu {
     streams: Streams,
     device_buffer: DeviceBuffer,
     mapped: Mapped,
-    device: Device,
+    device: GpuDevice,
     buffer: DmaBuffer,
     cache: CacheSteps,
     sms: u32,
@@ -165,7 +165,7 @@ impl CudaBackend {
                 _ => format!("this host has {count} CUDA devices (cuda:0 to cuda:{})", count - 1),
             });
         }
-        let device = Device::open(ordinal).map_err(|e| e.to_string())?;
+        let device = GpuDevice::open(ordinal).map_err(|e| e.to_string())?;
         let module = device.module(ptx::PTX).map_err(|e| e.to_string())?;
         let function = |entry: (&str, &[&str])| module.function(entry.0).map_err(|e| e.to_string());
         let (probe, latency, bandwidth, warm) = (

@@ -14,7 +14,7 @@ use clap::Args;
 use pcie_pmu::fio::{self, FioRun, FioStats};
 use pcie_pmu::sim::workload::{HostWorkload, Rw, StorageJob, WorkloadError};
 use pcie_pmu::validate::{
-    measure, port_payload_events, Comparison, Dir, JobSpec, Measured, PayloadEvent, ValidateError,
+    measure, port_payload_events, Counted, JobSpec, PayloadDir, PayloadEvent, ValidateError, ValidationRow,
 };
 use pcie_pmu::{PerfEvents, System};
 use std::path::{Path, PathBuf};
@@ -90,7 +90,7 @@ fn job_spec(a: &ValidateArgs) -> JobSpec {
 }
 
 /// The port's payload events for `dirs`; a port without a PMU is a usage error.
-fn payload_events(sys: &System, port: &str, dirs: &[Dir]) -> Result<Vec<PayloadEvent>, CliError> {
+fn payload_events(sys: &System, port: &str, dirs: &[PayloadDir]) -> Result<Vec<PayloadEvent>, CliError> {
     port_payload_events(sys, port, dirs).map_err(|e| match e {
         ValidateError::Pmu(e) => e.into(),
         ValidateError::NoPmu { .. } => CliError::Usage(format!("--port {e}")),
@@ -100,11 +100,11 @@ fn payload_events(sys: &System, port: &str, dirs: &[Dir]) -> Result<Vec<PayloadE
 
 /// What a run counted and what the workload reported.
 struct Run {
-    measured: Measured,
+    measured: Counted,
     fio: FioStats,
 }
 
-fn table(rows: &[Comparison], human: bool) -> Table {
+fn table(rows: &[ValidationRow], human: bool) -> Table {
     let mut t = if human {
         Table::new(&[
             ("event", "Event"),
@@ -176,7 +176,7 @@ fn table(rows: &[Comparison], human: bool) -> Table {
 
 pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
     check_interval(Some(a.interval))?;
-    let dirs = Dir::parse_list(&a.events).map_err(|e| CliError::Usage(format!("--events {}: {e}", a.events)))?;
+    let dirs = PayloadDir::parse_list(&a.events).map_err(|e| CliError::Usage(format!("--events {}: {e}", a.events)))?;
     let spec = job_spec(a);
     let j = spec.job().map_err(option_err)?;
     let interval = Duration::from_millis(a.interval);
@@ -227,7 +227,7 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
         }
     };
     let secs = run.measured.secs;
-    let rows = run.measured.comparisons(&run.fio);
+    let rows = run.measured.rows(&run.fio);
     Ok(match a.format {
         Format::Table => format!(
             "{}\n{}; {secs:.3} s {what}\n",
@@ -240,7 +240,7 @@ pub fn run(a: &ValidateArgs) -> Result<String, CliError> {
 }
 
 /// Real counting while fio runs on `--filename` (or the block device below the port).
-fn perf(a: &ValidateArgs, j: &StorageJob, dirs: &[Dir], interval: Duration) -> Result<Run, CliError> {
+fn perf(a: &ValidateArgs, j: &StorageJob, dirs: &[PayloadDir], interval: Duration) -> Result<Run, CliError> {
     let sys = source::discover_perf(&a.source.sysfs)?;
     let events = payload_events(&sys, &j.port, dirs)?;
     let fio_err = |e: fio::FioError| CliError::Runtime(e.to_string());
