@@ -84,18 +84,19 @@ impl Llc {
     }
 
     /// The device writes the line: DDIO updates a cached line in place, or allocates it in
-    /// the DDIO share. True when it had to allocate.
-    pub fn device_write(&mut self, line: u32) -> bool {
+    /// the DDIO share. A write that does not `snoop` may not take a core's line, so it allocates
+    /// that one too. True when it had to allocate.
+    pub fn device_write(&mut self, line: u32, snoop: bool) -> bool {
         match self.state[line as usize] {
-            LineState::Memory => {
-                self.insert(line, LineState::Io);
-                true
-            }
-            LineState::Cpu => {
+            LineState::Cpu if snoop => {
                 self.state[line as usize] = LineState::Io;
                 false
             }
             LineState::Io => false,
+            LineState::Cpu | LineState::Memory => {
+                self.insert(line, LineState::Io);
+                true
+            }
         }
     }
 }
@@ -119,12 +120,18 @@ mod tests {
     fn ddio_allocates_only_into_its_share() {
         let mut c = Llc::new(1000, 100, 0.1);
         for l in 0..50 {
-            c.device_write(l);
+            c.device_write(l, true);
         }
         let io = (0..50).filter(|&l| c.state(l) == LineState::Io).count();
         assert_eq!(io, 10);
         c.cpu_write(500);
-        c.device_write(500);
+        assert!(
+            !c.device_write(500, true),
+            "a snooping write takes the core's line in place"
+        );
         assert_eq!(c.state(500), LineState::Io);
+        c.cpu_write(501);
+        assert!(c.device_write(501, false), "a No Snoop write allocates");
+        assert_eq!(c.state(501), LineState::Io);
     }
 }

@@ -96,6 +96,10 @@ pub struct Iommu {
     /// A request that arrives while its page is being walked is parked and, once the walk
     /// ends, translated again: one such request after another, this long each.
     pub replay_ns: f64,
+    /// Snoop control (VT-d): a translated request snoops the cores' caches even when it
+    /// carries No Snoop.
+    #[serde(default)]
+    pub snoop_control: bool,
 }
 
 /// One low-power state of the uncore (root complex and the ring behind it).
@@ -208,6 +212,10 @@ pub struct Cmd {
     /// A write-then-read's write: what its issue adds before it leaves.
     #[serde(default)]
     pub write_ns: f64,
+    /// The path's requests carry PCIe's No Snoop attribute: a host that honours it serves a
+    /// line a core holds from memory.
+    #[serde(default)]
+    pub no_snoop: bool,
 }
 
 /// The device's timestamp counter.

@@ -8,7 +8,8 @@ impl Machine<'_> {
     /// The NFP's direct command path: one PCIe read (after an optional write) of 4-64 B issued
     /// from a BAR window, bypassing the DMA engines. The write takes ownership of its lines like
     /// a DMA write (a sub-line write to a line in memory merges it first) and leaves them in the
-    /// LLC's DDIO share, where the read behind it finds them.
+    /// LLC's DDIO share, where the read behind it finds them. Where the path does not snoop
+    /// ([`Machine::cmd_snoops`]), both find a line a core holds in memory instead.
     pub(super) fn command(&mut self, t: Ps, d: Dma, write_first: bool) -> Ps {
         let issue = t + ps(self.dev.cmd.issue_ns);
         let c = self.costs;
@@ -17,10 +18,13 @@ impl Machine<'_> {
             let mwr = self.tlp.mwr(d.addr, d.size);
             let sent = self.up.send(issue + ps(self.dev.cmd.write_ns), mwr.wire);
             let arrival = self.wake(sent + c.wire);
-            let (slowest_own, allocated, hop) = self.own_lines(d.addr, d.size);
+            let (slowest_own, allocated, hop) = self.own_lines(d.addr, d.size, self.cmd_snoops);
             let busy = c.write_line * lines + c.allocate * allocated;
             let (accepted, translated) = self.enter_fabric(arrival, d.addr, busy, mwr.payload);
-            (sent, self.visible(accepted, translated, busy, slowest_own, hop))
+            // A No Snoop write learns whether it must snoop only from its translation (the
+            // IOMMU's snoop control), so its commit cannot overlap a page walk.
+            let commit_from = if self.dev.cmd.no_snoop { translated } else { accepted };
+            (sent, self.visible(commit_from, translated, busy, slowest_own, hop))
         } else {
             (issue, 0)
         };
@@ -34,7 +38,7 @@ impl Machine<'_> {
             .map(|l| self.cmd_line_latency(l))
             .max()
             .unwrap_or(0);
-        let ready = asked + slowest + self.read_hiccup(first);
+        let ready = asked + slowest + self.read_hiccup(first, self.cmd_snoops);
         let cpl = self.tlp.cpl(d.addr, d.size).wire;
         let sent = self.down.send(ready + c.half_fixed, cpl);
         self.rest(sent);

@@ -39,9 +39,24 @@ impl Machine<'_> {
         }
     }
 
-    /// Time for the memory system to deliver one line once the RC asks for it.
-    pub(super) fn line_latency(&mut self, line: u64) -> Ps {
-        self.line_latency_in(line).0
+    /// Where a request finds `line`. One that does not snoop (`snoop` false: a No Snoop request
+    /// the root complex honours) may not take a line from a core's caches and gets memory's copy;
+    /// a line in the DDIO share belongs to no core, so it is served from there either way.
+    fn found(&self, line: u64, snoop: bool) -> LineState {
+        match self.llc.state(line as u32) {
+            LineState::Cpu if !snoop => LineState::Memory,
+            state => state,
+        }
+    }
+
+    /// Time for the memory system to deliver one line from `state` once the RC asks for it.
+    fn latency_from(&mut self, state: LineState) -> Ps {
+        let base = match state {
+            LineState::Cpu => self.llc_hit.draw(&mut self.rng),
+            LineState::Io => self.io_line.draw(&mut self.rng),
+            LineState::Memory => self.dram.draw(&mut self.rng),
+        };
+        base + self.hop_by_state[state as usize]
     }
 
     /// Latency of the slowest of `n` lines a core wrote.
@@ -54,29 +69,19 @@ impl Machine<'_> {
         sampler.draw(&mut self.rng) + self.hop_by_state[LineState::Cpu as usize]
     }
 
-    /// [`Machine::line_latency`] for the device's direct command reads, which see a DDIO line
-    /// at `memory.cmd_io_line`.
+    /// The latency of `line` for the device's direct command reads, which snoop only where
+    /// [`Machine::cmd_snoops`] and see a DDIO line at `memory.cmd_io_line`.
     pub(super) fn cmd_line_latency(&mut self, line: u64) -> Ps {
-        match self.llc.state(line as u32) {
+        match self.found(line, self.cmd_snoops) {
             LineState::Io => self.cmd_io_line.draw(&mut self.rng) + self.hop_by_state[LineState::Io as usize],
-            _ => self.line_latency(line),
+            state => self.latency_from(state),
         }
     }
 
-    /// [`Machine::line_latency`] and where the line is.
+    /// The latency of `line` for a DMA read, and where the line is.
     pub(super) fn line_latency_in(&mut self, line: u64) -> (Ps, LineState) {
         let state = self.llc.state(line as u32);
-        let base = match state {
-            LineState::Cpu => self.llc_hit.draw(&mut self.rng),
-            LineState::Io => self.io_line.draw(&mut self.rng),
-            LineState::Memory => self.dram.draw(&mut self.rng),
-        };
-        (base + self.hop_by_state[state as usize], state)
-    }
-
-    /// The hop to where `line` is (its owner, for a write).
-    pub(super) fn hop(&self, line: u64) -> Ps {
-        self.hop_by_state[self.llc.state(line as u32) as usize]
+        (self.latency_from(state), state)
     }
 
     /// What the remote read pipeline adds to `lines` lines from `first` on (0 when all are on
@@ -91,10 +96,10 @@ impl Machine<'_> {
     }
 
     /// How long the memory system takes to grant a posted write ownership of `line`: the typical
-    /// latency of where the line is (no data is read, so no DRAM hiccups); a write covering only
-    /// `part` of a line in no cache first reads it from memory to merge its bytes.
-    fn own_latency(&self, line: u64, part: bool) -> Ps {
-        let state = self.llc.state(line as u32);
+    /// latency of where the write finds the line ([`Machine::found`]; no data is read, so no DRAM
+    /// hiccups); a write covering only `part` of a line it finds in memory first reads it to merge
+    /// its bytes.
+    fn own_latency(&self, state: LineState, part: bool) -> Ps {
         let merge = if part && state == LineState::Memory {
             self.costs.merge
         } else {
@@ -103,30 +108,32 @@ impl Machine<'_> {
         self.own_by_state[state as usize] + merge
     }
 
-    /// A posted write of `[addr, addr + len)` takes its lines from where they are and leaves
-    /// them in the LLC as the device's: returns the slowest ownership grant (the k-th line's
+    /// A posted write of `[addr, addr + len)`, snooping or not ([`Machine::found`]), takes its
+    /// lines from where it finds them and leaves them in the LLC as the device's: returns the slowest ownership grant (the k-th line's
     /// request leaves `own_line` × k after the first), how many lines DDIO had to allocate and
     /// the hop to the farthest owner.
-    pub(super) fn own_lines(&mut self, addr: u64, len: u32) -> (Ps, u64, Ps) {
+    pub(super) fn own_lines(&mut self, addr: u64, len: u32, snoop: bool) -> (Ps, u64, Ps) {
         let end = addr + len as u64;
         let (mut slowest, mut allocated, mut hop) = (0, 0, 0);
         for (k, l) in (addr / LINE..=(end - 1) / LINE).enumerate() {
             let part = addr > l * LINE || end < (l + 1) * LINE;
-            hop = hop.max(self.hop(l));
-            slowest = slowest.max(self.own_latency(l, part) + self.costs.own_line * k as u64);
-            allocated += self.llc.device_write(l as u32) as u64;
+            let state = self.found(l, snoop);
+            hop = hop.max(self.hop_by_state[state as usize]);
+            slowest = slowest.max(self.own_latency(state, part) + self.costs.own_line * k as u64);
+            allocated += self.llc.device_write(l as u32, snoop) as u64;
         }
         (slowest, allocated, hop)
     }
 
     /// When a posted write that the fabric path `accepted` at, whose address was `translated`
     /// at and which keeps the path `busy`, is visible to a read behind it: after the commit
-    /// pipeline, which runs from acceptance in parallel with a page walk, and after ownership
+    /// pipeline, which runs from `commit_from` (acceptance, in parallel with a page walk, where
+    /// the write's handling does not depend on its translation), and after ownership
     /// (`slowest_own` of [`Machine::own_lines`]), which can only be asked for once translated.
     /// The hop to a remote owner is ownership's, or the commit's where ownership is not
     /// modelled.
-    pub(super) fn visible(&self, accepted: Ps, translated: Ps, busy: Ps, slowest_own: Ps, hop: Ps) -> Ps {
-        let commit = accepted + busy + self.costs.commit;
+    pub(super) fn visible(&self, commit_from: Ps, translated: Ps, busy: Ps, slowest_own: Ps, hop: Ps) -> Ps {
+        let commit = commit_from + busy + self.costs.commit;
         match self.costs.own {
             Some(o) => commit.max(translated + busy + o + slowest_own),
             None => commit + hop,
@@ -135,9 +142,10 @@ impl Machine<'_> {
 
     /// Rare delays that hit a whole read rather than each line: a DRAM hiccup (refresh, bank
     /// conflict) when the read starts in memory, a sleeping core's snoop when it starts on a
-    /// line a core wrote. The measured tails are as long for 2 KB reads as for 64 B ones.
-    pub(super) fn read_hiccup(&mut self, first_line: u64) -> Ps {
-        let hiccup = match self.llc.state(first_line as u32) {
+    /// line a core wrote (where the read snoops, [`Machine::found`]). The measured tails are as
+    /// long for 2 KB reads as for 64 B ones.
+    pub(super) fn read_hiccup(&mut self, first_line: u64, snoop: bool) -> Ps {
+        let hiccup = match self.found(first_line, snoop) {
             LineState::Cpu => draw_tail(&mut self.rng, &self.host.cpu.wake),
             LineState::Memory => draw_tail(&mut self.rng, &self.host.memory.dram_tail),
             LineState::Io => 0,

@@ -84,6 +84,10 @@ pub struct Machine<'a> {
     io_line: Sampler,
     /// `memory.cmd_io_line`, or `io_line` where the host has none.
     cmd_io_line: Sampler,
+    /// Whether the command path's requests snoop the cores' caches: they do unless they carry
+    /// No Snoop (`cmd.no_snoop`), and then still where the IOMMU translates them and forces
+    /// snooping (`iommu.snoop_control`).
+    cmd_snoops: bool,
     dram: Sampler,
     jitter: Sampler,
     /// The uncore's power states, when the host manages them.
@@ -153,6 +157,7 @@ impl<'a> Machine<'a> {
             llc_hit_max: Vec::new(),
             io_line: Sampler::triangular(&host.memory.io_line),
             cmd_io_line: Sampler::triangular(host.memory.cmd_io_line.as_ref().unwrap_or(&host.memory.io_line)),
+            cmd_snoops: !dev.cmd.no_snoop || (w.iommu_page.is_some() && host.iommu.snoop_control),
             dram: Sampler::triangular(&host.memory.dram),
             jitter: Sampler::triangular(&dev.dma.jitter),
             power: host.power.as_ref().map(PowerStates::new),
@@ -199,7 +204,7 @@ impl<'a> Machine<'a> {
 
     /// A device write outside the timed test (warming): caches and IO-TLB, no timing.
     fn device_touch(&mut self, addr: u64) {
-        self.llc.device_write((addr / LINE) as u32);
+        self.llc.device_write((addr / LINE) as u32, true);
         if let Some(t) = &mut self.iotlb {
             let p = t.page_of(addr);
             t.lookup(p);
