@@ -3,7 +3,7 @@
 
 use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
 use crate::params::{check_tags, CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams};
-use pcie_sim::{mix_seed, CachePrep, Measured, Op, ProfileError, Simulator, Workload};
+use pcie_sim::{mix_seed, CachePrep, Measured, ProfileError, Simulator, TestOp, Workload};
 
 pub const DEFAULT_HOST: &str = "e5-2637v3";
 pub const DEFAULT_DEVICE: &str = "nfp6000";
@@ -77,13 +77,13 @@ impl SimBackend {
 pub fn workload(t: &TestParams) -> Workload {
     Workload {
         op: match t.kind {
-            TestKind::LatRd => Op::LatRead,
-            TestKind::LatWrRd => Op::LatWriteRead,
-            TestKind::LatCmdRd => Op::LatCmdRead,
-            TestKind::LatCmdWrRd => Op::LatCmdWriteRead,
-            TestKind::BwRd => Op::BwRead,
-            TestKind::BwWr => Op::BwWrite,
-            TestKind::BwRdWr => Op::BwReadWrite,
+            TestKind::LatRd => TestOp::LatRead,
+            TestKind::LatWrRd => TestOp::LatWriteRead,
+            TestKind::LatCmdRd => TestOp::LatCmdRead,
+            TestKind::LatCmdWrRd => TestOp::LatCmdWriteRead,
+            TestKind::BwRd => TestOp::BwRead,
+            TestKind::BwWr => TestOp::BwWrite,
+            TestKind::BwRdWr => TestOp::BwReadWrite,
         },
         size: t.size,
         window: t.window,

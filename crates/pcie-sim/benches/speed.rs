@@ -1,16 +1,16 @@
 //! Simulated DMA transactions per CPU-second for BW_RD 64 B and LAT_RD 64 B (target: 5 million
 //! on one core). Run with `cargo bench -p pcie-sim`; prints figures, asserts nothing.
 
-use pcie_sim::{CachePrep, Op, Simulator, Workload};
+use pcie_sim::{CachePrep, Simulator, TestOp, Workload};
 use std::time::Instant;
 
 fn main() {
     let sim = Simulator::load("e5-2637v3", "nfp6000").expect("built-in profiles load");
     let cases = [
-        ("BW_RD 64 B", Op::BwRead, 64, 4_000_000u64),
-        ("LAT_RD 64 B", Op::LatRead, 64, 2_000_000),
-        ("BW_WR 64 B", Op::BwWrite, 64, 4_000_000),
-        ("BW_RD 2048 B", Op::BwRead, 2048, 1_000_000),
+        ("BW_RD 64 B", TestOp::BwRead, 64, 4_000_000u64),
+        ("LAT_RD 64 B", TestOp::LatRead, 64, 2_000_000),
+        ("BW_WR 64 B", TestOp::BwWrite, 64, 4_000_000),
+        ("BW_RD 2048 B", TestOp::BwRead, 2048, 1_000_000),
     ];
     for (name, op, size, count) in cases {
         let w = Workload {

@@ -13,9 +13,9 @@
 //! single-threaded; parallelism is across independent simulations.
 //!
 //! ```
-//! use pcie_sim::{CachePrep, Op, Simulator, Workload};
+//! use pcie_sim::{CachePrep, TestOp, Simulator, Workload};
 //! let sim = Simulator::load("e5-2637v3", "nfp6000").unwrap();
-//! let w = Workload { op: Op::LatRead, size: 64, window: 8192, host_offset: 0, device_offset: 0,
+//! let w = Workload { op: TestOp::LatRead, size: 64, window: 8192, host_offset: 0, device_offset: 0,
 //!     random: true, prep: CachePrep::HostWarm, count: 1000, remote_memory: false,
 //!     remote_cpu: false, iommu_page: None };
 //! assert!(matches!(sim.run(&w, 1), pcie_sim::Measured::Latency { .. }));
@@ -32,6 +32,6 @@ mod time;
 pub use profile_file::ProfileError;
 pub use rng::{mix_seed, Rng};
 pub use testbed::{
-    builtin_devices, builtin_hosts, Addresses, CachePrep, DeviceProfile, HostProfile, Measured, Op, Simulator,
+    builtin_devices, builtin_hosts, Addresses, CachePrep, DeviceProfile, HostProfile, Measured, Simulator, TestOp,
     Workload, BUFFER_BYTES, MAX_TRANSACTIONS,
 };

@@ -8,7 +8,7 @@
 use pcie_model::{Ethernet, Mode};
 mod common;
 
-use pcie_sim::{CachePrep, Measured, Op, Simulator, Workload};
+use pcie_sim::{CachePrep, Measured, Simulator, TestOp, Workload};
 
 const SAMPLES: u64 = 200_000;
 
@@ -20,13 +20,13 @@ fn e5() -> Simulator {
     Simulator::load("e5-2637v3", "nfp6000").unwrap()
 }
 
-fn workload(op: Op, size: u32, count: u64) -> Workload {
+fn workload(op: TestOp, size: u32, count: u64) -> Workload {
     common::workload(op, size, 8192, CachePrep::HostWarm, count)
 }
 
 /// LAT_RD 64 B HWarm latencies in ns, sorted.
 fn lat_rd_64(s: &Simulator) -> Vec<f64> {
-    let Measured::Latency { cycles, .. } = s.run(&workload(Op::LatRead, 64, SAMPLES), 1) else {
+    let Measured::Latency { cycles, .. } = s.run(&workload(TestOp::LatRead, 64, SAMPLES), 1) else {
         panic!("a latency test measures latencies");
     };
     let mut ns: Vec<f64> = cycles.iter().map(|&c| c as f64 * s.cycle_ps() / 1000.0).collect();
@@ -38,7 +38,7 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
 }
 
-fn gbps(s: &Simulator, op: Op, size: u32) -> f64 {
+fn gbps(s: &Simulator, op: TestOp, size: u32) -> f64 {
     let Measured::Bandwidth { bytes, time_cycles, .. } = s.run(&workload(op, size, 100_000), 1) else {
         panic!("a bandwidth test measures bandwidth");
     };
@@ -86,7 +86,7 @@ fn the_e5_without_power_states_stays_flat_and_the_e3_doubles_its_median() {
 fn e3_reads_match_the_e5_above_512_bytes_and_fall_behind_below() {
     let (e3, e5) = (e3(), e5());
     for size in [64, 128, 256] {
-        let (a, b) = (gbps(&e3, Op::BwRead, size), gbps(&e5, Op::BwRead, size));
+        let (a, b) = (gbps(&e3, TestOp::BwRead, size), gbps(&e5, TestOp::BwRead, size));
         assert!(a < 0.95 * b, "{size} B: E3 {a:.1} vs E5 {b:.1} Gb/s");
     }
     // Above 512 B both are link-bound. The E3's 128 B completions carry 7.5 % less payload than
@@ -96,7 +96,7 @@ fn e3_reads_match_the_e5_above_512_bytes_and_fall_behind_below() {
         .payload
         .0;
     for size in [513, 576, 768, 1024, 1536, 2048] {
-        let (a, b) = (gbps(&e3, Op::BwRead, size), gbps(&e5, Op::BwRead, size));
+        let (a, b) = (gbps(&e3, TestOp::BwRead, size), gbps(&e5, TestOp::BwRead, size));
         assert!(a > 0.92 * b, "{size} B: E3 {a:.1} vs E5 {b:.1} Gb/s");
         assert!(a > 0.97 * link.min(b), "{size} B: E3 {a:.1} Gb/s, its link {link:.1}");
     }
@@ -113,7 +113,7 @@ fn e3_writes_never_reach_the_40gbe_rate() {
     ];
     for size in sizes {
         let line = eth.line_for_transfer(Mode::Spec, size).unwrap().0;
-        let got = gbps(&e3, Op::BwWrite, size);
+        let got = gbps(&e3, TestOp::BwWrite, size);
         assert!(got < line, "BW_WR {size} B: {got:.1} Gb/s, 40GbE needs {line:.1}");
     }
 }

@@ -2,13 +2,13 @@
 
 mod common;
 
-use pcie_sim::{CachePrep, Measured, Op, Simulator, Workload};
+use pcie_sim::{CachePrep, Measured, Simulator, TestOp, Workload};
 
 fn sim() -> Simulator {
     Simulator::load("e5-2637v3", "nfp6000").unwrap()
 }
 
-fn workload(op: Op, size: u32, window: u64, prep: CachePrep) -> Workload {
+fn workload(op: TestOp, size: u32, window: u64, prep: CachePrep) -> Workload {
     common::workload(op, size, window, prep, 20_000)
 }
 
@@ -35,7 +35,7 @@ fn gbps(s: &Simulator, w: &Workload) -> f64 {
 #[test]
 fn same_seed_same_result() {
     let s = sim();
-    let w = workload(Op::BwReadWrite, 256, 1 << 20, CachePrep::Cold);
+    let w = workload(TestOp::BwReadWrite, 256, 1 << 20, CachePrep::Cold);
     assert_eq!(s.run(&w, 3), s.run(&w, 3));
     assert_ne!(s.run(&w, 3), s.run(&w, 4));
 }
@@ -43,10 +43,10 @@ fn same_seed_same_result() {
 #[test]
 fn warm_lines_are_faster_than_dram_until_the_window_outgrows_the_llc() {
     let s = sim();
-    let warm = median(&s, &workload(Op::LatRead, 64, 8192, CachePrep::HostWarm));
-    let cold = median(&s, &workload(Op::LatRead, 64, 8192, CachePrep::Cold));
+    let warm = median(&s, &workload(TestOp::LatRead, 64, 8192, CachePrep::HostWarm));
+    let cold = median(&s, &workload(TestOp::LatRead, 64, 8192, CachePrep::Cold));
     assert!(cold - warm > 25.0, "warm {warm} cold {cold}");
-    let huge = median(&s, &workload(Op::LatRead, 64, 64 << 20, CachePrep::HostWarm));
+    let huge = median(&s, &workload(TestOp::LatRead, 64, 64 << 20, CachePrep::HostWarm));
     assert!(
         (huge - cold).abs() < 14.0,
         "a 64 MB window cannot stay in a 15 MB LLC: {huge} vs {cold}"
@@ -56,8 +56,8 @@ fn warm_lines_are_faster_than_dram_until_the_window_outgrows_the_llc() {
 #[test]
 fn latency_grows_with_transfer_size() {
     let s = sim();
-    let small = median(&s, &workload(Op::LatRead, 64, 8192, CachePrep::HostWarm));
-    let large = median(&s, &workload(Op::LatRead, 2048, 8192, CachePrep::HostWarm));
+    let small = median(&s, &workload(TestOp::LatRead, 64, 8192, CachePrep::HostWarm));
+    let large = median(&s, &workload(TestOp::LatRead, 2048, 8192, CachePrep::HostWarm));
     let per_line = (large - small) / 31.0;
     assert!(per_line > 12.0 && per_line < 25.0, "{per_line} ns per extra line");
 }
@@ -65,7 +65,7 @@ fn latency_grows_with_transfer_size() {
 #[test]
 fn io_tlb_misses_cost_a_page_walk_and_bandwidth_beyond_its_reach() {
     let s = sim();
-    let mut w = workload(Op::LatRead, 64, 64 << 20, CachePrep::Cold);
+    let mut w = workload(TestOp::LatRead, 64, 64 << 20, CachePrep::Cold);
     let off = median(&s, &w);
     w.iommu_page = Some(4096);
     let on = median(&s, &w);
@@ -75,7 +75,7 @@ fn io_tlb_misses_cost_a_page_walk_and_bandwidth_beyond_its_reach() {
         median(&s, &w) - off < 14.0,
         "super pages keep the reach above the buffer"
     );
-    let mut bw = workload(Op::BwRead, 64, 64 << 20, CachePrep::Cold);
+    let mut bw = workload(TestOp::BwRead, 64, 64 << 20, CachePrep::Cold);
     let fast = gbps(&s, &bw);
     bw.iommu_page = Some(4096);
     assert!(gbps(&s, &bw) < fast * 0.6);
@@ -86,7 +86,7 @@ fn io_tlb_misses_cost_a_page_walk_and_bandwidth_beyond_its_reach() {
 #[test]
 fn a_large_write_hides_part_of_its_walk_and_parked_tlps_are_translated_one_by_one() {
     let penalty = |s: &Simulator, size: u32| {
-        let mut w = workload(Op::LatWriteRead, size, 64 << 20, CachePrep::Cold);
+        let mut w = workload(TestOp::LatWriteRead, size, 64 << 20, CachePrep::Cold);
         let off = median(s, &w);
         w.iommu_page = Some(4096);
         median(s, &w) - off
@@ -112,7 +112,7 @@ fn a_large_write_hides_part_of_its_walk_and_parked_tlps_are_translated_one_by_on
 
 /// Median latency with the buffer (`mem`) and the warming CPU (`cpu`) local or remote to the
 /// device, less the all-local median, and the timestamp tick that bounds its error.
-fn numa_extra(s: &Simulator, op: Op, window: u64, prep: CachePrep, mem: bool, cpu: bool) -> (f64, f64) {
+fn numa_extra(s: &Simulator, op: TestOp, window: u64, prep: CachePrep, mem: bool, cpu: bool) -> (f64, f64) {
     let mut w = workload(op, 64, window, prep);
     let local = median(s, &w);
     w.remote_memory = mem;
@@ -141,7 +141,7 @@ fn a_read_crosses_the_socket_link_only_to_reach_a_line_on_the_other_socket() {
         (CachePrep::DeviceWarm, true, true, 0.0),
     ];
     for (prep, mem, cpu, hops) in cases {
-        let (extra, tick) = numa_extra(&s, Op::LatRead, 8192, prep, mem, cpu);
+        let (extra, tick) = numa_extra(&s, TestOp::LatRead, 8192, prep, mem, cpu);
         assert!(
             (extra - hops * hop).abs() <= tick,
             "LAT_RD {prep:?} mem remote {mem} cpu remote {cpu}: +{extra} ns, expected {hops} x {hop}"
@@ -168,7 +168,7 @@ fn a_write_then_read_pays_the_write_s_crossing_to_the_line_s_owner_and_none_for_
     ];
     assert!(cases.iter().all(|c| c.4 == 0.0 || c.4 > 50.0), "{cases:?}");
     for (window, prep, mem, cpu, expected) in cases {
-        let (extra, tick) = numa_extra(&s, Op::LatWriteRead, window, prep, mem, cpu);
+        let (extra, tick) = numa_extra(&s, TestOp::LatWriteRead, window, prep, mem, cpu);
         assert!(
             (extra - expected).abs() <= tick,
             "LAT_WRRD {prep:?} mem remote {mem} cpu remote {cpu}: +{extra} ns, expected {expected}"
@@ -177,7 +177,7 @@ fn a_write_then_read_pays_the_write_s_crossing_to_the_line_s_owner_and_none_for_
     // Without an ownership term the commit carries the hop: once.
     let mut no_own = sim();
     no_own.host.root_complex.write_own_ns = None;
-    let (extra, tick) = numa_extra(&no_own, Op::LatWriteRead, 64 << 20, CachePrep::Cold, true, false);
+    let (extra, tick) = numa_extra(&no_own, TestOp::LatWriteRead, 64 << 20, CachePrep::Cold, true, false);
     assert!((extra - m.remote_ns).abs() <= tick, "+{extra} ns");
 }
 
@@ -187,9 +187,9 @@ fn lines_on_the_device_s_socket_are_read_as_if_all_were_local() {
     // Host-warmed by a CPU beside the device, or written by the device: every line is in the
     // device socket's LLC, so remote home memory changes nothing, not even bandwidth.
     for (op, prep) in [
-        (Op::BwRead, CachePrep::HostWarm),
-        (Op::BwRead, CachePrep::DeviceWarm),
-        (Op::LatRead, CachePrep::HostWarm),
+        (TestOp::BwRead, CachePrep::HostWarm),
+        (TestOp::BwRead, CachePrep::DeviceWarm),
+        (TestOp::LatRead, CachePrep::HostWarm),
     ] {
         let local = workload(op, 64, 8192, prep);
         let remote = Workload {
@@ -199,7 +199,7 @@ fn lines_on_the_device_s_socket_are_read_as_if_all_were_local() {
         assert_eq!(s.run(&local, 5), s.run(&remote, 5), "{op:?} {prep:?}");
     }
     // A CPU on the other socket puts the lines there: each read crosses.
-    let mut w = workload(Op::BwRead, 64, 8192, CachePrep::HostWarm);
+    let mut w = workload(TestOp::BwRead, 64, 8192, CachePrep::HostWarm);
     let local = gbps(&s, &w);
     w.remote_cpu = true;
     assert!(gbps(&s, &w) < local * 0.9);
@@ -208,15 +208,15 @@ fn lines_on_the_device_s_socket_are_read_as_if_all_were_local() {
 #[test]
 fn remote_memory_costs_reads_not_writes() {
     let s = sim();
-    let mut rd = workload(Op::LatRead, 64, 8192, CachePrep::Cold);
+    let mut rd = workload(TestOp::LatRead, 64, 8192, CachePrep::Cold);
     let local = median(&s, &rd);
     rd.remote_memory = true;
     assert!(median(&s, &rd) - local > 80.0);
-    let mut bw = workload(Op::BwRead, 64, 8192, CachePrep::Cold);
+    let mut bw = workload(TestOp::BwRead, 64, 8192, CachePrep::Cold);
     let local_bw = gbps(&s, &bw);
     bw.remote_memory = true;
     assert!(gbps(&s, &bw) < local_bw * 0.9);
-    let mut wr = workload(Op::BwWrite, 64, 8192, CachePrep::Cold);
+    let mut wr = workload(TestOp::BwWrite, 64, 8192, CachePrep::Cold);
     let local_wr = gbps(&s, &wr);
     wr.remote_memory = true;
     assert!((gbps(&s, &wr) - local_wr).abs() < local_wr * 0.03);
@@ -225,9 +225,9 @@ fn remote_memory_costs_reads_not_writes() {
 #[test]
 fn small_writes_hit_the_device_rate_limit_and_large_ones_the_link() {
     let s = sim();
-    let small = gbps(&s, &workload(Op::BwWrite, 64, 8192, CachePrep::HostWarm));
+    let small = gbps(&s, &workload(TestOp::BwWrite, 64, 8192, CachePrep::HostWarm));
     assert!((small - 64.0 * 8.0 / s.device.dma.write_min_ns).abs() < 0.5, "{small}");
-    let large = gbps(&s, &workload(Op::BwWrite, 2048, 8192, CachePrep::HostWarm));
+    let large = gbps(&s, &workload(TestOp::BwWrite, 2048, 8192, CachePrep::HostWarm));
     let link = pcie_model::stream(&s.link, pcie_model::Op::Wr, 2048, 0)
         .unwrap()
         .payload
@@ -239,12 +239,12 @@ fn small_writes_hit_the_device_rate_limit_and_large_ones_the_link() {
 #[test]
 fn command_reads_are_fast_from_the_ddio_share_and_sub_line_writes_merge_lines_from_dram() {
     let s = sim();
-    let run = |op: Op, size: u32, window: u64, prep: CachePrep, iommu: bool| {
+    let run = |op: TestOp, size: u32, window: u64, prep: CachePrep, iommu: bool| {
         let mut w = workload(op, size, window, prep);
         w.iommu_page = iommu.then_some(4096);
         median(&s, &w)
     };
-    let near = |op: Op, size: u32, window: u64, prep: CachePrep, want: f64| {
+    let near = |op: TestOp, size: u32, window: u64, prep: CachePrep, want: f64| {
         let got = run(op, size, window, prep, false);
         assert!(
             (got - want).abs() <= 0.03 * want,
@@ -254,28 +254,28 @@ fn command_reads_are_fast_from_the_ddio_share_and_sub_line_writes_merge_lines_fr
     };
     // A read of a line in DRAM: 507 ns at every window, thrashed or not.
     for window in [4096, 1 << 20, 8 << 20, 64 << 20] {
-        near(Op::LatCmdRead, 8, window, CachePrep::Cold, 507.0);
-        near(Op::LatCmdRead, 8, window, CachePrep::DeviceThrash, 507.0);
+        near(TestOp::LatCmdRead, 8, window, CachePrep::Cold, 507.0);
+        near(TestOp::LatCmdRead, 8, window, CachePrep::DeviceThrash, 507.0);
     }
     // Device-warmed lines sit in the DDIO share (1.5 MB): 94 ns faster while the window fits
     // it, back to DRAM's 507 ns once most of the window has been evicted.
     for window in [4096, 1 << 20, 3 << 19] {
-        near(Op::LatCmdRead, 8, window, CachePrep::DeviceWarm, 413.0);
+        near(TestOp::LatCmdRead, 8, window, CachePrep::DeviceWarm, 413.0);
     }
-    near(Op::LatCmdRead, 8, 8 << 20, CachePrep::DeviceWarm, 507.0);
+    near(TestOp::LatCmdRead, 8, 8 << 20, CachePrep::DeviceWarm, 507.0);
     // Host-warmed lines: the command path does not snoop, so without the IOMMU it reads them
     // from DRAM (507 ns, as Cold) and merges an 8 B write's line from there (693 ns beyond the
     // DDIO share); the IOMMU's snoop control finds them in the LLC (measured 453 ns).
     for window in [4096, 1 << 20, 8 << 20, 64 << 20] {
-        near(Op::LatCmdRead, 8, window, CachePrep::HostWarm, 507.0);
+        near(TestOp::LatCmdRead, 8, window, CachePrep::HostWarm, 507.0);
     }
-    near(Op::LatCmdWriteRead, 8, 8 << 20, CachePrep::HostWarm, 693.0);
-    let snooped = run(Op::LatCmdRead, 8, 4096, CachePrep::HostWarm, true);
+    near(TestOp::LatCmdWriteRead, 8, 8 << 20, CachePrep::HostWarm, 693.0);
+    let snooped = run(TestOp::LatCmdRead, 8, 4096, CachePrep::HostWarm, true);
     assert!(
         (snooped - 453.0).abs() <= 0.035 * 453.0,
         "HWarm with the IOMMU {snooped} ns, measured 453"
     );
-    let snooped = run(Op::LatCmdWriteRead, 8, 8 << 20, CachePrep::HostWarm, true);
+    let snooped = run(TestOp::LatCmdWriteRead, 8, 8 << 20, CachePrep::HostWarm, true);
     assert!(
         (snooped - 867.0).abs() <= 0.03 * 867.0,
         "WRRD HWarm 8 MB with the IOMMU {snooped} ns, measured 867"
@@ -290,23 +290,23 @@ fn command_reads_are_fast_from_the_ddio_share_and_sub_line_writes_merge_lines_fr
         CachePrep::DeviceWarm,
         CachePrep::HostWarm,
     ] {
-        near(Op::LatCmdWriteRead, 8, 4096, prep, 613.0);
-        near(Op::LatCmdWriteRead, 8, 256 << 10, prep, 613.0);
+        near(TestOp::LatCmdWriteRead, 8, 4096, prep, 613.0);
+        near(TestOp::LatCmdWriteRead, 8, 256 << 10, prep, 613.0);
     }
     for prep in [CachePrep::Cold, CachePrep::DeviceThrash, CachePrep::DeviceWarm] {
-        near(Op::LatCmdWriteRead, 8, 8 << 20, prep, 693.0);
-        near(Op::LatCmdWriteRead, 8, 64 << 20, prep, 693.0);
+        near(TestOp::LatCmdWriteRead, 8, 8 << 20, prep, 693.0);
+        near(TestOp::LatCmdWriteRead, 8, 64 << 20, prep, 693.0);
     }
     // A No Snoop write's commit waits for its translation: a page walk adds its whole length
     // (measured 613 -> 867 ns at 1 MB, lines in the DDIO share).
-    let walked = run(Op::LatCmdWriteRead, 8, 1 << 20, CachePrep::Cold, true);
+    let walked = run(TestOp::LatCmdWriteRead, 8, 1 << 20, CachePrep::Cold, true);
     assert!(
         (walked - 867.0).abs() <= 0.03 * 867.0,
         "WRRD 1 MB with the IOMMU {walked} ns, measured 867"
     );
     // The full line's allocation costs the measured run two more ticks, which the model leaves out.
-    let full = median(&s, &workload(Op::LatCmdWriteRead, 64, 8 << 20, CachePrep::Cold));
+    let full = median(&s, &workload(TestOp::LatCmdWriteRead, 64, 8 << 20, CachePrep::Cold));
     assert!((full - 653.0).abs() <= 0.05 * 653.0, "64 B {full} ns, measured 653");
-    let part = median(&s, &workload(Op::LatCmdWriteRead, 8, 8 << 20, CachePrep::Cold));
+    let part = median(&s, &workload(TestOp::LatCmdWriteRead, 8, 8 << 20, CachePrep::Cold));
     assert!(part - full > 40.0, "8 B {part} ns, 64 B {full} ns");
 }

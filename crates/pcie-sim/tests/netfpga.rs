@@ -5,7 +5,7 @@
 use pcie_model::{stream, Op as ModelOp};
 mod common;
 
-use pcie_sim::{CachePrep, Measured, Op, Simulator, Workload};
+use pcie_sim::{CachePrep, Measured, Simulator, TestOp, Workload};
 
 const HOST: &str = "e5-2637v3";
 
@@ -13,12 +13,12 @@ fn sim(device: &str) -> Simulator {
     Simulator::load(HOST, device).unwrap()
 }
 
-fn workload(op: Op, size: u32, prep: CachePrep, count: u64) -> Workload {
+fn workload(op: TestOp, size: u32, prep: CachePrep, count: u64) -> Workload {
     common::workload(op, size, 8192, prep, count)
 }
 
 /// Median latency in ns.
-fn median_ns(s: &Simulator, op: Op, size: u32, prep: CachePrep) -> f64 {
+fn median_ns(s: &Simulator, op: TestOp, size: u32, prep: CachePrep) -> f64 {
     median_of(s, &workload(op, size, prep, 20_000))
 }
 
@@ -31,7 +31,7 @@ fn median_of(s: &Simulator, w: &Workload) -> f64 {
 }
 
 /// Payload bandwidth in Gb/s.
-fn gbps(s: &Simulator, op: Op, size: u32) -> f64 {
+fn gbps(s: &Simulator, op: TestOp, size: u32) -> f64 {
     let Measured::Bandwidth { bytes, time_cycles, .. } = s.run(&workload(op, size, CachePrep::HostWarm, 200_000), 3)
     else {
         panic!("a bandwidth test measures bandwidth");
@@ -43,7 +43,7 @@ fn gbps(s: &Simulator, op: Op, size: u32) -> f64 {
 fn bandwidth_follows_the_model_from_256_bytes() {
     let s = sim("netfpga-sume");
     for size in [256, 512, 768, 1024, 1536, 2048] {
-        for (op, model_op) in [(Op::BwRead, ModelOp::Rd), (Op::BwWrite, ModelOp::Wr)] {
+        for (op, model_op) in [(TestOp::BwRead, ModelOp::Rd), (TestOp::BwWrite, ModelOp::Wr)] {
             let model = stream(&s.link, model_op, size, 0).unwrap().payload.0;
             let got = gbps(&s, op, size);
             let error = (got - model) / model;
@@ -62,8 +62,8 @@ fn the_nfp_lags_by_about_100_ns_and_more_with_size() {
     let mut last = 0.0;
     for size in [64, 256, 512, 1024, 2048] {
         let (a, b) = (
-            median_ns(&fpga, Op::LatRead, size, CachePrep::HostWarm),
-            median_ns(&nfp, Op::LatRead, size, CachePrep::HostWarm),
+            median_ns(&fpga, TestOp::LatRead, size, CachePrep::HostWarm),
+            median_ns(&nfp, TestOp::LatRead, size, CachePrep::HostWarm),
         );
         let gap = b - a;
         eprintln!("LAT_RD {size} B HWarm: NetFPGA {a:.0} ns, NFP {b:.0} ns, gap {gap:.0} ns");
@@ -80,10 +80,10 @@ fn the_nfp_lags_by_about_100_ns_and_more_with_size() {
 fn the_nfp_command_path_is_as_fast_as_netfpga_dma_reads() {
     let (fpga, nfp) = (sim("netfpga-sume"), sim("nfp6000"));
     for prep in [CachePrep::Cold, CachePrep::HostWarm] {
-        let dma = median_ns(&fpga, Op::LatRead, 64, prep);
+        let dma = median_ns(&fpga, TestOp::LatRead, 64, prep);
         // The NFP's command reads carry No Snoop: they find host-warmed lines in the LLC only
         // where the IOMMU forces snooping (without it they read DRAM, as Cold).
-        let mut w = workload(Op::LatCmdRead, 64, prep, 20_000);
+        let mut w = workload(TestOp::LatCmdRead, 64, prep, 20_000);
         w.iommu_page = Some(4096);
         let cmd = median_of(&nfp, &w);
         eprintln!("{prep:?}: NetFPGA LAT_RD 64 B {dma:.0} ns, NFP LAT_CMD_RD 64 B {cmd:.0} ns");
@@ -92,8 +92,8 @@ fn the_nfp_command_path_is_as_fast_as_netfpga_dma_reads() {
     // A device-warmed line: the NFP's command reads find DDIO lines ~94 ns faster than DRAM
     // (`memory.cmd_io_line`, from lat_cmd_sweep), its DMA reads do not (`memory.io_line`, from
     // lat_dma_sweep); the NetFPGA's DMA reads take the DMA side's figure.
-    let dma = median_ns(&fpga, Op::LatRead, 64, CachePrep::DeviceWarm);
-    let cmd = median_ns(&nfp, Op::LatCmdRead, 64, CachePrep::DeviceWarm);
+    let dma = median_ns(&fpga, TestOp::LatRead, 64, CachePrep::DeviceWarm);
+    let cmd = median_ns(&nfp, TestOp::LatCmdRead, 64, CachePrep::DeviceWarm);
     eprintln!("DeviceWarm: NetFPGA LAT_RD 64 B {dma:.0} ns, NFP LAT_CMD_RD 64 B {cmd:.0} ns");
     assert!(dma > cmd, "DeviceWarm: {dma} vs {cmd} ns");
 }

@@ -5,7 +5,7 @@
 use pcie_sim::pmu_host::profile::PmuHostProfile;
 use pcie_sim::pmu_host::workload::HostWorkload;
 use pcie_sim::pmu_host::PmuHost;
-use pcie_sim::{CachePrep, DeviceProfile, HostProfile, Measured, Op, Simulator, Workload};
+use pcie_sim::{CachePrep, DeviceProfile, HostProfile, Measured, Simulator, TestOp, Workload};
 use proptest::prelude::*;
 
 const E5: &str = include_str!("../../../data/profiles/e5-2637v3.toml");
@@ -13,7 +13,7 @@ const E3: &str = include_str!("../../../data/profiles/e3-1226v3.toml");
 const NFP: &str = include_str!("../../../data/profiles/nfp6000.toml");
 const YITIAN: &str = include_str!("../../../data/profiles/yitian710.toml");
 
-fn workload(op: Op, size: u32, prep: CachePrep, count: u64) -> Workload {
+fn workload(op: TestOp, size: u32, prep: CachePrep, count: u64) -> Workload {
     Workload {
         op,
         size,
@@ -178,7 +178,7 @@ fn each_extreme(text: &str, file: &str, refuse: impl Fn(&str) -> Option<String>,
 /// LAT_WRRD of the largest size through the IOMMU to remote memory meets every time of the read
 /// and write paths; no latency exceeds the longest transaction the time base allows.
 fn simulate_extreme(sim: Simulator, what: &str) {
-    let mut w = workload(Op::LatWriteRead, sim.device.dma.max_transfer, CachePrep::Cold, 20);
+    let mut w = workload(TestOp::LatWriteRead, sim.device.dma.max_transfer, CachePrep::Cold, 20);
     w.iommu_page = Some(4096);
     let (lo, mid, hi) = latencies(&sim, &w);
     assert!(
@@ -186,7 +186,7 @@ fn simulate_extreme(sim: Simulator, what: &str) {
         "{what}: {lo} {mid} {hi}"
     );
     if what.ends_with("(max)") {
-        w.op = Op::BwReadWrite;
+        w.op = TestOp::BwReadWrite;
         let Measured::Bandwidth { bytes, time_cycles, .. } = sim.run(&w, 1) else {
             panic!("a bandwidth test measures bandwidth");
         };
@@ -320,7 +320,7 @@ proptest! {
     fn a_larger_remote_latency_never_lowers_a_remote_read(a in 0.0..1e6f64, b in 0.0..1e6f64) {
         let (a, b) = (a.min(b), a.max(b));
         // A window the LLC holds: every line is one a (remote) core wrote.
-        let w = Workload { window: 8192, ..workload(Op::LatRead, 64, CachePrep::HostWarm, 50) };
+        let w = Workload { window: 8192, ..workload(TestOp::LatRead, 64, CachePrep::HostWarm, 50) };
         let (near, far) = (e5_with("memory.remote_ns", a), e5_with("memory.remote_ns", b));
         let (x, y) = (latencies(&near, &w), latencies(&far, &w));
         let tick = 2.0 * tick_ns(&near);
@@ -337,7 +337,7 @@ proptest! {
         slow.memory.dram.mode_ns += shift;
         slow.memory.dram.max_ns += shift;
         let device = DeviceProfile::load("nfp6000").unwrap();
-        let w = workload(Op::LatRead, 256, CachePrep::Cold, 50);
+        let w = workload(TestOp::LatRead, 256, CachePrep::Cold, 50);
         let x = latencies(&Simulator::new(base, device.clone()).unwrap(), &w);
         let slow = Simulator::new(slow, device).unwrap();
         let y = latencies(&slow, &w);

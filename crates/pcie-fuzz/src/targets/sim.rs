@@ -6,7 +6,7 @@ use crate::{refused, text, FuzzTarget, Verdict};
 use pcie_sim::pmu_host::profile::PmuHostProfile;
 use pcie_sim::pmu_host::workload::HostWorkload;
 use pcie_sim::pmu_host::PmuHost;
-use pcie_sim::{CachePrep, DeviceProfile, HostProfile, Measured, Op, Simulator, Workload};
+use pcie_sim::{CachePrep, DeviceProfile, HostProfile, Measured, Simulator, TestOp, Workload};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::OnceLock;
@@ -96,7 +96,7 @@ fn simulate(sim: Result<Simulator, pcie_sim::ProfileError>) -> Verdict {
         Err(e) => return refused(e.to_string()),
     };
     let w = Workload {
-        op: Op::LatRead,
+        op: TestOp::LatRead,
         size: 64,
         window: 8192,
         host_offset: 0,

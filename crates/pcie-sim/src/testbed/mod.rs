@@ -15,7 +15,7 @@ mod workload;
 
 pub use machine::Measured;
 pub use profile::{builtin_devices, builtin_hosts, DeviceProfile, HostProfile};
-pub use workload::{Addresses, CachePrep, Op, Workload, BUFFER_BYTES};
+pub use workload::{Addresses, CachePrep, TestOp, Workload, BUFFER_BYTES};
 
 use crate::profile_file::ProfileError;
 use pcie_model::{LinkConfig, LinkParams};

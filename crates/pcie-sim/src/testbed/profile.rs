@@ -85,7 +85,7 @@ pub struct Cpu {
 /// IOMMU address translation.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Iommu {
+pub struct IommuProfile {
     pub iotlb_entries: u32,
     /// A page walk on an IO-TLB miss ...
     pub walk_ns: f64,
@@ -137,7 +137,7 @@ pub struct HostProfile {
     pub root_complex: RootComplex,
     pub memory: Memory,
     pub cpu: Cpu,
-    pub iommu: Iommu,
+    pub iommu: IommuProfile,
     /// Absent: the uncore never leaves its running state.
     #[serde(default)]
     pub power: Option<Power>,

@@ -4,7 +4,7 @@ use crate::rng::Rng;
 
 /// The operation each transaction performs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Op {
+pub enum TestOp {
     /// Latency of one DMA read at a time.
     LatRead,
     /// Latency of a DMA write followed by a DMA read of the same address.
@@ -21,9 +21,9 @@ pub enum Op {
     BwReadWrite,
 }
 
-impl Op {
+impl TestOp {
     pub fn is_bandwidth(self) -> bool {
-        matches!(self, Op::BwRead | Op::BwWrite | Op::BwReadWrite)
+        matches!(self, TestOp::BwRead | TestOp::BwWrite | TestOp::BwReadWrite)
     }
 }
 
@@ -42,7 +42,7 @@ pub enum CachePrep {
 /// One test.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Workload {
-    pub op: Op,
+    pub op: TestOp,
     pub size: u32,
     pub window: u64,
     pub host_offset: u32,

@@ -29,7 +29,7 @@ use super::power::PowerStates;
 use super::profile::{DeviceProfile, HostProfile};
 use super::tlp_time::TlpTimes;
 use super::wire::Wire;
-use super::workload::{CachePrep, Op, Workload, BUFFER_BYTES};
+use super::workload::{CachePrep, TestOp, Workload, BUFFER_BYTES};
 use super::LINE;
 use crate::distribution::Sampler;
 use crate::queue::{Pool, Server};
@@ -212,20 +212,20 @@ impl<'a> Machine<'a> {
     }
 
     /// One transaction of `op` starting at `t`; returns when the device sees it complete.
-    fn transaction(&mut self, op: Op, t: Ps, d: Dma, index: u64) -> Ps {
+    fn transaction(&mut self, op: TestOp, t: Ps, d: Dma, index: u64) -> Ps {
         let complete = self.costs.complete;
         match op {
-            Op::LatRead | Op::BwRead => self.read(t, d, 0, 0) + complete,
-            Op::BwWrite => self.write(t, d).0 + complete,
-            Op::BwReadWrite if !index.is_multiple_of(2) => self.read(t, d, 0, 0) + complete,
-            Op::BwReadWrite => self.write(t, d).0 + complete,
-            Op::LatWriteRead => {
+            TestOp::LatRead | TestOp::BwRead => self.read(t, d, 0, 0) + complete,
+            TestOp::BwWrite => self.write(t, d).0 + complete,
+            TestOp::BwReadWrite if !index.is_multiple_of(2) => self.read(t, d, 0, 0) + complete,
+            TestOp::BwReadWrite => self.write(t, d).0 + complete,
+            TestOp::LatWriteRead => {
                 // Both DMAs are queued at once; the engines overlap them as ordering allows.
                 let (sent, committed) = self.write(t, d);
                 self.read(t, d, sent, committed) + complete
             }
-            Op::LatCmdRead => self.command(t, d, false),
-            Op::LatCmdWriteRead => self.command(t, d, true),
+            TestOp::LatCmdRead => self.command(t, d, false),
+            TestOp::LatCmdWriteRead => self.command(t, d, true),
         }
     }
 }
@@ -237,7 +237,7 @@ mod tests {
 
     fn warmed(window: u64) -> (Simulator, Workload) {
         let w = Workload {
-            op: Op::LatRead,
+            op: TestOp::LatRead,
             size: 64,
             window,
             host_offset: 0,

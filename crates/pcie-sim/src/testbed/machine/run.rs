@@ -2,7 +2,7 @@
 //! bandwidth (DMA threads keeping one DMA each outstanding).
 
 use super::{Dma, Machine};
-use crate::testbed::workload::{Addresses, Op, Workload};
+use crate::testbed::workload::{Addresses, TestOp, Workload};
 use crate::time::{ps, Ps};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -39,7 +39,7 @@ impl Machine<'_> {
         let tick_ps = self.cycle_ps() * self.dev.clock.tick_cycles as f64;
         let tick_cycles = self.dev.clock.tick_cycles;
         let stamp = |t: Ps| (t as f64 / tick_ps) as u64;
-        let loop_ps = ps(if w.op == Op::LatCmdRead || w.op == Op::LatCmdWriteRead {
+        let loop_ps = ps(if w.op == TestOp::LatCmdRead || w.op == TestOp::LatCmdWriteRead {
             self.dev.cmd.loop_ns
         } else {
             self.dev.dma.loop_ns
@@ -77,7 +77,11 @@ impl Machine<'_> {
             end = end.max(done);
             *earliest = Reverse(done);
         }
-        let counted = if w.op == Op::BwReadWrite { w.count / 2 } else { w.count };
+        let counted = if w.op == TestOp::BwReadWrite {
+            w.count / 2
+        } else {
+            w.count
+        };
         Measured::Bandwidth {
             bytes: counted * w.size as u64,
             transactions: counted,
