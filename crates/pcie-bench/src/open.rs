@@ -7,7 +7,7 @@ use crate::exec::{ExecBackend, ExecOptions, ProgramLog};
 use crate::gpu::{CudaBackend, CudaOptions, Engine};
 use crate::host::{Bdf, DeviceRecord};
 use crate::params::Numa;
-use crate::sim_backend::{check_numa, SimBackend};
+use crate::sim_backend::SimBackend;
 use crate::Backend;
 use std::fmt;
 use std::path::PathBuf;
@@ -125,7 +125,7 @@ impl OpenOptions {
             if let Some(n) = self.tags {
                 backend = backend.with_read_tags(n).map_err(|e| err(format!("--{e}")))?;
             }
-            check_numa(self.numa).map_err(|e| err(format!("--{e}")))?;
+            backend.check_numa(self.numa).map_err(|e| err(format!("--{e}")))?;
             return Ok(Opened {
                 backend: Box::new(backend),
                 warnings: Vec::new(),
@@ -294,6 +294,25 @@ mod tests {
             ..OpenOptions::default()
         };
         assert!(open("sim", too_many).err().unwrap().starts_with("--tags"));
+    }
+
+    #[test]
+    fn numa_places_only_on_sockets_the_host_has() {
+        let remote = |numa: &str| OpenOptions {
+            numa: numa.parse().unwrap(),
+            ..OpenOptions::default()
+        };
+        assert!(open("sim:e5-2637v3", remote("dev=0,mem=1,cpu=1")).is_ok());
+        assert_eq!(
+            open("sim:e5-2637v3", remote("mem=2")).err().unwrap(),
+            "--numa dev=0,mem=2,cpu=0: the simulated host has 2 sockets: dev, mem and cpu must be 0 or 1"
+        );
+        assert_eq!(
+            open("sim:e3-1226v3", remote("dev=0,mem=1,cpu=0")).err().unwrap(),
+            "--numa dev=0,mem=1,cpu=0: the simulated host e3-1226v3 is a single-socket part: dev, mem and cpu \
+             must be 0"
+        );
+        assert!(open("sim:e3-1226v3", remote("dev=0,mem=0,cpu=0")).is_ok());
     }
 
     #[test]

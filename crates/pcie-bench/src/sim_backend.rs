@@ -8,23 +8,6 @@ use pcie_sim::{mix_seed, CachePrep, Measured, ProfileError, Simulator, TestOp, W
 pub const DEFAULT_HOST: &str = "e5-2637v3";
 pub const DEFAULT_DEVICE: &str = "nfp6000";
 
-/// Sockets of the simulated host: the device's and the one across the socket link
-/// (`memory.remote_ns` away).
-pub const SOCKETS: u8 = 2;
-
-/// Refuses a placement on a socket the simulated host does not have.
-pub fn check_numa(numa: Numa) -> Result<(), ParamError> {
-    if [numa.dev, numa.mem, numa.cpu].iter().all(|s| *s < SOCKETS) {
-        Ok(())
-    } else {
-        Err(ParamError::new(
-            "numa",
-            numa,
-            format!("the simulated host has {SOCKETS} sockets: dev, mem and cpu must be 0 or 1"),
-        ))
-    }
-}
-
 /// A simulated host and device.
 #[derive(Debug)]
 pub struct SimBackend {
@@ -33,6 +16,24 @@ pub struct SimBackend {
 }
 
 impl SimBackend {
+    /// Refuses a placement on a socket the simulated host does not have (`sockets` of its
+    /// profile: 2, the device's and the one across the socket link `memory.remote_ns` away, or 1).
+    pub fn check_numa(&self, numa: Numa) -> Result<(), ParamError> {
+        let sockets = self.sim.host.sockets;
+        if [numa.dev, numa.mem, numa.cpu].iter().all(|s| u32::from(*s) < sockets) {
+            return Ok(());
+        }
+        let message = if sockets == 1 {
+            format!(
+                "the simulated host {} is a single-socket part: dev, mem and cpu must be 0",
+                self.sim.host.name
+            )
+        } else {
+            format!("the simulated host has {sockets} sockets: dev, mem and cpu must be 0 or 1")
+        };
+        Err(ParamError::new("numa", numa, message))
+    }
+
     /// Parse `sim`, `sim:HOST` or `sim:HOST,DEVICE` (names of built-in profiles or paths to
     /// profile files).
     pub fn from_spec(spec: &str) -> Result<SimBackend, ProfileError> {
@@ -149,7 +150,7 @@ impl Backend for SimBackend {
 
     fn run(&self, t: &TestParams, seed: u64) -> Result<Outcome, BackendError> {
         t.check(self.sim.device.dma.max_transfer)
-            .and_then(|()| check_numa(t.numa))
+            .and_then(|()| self.check_numa(t.numa))
             .map_err(|e| BackendError {
                 test: format!("{} size {}", t.kind, t.size),
                 message: e.to_string(),

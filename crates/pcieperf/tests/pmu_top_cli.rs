@@ -62,11 +62,15 @@ struct Top {
     child: Child,
     pty: Pty,
     out: Arc<Mutex<Output>>,
+    /// The terminal's local modes before the program ran.
+    initial_lflag: libc::tcflag_t,
 }
 
 impl Top {
     fn start(cols: u16, rows: u16, args: &[&str], no_color: bool) -> Top {
         let pty = openpty(cols, rows);
+        // Read before the program starts: it may be in raw mode by the time start() returns.
+        let initial_lflag = lflag(&pty.slave);
         let io = || Stdio::from(pty.slave.try_clone().unwrap());
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_pcieperf"));
         cmd.args(["pmu", "top"]).args(args).env_remove("NO_COLOR");
@@ -100,7 +104,12 @@ impl Top {
                 o.screen.process(&b[..n]);
             }
         });
-        Top { child, pty, out }
+        Top {
+            child,
+            pty,
+            out,
+            initial_lflag,
+        }
     }
 
     /// Everything the program wrote to the terminal so far, as text.
@@ -191,7 +200,7 @@ fn live_view_sorts_on_keys_and_quits_on_q_restoring_the_terminal() {
         return;
     }
     let mut top = Top::start(160, 30, &[&TWO_CLOCKS[..], &["--sort", "name"]].concat(), false);
-    let before = lflag(&top.pty.slave);
+    let before = top.initial_lflag;
     assert_ne!(before & libc::ICANON, 0);
 
     let ready = |f: &str| ready(f) && f.contains("History");

@@ -141,6 +141,15 @@ pub struct HostProfile {
     /// Absent: the uncore never leaves its running state.
     #[serde(default)]
     pub power: Option<Power>,
+    /// Sockets a system of this part can have: 2 (absent) for a dual-socket part, where `--numa`
+    /// puts device, buffer and warming CPU on either socket; 1 for a single-socket part (Xeon E3),
+    /// which has no socket link to cross.
+    #[serde(default = "two_sockets")]
+    pub sockets: u32,
+}
+
+fn two_sockets() -> u32 {
+    2
 }
 
 /// The device's side of the link.
@@ -350,6 +359,7 @@ impl Checked for HostProfile {
         tail("cpu.wake", &self.cpu.wake)?;
         count("iommu.iotlb_entries", io.iotlb_entries, 1, 1 << 16)?;
         count("iommu.walkers", io.walkers, 1, 256)?;
+        count("sockets", self.sockets, 1, 2)?;
         self.power.as_ref().map_or(Ok(()), power)
     }
 }
