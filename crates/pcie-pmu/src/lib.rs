@@ -20,7 +20,8 @@
 //! that opens them on a source and turns each interval into [`monitor::Row`]s and per-root-port
 //! [`monitor::Target`]s, and [`monitor::run`], the loop (interval, duration, command, cancel
 //! flag) that hands intervals to a front end's [`monitor::Sink`]. [`exposition`] keeps the
-//! totals a scrape sees and writes them in Prometheus' text format. Nothing here prints:
+//! totals a scrape sees and writes them in Prometheus' text format; [`history`] keeps a run per
+//! root port and [`charts`] draws it (pcie-report). Nothing here prints:
 //! warnings and a command's exit status are returned for the front end to show.
 //!
 //! ```no_run
@@ -43,6 +44,7 @@
 
 pub mod accumulate;
 pub mod catalog;
+pub mod charts;
 pub mod counter;
 mod error;
 pub mod event_spec;

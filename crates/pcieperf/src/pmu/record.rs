@@ -11,9 +11,9 @@ use crate::error::CliError;
 use crate::output::write_atomically;
 use crate::signals::cancel_on_signals;
 use clap::{Args, ValueEnum};
+use pcie_pmu::charts;
 use pcie_pmu::history::History;
-use pcie_pmu::monitor::{self, Monitor, Row, Schedule, Sink, Target};
-use pcie_report::{Axis, Chart, Point, Report, Section, Series};
+use pcie_pmu::monitor::{self, Monitor, Row, Schedule, Sink};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -163,10 +163,10 @@ pub fn run(a: &RecordArgs) -> Result<String, CliError> {
         write_atomically(&a.output, b)?;
     }
     if let Some(p) = &a.svg {
-        write_atomically(p, &overview(&rec.history).to_svg())?;
+        write_atomically(p, &charts::overview(&rec.history).to_svg())?;
     }
     if let Some(p) = &a.html {
-        write_atomically(p, &report(&rec.history, &mon, secs).to_html())?;
+        write_atomically(p, &charts::report(&rec.history, &mon.ports, secs).to_html())?;
     }
     eprintln!(
         "recorded {} intervals ({} rows, {secs:.3} s) to {}",
@@ -177,115 +177,6 @@ pub fn run(a: &RecordArgs) -> Result<String, CliError> {
     Ok(String::new())
 }
 
-/// Payload targets draw Rx and Tx Gb/s; others their count rate.
-fn series(h: &History, prefix: &str) -> Vec<Series> {
-    let line = |name: &str, f: &dyn Fn(&Target) -> Option<f64>| {
-        let pts: Vec<Point> = h
-            .points
-            .iter()
-            .filter_map(|(t, v)| f(v).map(|y| Point::new(*t, y)))
-            .collect();
-        (!pts.is_empty()).then(|| Series::line(format!("{prefix}{name}"), pts))
-    };
-    let payload: Vec<Series> = [line("Rx", &|v| v.rx_gbps), line("Tx", &|v| v.tx_gbps)]
-        .into_iter()
-        .flatten()
-        .collect();
-    if payload.is_empty() {
-        line("count rate", &|v| v.rate).into_iter().collect()
-    } else {
-        payload
-    }
-}
-
-fn time_axis() -> Axis {
-    Axis::linear("Time since start (s)")
-}
-
-/// Rates start at zero, so a flat line at 1 G reads as flat.
-fn rate_axis(payload: bool) -> Axis {
-    Axis {
-        min: Some(0.0),
-        ..Axis::linear(if payload { "Payload (Gb/s)" } else { "Events per second" })
-    }
-}
-
-/// All root ports in one chart (or, with no payload event, every event's count rate).
-fn overview(history: &[History]) -> Chart {
-    let payload = history.iter().any(History::is_payload);
-    let series = history
-        .iter()
-        .filter(|h| h.is_payload() == payload)
-        .flat_map(|h| series(h, &format!("{} ", h.target.name)))
-        .collect();
-    Chart {
-        title: if payload {
-            "PCIe payload bandwidth per root port".into()
-        } else {
-            "Event rates".into()
-        },
-        x: time_axis(),
-        y: rate_axis(payload),
-        series,
-    }
-}
-
-/// One section per root port (or event) with the link's model bandwidth for reference.
-fn report(history: &[History], mon: &Monitor, secs: f64) -> Report {
-    let mut sections = Vec::new();
-    for (i, h) in history.iter().enumerate() {
-        let mut series = series(h, "");
-        let mut notes = Vec::new();
-        let model = mon.ports.iter().find(|p| p.name == h.target.name).and_then(|p| p.model);
-        let span = |y: f64| vec![Point::new(0.0, y), Point::new(secs, y)];
-        if let (Some(m), true) = (model, h.is_payload()) {
-            series.push(Series::reference(
-                format!("model Rx {:.1} Gb/s", m.rx_gbps),
-                span(m.rx_gbps),
-            ));
-            series.push(Series::reference(
-                format!("model Tx {:.1} Gb/s", m.tx_gbps),
-                span(m.tx_gbps),
-            ));
-        }
-        let stats = |name: &str, unit: &str, f: &dyn Fn(&Target) -> Option<f64>| {
-            h.mean_peak(f).map(|(mean, peak, n)| {
-                format!("{name}: mean {mean:.3} {unit}, peak {peak:.3} {unit} over {n} intervals")
-            })
-        };
-        notes.extend(stats("Rx", "Gb/s", &|t| t.rx_gbps));
-        notes.extend(stats("Tx", "Gb/s", &|t| t.tx_gbps));
-        if !h.is_payload() {
-            notes.extend(stats("Rate", "/s", &|t| t.rate));
-        }
-        if let Some(l) = &h.target.link {
-            notes.push(format!("Link: {l}; model bandwidth is the pcie-model payload rate of 4 KB DMA writes (Rx) and reads (Tx) at MPS 256."));
-        }
-        sections.push(Section {
-            id: format!("t{i}"),
-            heading: format!("{} ({})", h.target.name, h.target.pmus),
-            chart: Chart {
-                title: h.target.name.clone(),
-                x: time_axis(),
-                y: rate_axis(h.is_payload()),
-                series,
-            },
-            notes,
-        });
-    }
-    Report {
-        title: "pcieperf pmu record".into(),
-        description: vec![format!(
-            "{} root port{} or event{} over {secs:.3} s, one chart each; the values are the recorded rows summed per root port.",
-            history.len(),
-            if history.len() == 1 { "" } else { "s" },
-            if history.len() == 1 { "" } else { "s" },
-        )],
-        tables: vec![],
-        sections,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,7 +185,7 @@ mod tests {
     use pcie_pmu::System;
 
     #[test]
-    fn charts_show_rx_and_tx_per_root_port_against_the_link_model() {
+    fn rows_go_to_the_file_and_intervals_to_the_charts_only_when_asked() {
         let t = dwc_host("record-charts");
         let sys = System::discover(t.path()).unwrap();
         let events = resolve_events(
@@ -327,18 +218,13 @@ mod tests {
         assert_eq!(text.lines().count(), 6, "{text}");
         assert!(text.contains("\"root_port\":\"0000:30:03.0\""), "{text}");
 
-        let svg = overview(&rec.history).to_svg();
-        assert!(svg.contains("data-name=\"0000:30:03.0 Rx\"") && svg.contains("data-name=\"0000:30:03.0 Tx\""));
-        assert!(svg.contains("Payload (Gb/s)"));
-        let html = report(&rec.history, &mon, secs).to_html();
-        let model = mon.ports[0].model.unwrap();
-        assert!(html.contains(&format!("model Rx {:.1} Gb/s", model.rx_gbps)), "{html}");
-        // 1e6 counts per read, running half the time, 1 B each, per 0.1 s: 0.16 Gb/s.
+        assert_eq!(rec.history.len(), 1, "one root port's history for the charts");
+        assert_eq!(rec.history[0].points.len(), 3);
+        let html = charts::report(&rec.history, &mon.ports, secs).to_html();
         assert!(
             html.contains("Rx: mean 0.160 Gb/s, peak 0.160 Gb/s over 3 intervals"),
             "{html}"
         );
-        assert!(html.contains("32.0 GT/s PCIe x16"), "{html}");
 
         // Without charts nothing is kept per interval: a long run's memory stays flat.
         let mut plain = Recorder {
