@@ -6,6 +6,22 @@
 //! What the `model` commands print is computed here: [`sweep`] (`model bw`, with
 //! [`OpResult::explain`], the TLP and DLLP trail behind a number), [`link_table`] (`model link`)
 //! and [`nic_sweep`] (`model nic`).
+//!
+//! Main types: [`LinkParams`] (what a user gives: generation, width, MPS, MRRS, RCB, flit mode,
+//! address width, ECRC, tags) checked into a [`LinkConfig`]; [`Op`] (a read, write or mixed
+//! DMA stream) evaluated by [`stream`] into a [`Throughput`] (payload Gb/s and each direction's
+//! TLP/DLLP load, the bottleneck); [`read_bound`] (what outstanding reads and latency allow).
+//!
+//! ```
+//! use pcie_model::{stream, LinkConfig, LinkParams, Op};
+//! // pcie-bench's link: Gen3 x8, MPS 256, MRRS 512.
+//! let link = LinkConfig::new(&LinkParams::default()).unwrap();
+//! let reads = stream(&link, Op::Rd, 64, 0).unwrap();
+//! let writes = stream(&link, Op::Wr, 1024, 0).unwrap();
+//! // Small reads pay a request and a completion header per 64 B; large writes come near the
+//! // 63.0 Gb/s a Gen3 x8 link carries after 128b/130b encoding.
+//! assert!(reads.payload.0 < writes.payload.0 && writes.payload.0 < 63.02);
+//! ```
 
 mod config;
 mod dllp;
