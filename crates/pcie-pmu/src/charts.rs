@@ -118,21 +118,11 @@ pub fn report(history: &[History], ports: &[Port], secs: f64) -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixture::{dwc_host, StepSource};
-    use crate::monitor::{resolve_events, Monitor, Plan};
-    use crate::System;
+    use crate::fixture::dwc_payload_monitor;
 
     #[test]
     fn charts_show_rx_and_tx_per_root_port_against_the_link_model() {
-        let t = dwc_host("history-charts");
-        let sys = System::discover(t.path()).unwrap();
-        let events = resolve_events(
-            &sys,
-            &["dwc_rootport/rx_pcie_tlp_data_payload/,dwc_rootport/tx_pcie_tlp_data_payload/".into()],
-        )
-        .unwrap();
-        let mut src = StepSource::default();
-        let mut mon = Monitor::open(&mut src, Plan::new(&sys, events).unwrap()).unwrap();
+        let (_tree, mut mon, mut src) = dwc_payload_monitor("history-charts");
         mon.refresh(&mut src).unwrap();
         let mut history = Vec::new();
         for i in 1..=3 {

@@ -180,22 +180,11 @@ pub fn run(a: &RecordArgs) -> Result<String, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pcie_pmu::fixture::{dwc_host, StepSource};
-    use pcie_pmu::monitor::{resolve_events, Plan};
-    use pcie_pmu::System;
+    use pcie_pmu::fixture::dwc_payload_monitor;
 
     #[test]
     fn rows_go_to_the_file_and_intervals_to_the_charts_only_when_asked() {
-        let t = dwc_host("record-charts");
-        let sys = System::discover(t.path()).unwrap();
-        let events = resolve_events(
-            &sys,
-            &["dwc_rootport/rx_pcie_tlp_data_payload/,dwc_rootport/tx_pcie_tlp_data_payload/".into()],
-        )
-        .unwrap();
-        let plan = Plan::new(&sys, events).unwrap();
-        let mut src = StepSource::default();
-        let mut mon = Monitor::open(&mut src, plan).unwrap();
+        let (_tree, mut mon, mut src) = dwc_payload_monitor("record-charts");
         let mut rec = Recorder {
             path: "r.csv".into(),
             format: RecordFormat::Json,
