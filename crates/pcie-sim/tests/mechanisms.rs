@@ -8,6 +8,14 @@ fn sim() -> Simulator {
     Simulator::load("e5-2637v3", "nfp6000").unwrap()
 }
 
+/// The E5 with an NFP whose command path snoops: pcie-bench warms the device's lines with
+/// command writes, and only snooping ones leave lines a DMA read finds in the DDIO share.
+fn snooping_warm() -> Simulator {
+    let mut s = sim();
+    s.device.cmd.no_snoop = false;
+    s
+}
+
 fn workload(op: TestOp, size: u32, window: u64, prep: CachePrep) -> Workload {
     common::workload(op, size, window, prep, 20_000)
 }
@@ -140,11 +148,21 @@ fn a_read_crosses_the_socket_link_only_to_reach_a_line_on_the_other_socket() {
         (CachePrep::DeviceWarm, false, true, 0.0),
         (CachePrep::DeviceWarm, true, true, 0.0),
     ];
+    let snooping = snooping_warm();
     for (prep, mem, cpu, hops) in cases {
-        let (extra, tick) = numa_extra(&s, TestOp::LatRead, 8192, prep, mem, cpu);
+        let s = if prep == CachePrep::DeviceWarm { &snooping } else { &s };
+        let (extra, tick) = numa_extra(s, TestOp::LatRead, 8192, prep, mem, cpu);
         assert!(
             (extra - hops * hop).abs() <= tick,
             "LAT_RD {prep:?} mem remote {mem} cpu remote {cpu}: +{extra} ns, expected {hops} x {hop}"
+        );
+    }
+    // Warmed by No Snoop command writes, the lines are memory's to a DMA read: home memory's hop.
+    for (mem, hops) in [(true, 1.0), (false, 0.0)] {
+        let (extra, tick) = numa_extra(&s, TestOp::LatRead, 8192, CachePrep::DeviceWarm, mem, !mem);
+        assert!(
+            (extra - hops * hop).abs() <= tick,
+            "LAT_RD No Snoop DeviceWarm mem remote {mem}: +{extra} ns, expected {hops} x {hop}"
         );
     }
 }
@@ -183,7 +201,7 @@ fn a_write_then_read_pays_the_write_s_crossing_to_the_line_s_owner_and_none_for_
 
 #[test]
 fn lines_on_the_device_s_socket_are_read_as_if_all_were_local() {
-    let s = sim();
+    let s = snooping_warm();
     // Host-warmed by a CPU beside the device, or written by the device: every line is in the
     // device socket's LLC, so remote home memory changes nothing, not even bandwidth.
     for (op, prep) in [

@@ -66,9 +66,6 @@ pub struct Memory {
     pub dram_tail: Tail,
     /// A read of a line DDIO allocated for a device write.
     pub io_line: Spread,
-    /// The same for the device's direct command reads, where they differ. Absent: `io_line`.
-    #[serde(default)]
-    pub cmd_io_line: Option<Spread>,
     /// Extra per access to memory on another socket.
     pub remote_ns: f64,
     /// Extra per line for the remote socket's slower read pipeline.
@@ -225,6 +222,9 @@ pub struct Cmd {
     /// line a core holds from memory.
     #[serde(default)]
     pub no_snoop: bool,
+    /// A read's data reaches the thread one 32-bit word after another: this much per word.
+    #[serde(default)]
+    pub word_ns: f64,
 }
 
 /// The device's timestamp counter.
@@ -352,9 +352,6 @@ impl Checked for HostProfile {
         spread("memory.llc_hit", &m.llc_hit, MAX_NS)?;
         spread("memory.dram", &m.dram, MAX_NS)?;
         spread("memory.io_line", &m.io_line, MAX_NS)?;
-        m.cmd_io_line
-            .as_ref()
-            .map_or(Ok(()), |s| spread("memory.cmd_io_line", s, MAX_NS))?;
         tail("memory.dram_tail", &m.dram_tail)?;
         tail("cpu.wake", &self.cpu.wake)?;
         count("iommu.iotlb_entries", io.iotlb_entries, 1, 1 << 16)?;
@@ -402,6 +399,7 @@ impl Checked for DeviceProfile {
             ("cmd.complete_ns", self.cmd.complete_ns, MAX_NS),
             ("cmd.loop_ns", self.cmd.loop_ns, MAX_NS),
             ("cmd.write_ns", self.cmd.write_ns, MAX_NS),
+            ("cmd.word_ns", self.cmd.word_ns, MAX_LINE_NS),
         ])?;
         spread("dma.jitter", &d.jitter, MAX_NS)
     }

@@ -35,13 +35,14 @@ impl Machine<'_> {
         let translated = self.enter_fabric(arrival, d.addr, c.request + fetch, 0).1;
         let asked = translated.max(not_before) + fetch;
         let slowest = (first..first + lines)
-            .map(|l| self.cmd_line_latency(l))
+            .map(|l| self.line_latency_in(l, self.cmd_snoops).0)
             .max()
             .unwrap_or(0);
         let ready = asked + slowest + self.read_hiccup(first, self.cmd_snoops);
         let cpl = self.tlp.cpl(d.addr, d.size).wire;
         let sent = self.down.send(ready + c.half_fixed, cpl);
         self.rest(sent);
-        sent + c.wire + ps(self.dev.cmd.complete_ns)
+        let words = d.size.div_ceil(4) as u64;
+        sent + c.wire + ps(self.dev.cmd.complete_ns) + words * ps(self.dev.cmd.word_ns)
     }
 }
