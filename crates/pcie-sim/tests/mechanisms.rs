@@ -333,3 +333,25 @@ fn command_reads_are_fast_from_the_ddio_share_and_sub_line_writes_merge_lines_fr
     let part = median(&s, &workload(TestOp::LatCmdWriteRead, 8, 8 << 20, CachePrep::Cold));
     assert!(part - full > 40.0, "8 B {part} ns, 64 B {full} ns");
 }
+
+/// The command path's BAR maps one 4 MB chunk of the buffer at a time (lat_cmd_sweep_*_08, both
+/// runs): a command outside it first moves it, outside the timed section.
+#[test]
+fn a_command_outside_the_bar_window_moves_it_between_samples() {
+    let s = sim();
+    // TAvg - Avg: what each sample's loop adds outside the timed section, in ns.
+    let outside = |window: u64| match s.run(&workload(TestOp::LatCmdRead, 8, window, CachePrep::Cold), 1) {
+        Measured::Latency { cycles, total_cycles } => {
+            let timed: u64 = cycles.iter().map(|&c| c as u64).sum();
+            (total_cycles - timed) as f64 / cycles.len() as f64 * s.cycle_ps() / 1000.0
+        }
+        Measured::Bandwidth { .. } => panic!("latency expected"),
+    };
+    let within = outside(4 << 20);
+    assert!((within - outside(8192)).abs() < 2.0, "4 MB {within} ns");
+    // Measured: +84, +126, +157 cycles at 8, 16 and 64 MB (70, 105, 131 ns).
+    for (window, want) in [(8 << 20, 70.0), (16 << 20, 105.0), (64 << 20, 131.0)] {
+        let extra = outside(window) - within;
+        assert!((extra - want).abs() < 5.0, "{window} B: +{extra} ns, measured +{want}");
+    }
+}

@@ -76,6 +76,8 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
         + 2.0 * (walk + io.replay_ns + exit)
         + c.complete_ns
         + 16.0 * c.word_ns
+        + c.window_move_ns
+        + c.window_wait_ns
         + c.loop_ns;
     dma.max(command) + link_ns
 }

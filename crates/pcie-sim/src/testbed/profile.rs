@@ -225,6 +225,15 @@ pub struct Cmd {
     /// A read's data reaches the thread one 32-bit word after another: this much per word.
     #[serde(default)]
     pub word_ns: f64,
+    /// The path reaches host memory through a BAR window of this many bytes (0: all of it).
+    #[serde(default)]
+    pub window_bytes: u64,
+    /// Moving the window to a command's address: the part before the timed section ...
+    #[serde(default)]
+    pub window_move_ns: f64,
+    /// ... and the part the command itself waits.
+    #[serde(default)]
+    pub window_wait_ns: f64,
 }
 
 /// The device's timestamp counter.
@@ -374,6 +383,7 @@ impl Checked for DeviceProfile {
         count("dma.workers", d.workers, 1, 4096)?;
         one_of("dma.max_transfer", d.max_transfer, &[1024, 2048, 4096])?;
         count("dma.read_tags", d.read_tags, 1, 16384)?;
+        count("cmd.window_bytes", self.cmd.window_bytes, 0, 1 << 40)?;
         one_of("dma.fast_align", d.fast_align, &[1, 2, 4, 8, 16, 32, 64])?;
         times(&[
             ("dma.issue_ns", d.issue_ns, MAX_NS),
@@ -400,6 +410,8 @@ impl Checked for DeviceProfile {
             ("cmd.loop_ns", self.cmd.loop_ns, MAX_NS),
             ("cmd.write_ns", self.cmd.write_ns, MAX_NS),
             ("cmd.word_ns", self.cmd.word_ns, MAX_LINE_NS),
+            ("cmd.window_move_ns", self.cmd.window_move_ns, MAX_NS),
+            ("cmd.window_wait_ns", self.cmd.window_wait_ns, MAX_NS),
         ])?;
         spread("dma.jitter", &d.jitter, MAX_NS)
     }

@@ -5,6 +5,22 @@ use super::{pieces, Dma, Machine, LINE};
 use crate::time::{ps, Ps};
 
 impl Machine<'_> {
+    /// The path reaches host memory through a BAR window (`cmd.window_bytes`); a command outside
+    /// the window it maps first moves it there. Returns what the move costs before the timed
+    /// section and what the command then waits in it ((0, 0) when the window stays).
+    pub(super) fn move_window(&mut self, addr: u64) -> (Ps, Ps) {
+        let cmd = &self.dev.cmd;
+        if cmd.window_bytes == 0 {
+            return (0, 0);
+        }
+        let window = addr / cmd.window_bytes;
+        if self.cmd_window == Some(window) {
+            return (0, 0);
+        }
+        self.cmd_window = Some(window);
+        (ps(cmd.window_move_ns), ps(cmd.window_wait_ns))
+    }
+
     /// The NFP's direct command path: one PCIe read (after an optional write) of 4-64 B issued
     /// from a BAR window, bypassing the DMA engines. The write takes ownership of its lines like
     /// a DMA write (a sub-line write to a line in memory merges it first) and leaves them in the

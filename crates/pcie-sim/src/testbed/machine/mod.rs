@@ -86,6 +86,8 @@ pub struct Machine<'a> {
     /// No Snoop (`cmd.no_snoop`), and then still where the IOMMU translates them and forces
     /// snooping (`iommu.snoop_control`).
     cmd_snoops: bool,
+    /// Which `cmd.window_bytes` window of the buffer the command path's BAR maps.
+    cmd_window: Option<u64>,
     dram: Sampler,
     jitter: Sampler,
     /// The uncore's power states, when the host manages them.
@@ -155,6 +157,7 @@ impl<'a> Machine<'a> {
             llc_hit_max: Vec::new(),
             io_line: Sampler::triangular(&host.memory.io_line),
             cmd_snoops: !dev.cmd.no_snoop || (w.iommu_page.is_some() && host.iommu.snoop_control),
+            cmd_window: None,
             dram: Sampler::triangular(&host.memory.dram),
             jitter: Sampler::triangular(&dev.dma.jitter),
             power: host.power.as_ref().map(PowerStates::new),
