@@ -31,6 +31,16 @@ fn median(s: &Simulator, w: &Workload) -> f64 {
     }
 }
 
+/// Mean latency in ns.
+fn mean(s: &Simulator, w: &Workload) -> f64 {
+    match s.run(w, 1) {
+        Measured::Latency { cycles, .. } => {
+            cycles.iter().map(|&c| c as f64).sum::<f64>() / cycles.len() as f64 * s.cycle_ps() / 1000.0
+        }
+        Measured::Bandwidth { .. } => panic!("latency expected"),
+    }
+}
+
 fn gbps(s: &Simulator, w: &Workload) -> f64 {
     match s.run(w, 1) {
         Measured::Bandwidth { bytes, time_cycles, .. } => {
@@ -327,6 +337,24 @@ fn command_reads_are_fast_from_the_ddio_share_and_sub_line_writes_merge_lines_fr
     // A No Snoop write's commit waits for its translation: a page walk adds its whole length
     // (measured 613 -> 867 ns at 1 MB, lines in the DDIO share).
     near_in(TestOp::LatCmdWriteRead, 8, 1 << 20, CachePrep::Cold, true, 867.0);
+    // Beyond the DDIO share the write merges its line from DRAM; snooped (the IOMMU's snoop
+    // control) its ownership also waits for the cores' snoop, which the No Snoop one skips: a
+    // walk adds 267 ns there (693 -> 960), more than `iommu.walk_ns`.
+    let merged = near_in(TestOp::LatCmdWriteRead, 8, 64 << 20, CachePrep::Cold, false, 693.0);
+    let walked = near_in(TestOp::LatCmdWriteRead, 8, 64 << 20, CachePrep::Cold, true, 960.0);
+    assert!(
+        walked - merged > s.host.iommu.walk_ns,
+        "a walk adds {} ns to a merging write, walk_ns {}",
+        walked - merged,
+        s.host.iommu.walk_ns
+    );
+    // Were the No Snoop write to wait for the snoop too, it would be that much later on average.
+    let mut snooping = sim();
+    snooping.host.root_complex.write_snoop_ns = 0.0;
+    let w = workload(TestOp::LatCmdWriteRead, 8, 64 << 20, CachePrep::Cold);
+    let later = mean(&snooping, &w) - mean(&s, &w);
+    let snoop = s.host.root_complex.write_snoop_ns;
+    assert!((later - snoop).abs() < 1.5, "+{later} ns, write_snoop_ns {snoop}");
     // The full line's allocation costs the measured run two more ticks, which the model leaves out.
     let full = median(&s, &workload(TestOp::LatCmdWriteRead, 64, 8 << 20, CachePrep::Cold));
     assert!((full - 653.0).abs() <= 0.05 * 653.0, "64 B {full} ns, measured 653");

@@ -48,6 +48,10 @@ pub struct RootComplex {
     /// memory to merge its bytes: its ownership takes this much longer (with `write_own_ns`).
     #[serde(default)]
     pub write_merge_ns: f64,
+    /// Of `write_own_ns`, the snoop of the cores' caches, which a write that does not snoop
+    /// (No Snoop, honoured) skips.
+    #[serde(default)]
+    pub write_snoop_ns: f64,
 }
 
 /// Caches and memory.
@@ -349,6 +353,7 @@ impl Checked for HostProfile {
             ("root_complex.write_own_ns", rc.write_own_ns.unwrap_or(0.0), MAX_NS),
             ("root_complex.write_own_line_ns", rc.write_own_line_ns, MAX_LINE_NS),
             ("root_complex.write_merge_ns", rc.write_merge_ns, MAX_NS),
+            ("root_complex.write_snoop_ns", rc.write_snoop_ns, MAX_NS),
             ("memory.ddio_allocate_ns", m.ddio_allocate_ns, MAX_LINE_NS),
             ("memory.remote_ns", m.remote_ns, MAX_NS),
             ("memory.remote_line_ns", m.remote_line_ns, MAX_LINE_NS),

@@ -40,7 +40,10 @@ impl Machine<'_> {
             // A No Snoop write learns whether it must snoop only from its translation (the
             // IOMMU's snoop control), so its commit cannot overlap a page walk.
             let commit_from = if self.dev.cmd.no_snoop { translated } else { accepted };
-            (sent, self.visible(commit_from, translated, busy, slowest_own, hop))
+            (
+                sent,
+                self.visible(commit_from, translated, busy, slowest_own, hop, self.cmd_snoops),
+            )
         } else {
             (issue, 0)
         };

@@ -144,7 +144,7 @@ impl Machine<'_> {
             self.rest(processed);
             self.posted.push_back(processed);
             sent_last = sent;
-            committed = committed.max(self.visible(accepted, translated, busy, slowest_own, hop));
+            committed = committed.max(self.visible(accepted, translated, busy, slowest_own, hop, true));
         }
         (sent_last, committed)
     }

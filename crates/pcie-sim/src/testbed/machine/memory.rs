@@ -125,13 +125,29 @@ impl Machine<'_> {
     /// at and which keeps the path `busy`, is visible to a read behind it: after the commit
     /// pipeline, which runs from `commit_from` (acceptance, in parallel with a page walk, where
     /// the write's handling does not depend on its translation), and after ownership
-    /// (`slowest_own` of [`Machine::own_lines`]), which can only be asked for once translated.
+    /// (`slowest_own` of [`Machine::own_lines`]), which can only be asked for once translated
+    /// and, for a write that does not `snoop`, skips the cores' snoop (`write_snoop_ns`).
     /// The hop to a remote owner is ownership's, or the commit's where ownership is not
     /// modelled.
-    pub(super) fn visible(&self, commit_from: Ps, translated: Ps, busy: Ps, slowest_own: Ps, hop: Ps) -> Ps {
+    pub(super) fn visible(
+        &self,
+        commit_from: Ps,
+        translated: Ps,
+        busy: Ps,
+        slowest_own: Ps,
+        hop: Ps,
+        snoop: bool,
+    ) -> Ps {
         let commit = commit_from + busy + self.costs.commit;
         match self.costs.own {
-            Some(o) => commit.max(translated + busy + o + slowest_own),
+            Some(o) => {
+                let o = if snoop {
+                    o
+                } else {
+                    o.saturating_sub(self.costs.own_snoop)
+                };
+                commit.max(translated + busy + o + slowest_own)
+            }
             None => commit + hop,
         }
     }
