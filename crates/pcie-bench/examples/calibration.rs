@@ -2,7 +2,8 @@
 //! NFP-6000, IOMMU off and on with 4 KB pages, with the `paper` suite's parameters.
 //!
 //! `cargo run --release -p pcie-bench --example calibration [-- --samples N] [--only BASE,...]
-//! [--backend sim:HOST.toml,DEVICE.toml]` (edited profile files can be tried without rebuilding).
+//! [--backend sim:HOST.toml,DEVICE.toml] [--rows]` (edited profile files can be tried without
+//! rebuilding; `--rows` prints each latency test's simulated and measured median).
 //! Counts default to 200,000 per test (every figure is a median, a percentile or bytes/time,
 //! which settle long before pcie-bench's 2-16 M samples); `--samples 0` runs the real counts.
 
@@ -39,10 +40,11 @@ fn median_limit(base: &str) -> f64 {
     }
 }
 
-/// p5/p50/p95 of a CDF given as (ns, cumulative fraction) points.
+/// p5/p25/p50/p75/p95 of a CDF given as (ns, cumulative fraction) points: the shape KS judges.
 fn quantiles(cdf: &[(f64, f64)]) -> String {
     let q = |p: f64| cdf.iter().find(|(_, f)| *f >= p).map_or(f64::NAN, |(ns, _)| *ns);
-    format!("{:.0}/{:.0}/{:.0}", q(0.05), q(0.5), q(0.95))
+    let qs: Vec<String> = [0.05, 0.25, 0.5, 0.75, 0.95].map(|p| format!("{:.0}", q(p))).into();
+    qs.join("/")
 }
 
 /// Adds a simulated figure's difference from the measured one to the group named `key`.
@@ -70,6 +72,7 @@ fn main() {
     let only: Vec<String> = opt("--only")
         .map(|s| s.split(',').map(String::from).collect())
         .unwrap_or_default();
+    let rows = args.iter().any(|a| a == "--rows");
     let spec = opt("--backend").unwrap_or_else(|| "sim".into());
     let backend = SimBackend::from_spec(&spec).expect("profiles load");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/reference/pcie-bench");
@@ -99,14 +102,15 @@ fn main() {
                 }
                 true
             });
-            failures += compare(group_base, &tests, &results, &measured);
+            failures += compare(group_base, &tests, &results, &measured, rows);
         }
     }
     println!("\n{failures} criteria not met");
 }
 
-/// Prints the figures for one base; returns how many criteria failed.
-fn compare(base: &str, tests: &[TestParams], results: &[Outcome], measured: &RunData) -> usize {
+/// Prints the figures for one base (with `rows`, each latency test's medians too); returns how
+/// many criteria failed.
+fn compare(base: &str, tests: &[TestParams], results: &[Outcome], measured: &RunData, print_rows: bool) -> usize {
     let mut failed = 0;
     let mut verdict = |ok: bool| {
         if !ok {
@@ -161,6 +165,18 @@ fn compare(base: &str, tests: &[TestParams], results: &[Outcome], measured: &Run
             } else {
                 let mut by: Vec<(String, ErrorStats)> = Vec::new();
                 for ((t, s), r) in tests.iter().zip(&stats).zip(rows) {
+                    if print_rows {
+                        println!(
+                            "    {:<12} {:>4} B +{:<3} {:>8} {:<8} median sim {:6.1} measured {:6.1} ns",
+                            t.kind.name(),
+                            t.size,
+                            t.host_offset,
+                            t.window,
+                            format!("{:?}", t.cache),
+                            s.ns.median,
+                            r.med_ns
+                        );
+                    }
                     add(&mut by, format!("{:?}", t.cache), s.ns.median, r.med_ns);
                 }
                 let limit = median_limit(base);
@@ -184,7 +200,7 @@ fn compare(base: &str, tests: &[TestParams], results: &[Outcome], measured: &Run
                             .collect();
                         let ks = ks_distance(&cdf, &sec.points);
                         println!(
-                            "  {base}_cdf {:<12} {:>4} B {:>8} {:?}: KS {ks:.3} (0.15) {}  p5/p50/p95 ns: sim {}, measured {}",
+                            "  {base}_cdf {:<12} {:>4} B {:>8} {:?}: KS {ks:.3} (0.15) {}  p5/p25/p50/p75/p95 ns: sim {}, measured {}",
                             t.kind.name(),
                             t.size,
                             t.window,

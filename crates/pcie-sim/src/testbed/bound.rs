@@ -24,8 +24,7 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
     let wire_bytes = 4.0 * size + 64.0 * (requests + tlps + completions);
     let link_ns = 2.0 * wire_bytes * 8.0 / pcie_model::capacity(link).0;
     // A line is on one socket: at most one hop to reach it.
-    let cmd_io = m.cmd_io_line.as_ref().map_or(0.0, |s| s.max_ns);
-    let latency = m.llc_hit.max_ns.max(m.dram.max_ns).max(m.io_line.max_ns).max(cmd_io) + m.remote_ns;
+    let latency = m.llc_hit.max_ns.max(m.dram.max_ns).max(m.io_line.max_ns) + m.remote_ns;
     let own = rc.write_own_ns.map_or(0.0, |o| {
         let typical = m.llc_hit.mode_ns.max(m.dram.mode_ns).max(m.io_line.mode_ns);
         o + spans * rc.write_own_line_ns + typical + rc.write_merge_ns + m.remote_ns
@@ -76,6 +75,9 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
         + hiccup
         + 2.0 * (walk + io.replay_ns + exit)
         + c.complete_ns
+        + 16.0 * c.word_ns
+        + c.window_move_ns
+        + c.window_wait_ns
         + c.loop_ns;
     dma.max(command) + link_ns
 }

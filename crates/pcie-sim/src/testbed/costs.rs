@@ -21,6 +21,7 @@ pub(super) struct Costs {
     /// `None`: no ownership term.
     pub(super) own: Option<Ps>,
     pub(super) own_line: Ps,
+    pub(super) own_snoop: Ps,
     pub(super) merge: Ps,
     pub(super) allocate: Ps,
     pub(super) walk: Ps,
@@ -57,6 +58,7 @@ impl Costs {
             commit: ps(rc.write_commit_ns),
             own: rc.write_own_ns.map(ps),
             own_line: ps(rc.write_own_line_ns),
+            own_snoop: ps(rc.write_snoop_ns),
             merge: ps(rc.write_merge_ns),
             allocate: ps(host.memory.ddio_allocate_ns),
             walk: ps(host.iommu.walk_ns),

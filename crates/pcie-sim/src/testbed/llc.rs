@@ -27,6 +27,9 @@ struct Region {
 #[derive(Debug, Clone)]
 pub struct Llc {
     state: Vec<LineState>,
+    /// Whether a device line was last written by a request that did not snoop: only a request
+    /// that does not snoop either finds it in the LLC.
+    unsnooped: Vec<bool>,
     cpu: Region,
     io: Region,
 }
@@ -44,6 +47,7 @@ impl Llc {
     pub fn new(buffer_lines: usize, llc_lines: usize, ddio_share: f64) -> Llc {
         Llc {
             state: vec![LineState::Memory; buffer_lines],
+            unsnooped: vec![false; buffer_lines],
             cpu: Region::new(llc_lines),
             io: Region::new((llc_lines as f64 * ddio_share) as usize),
         }
@@ -56,6 +60,11 @@ impl Llc {
 
     pub fn state(&self, line: u32) -> LineState {
         self.state[line as usize]
+    }
+
+    /// Whether `line`, if the device's, was written without snooping ([`Llc::device_write`]).
+    pub fn unsnooped(&self, line: u32) -> bool {
+        self.unsnooped[line as usize]
     }
 
     fn insert(&mut self, line: u32, to: LineState) {
@@ -85,8 +94,9 @@ impl Llc {
 
     /// The device writes the line: DDIO updates a cached line in place, or allocates it in
     /// the DDIO share. A write that does not `snoop` may not take a core's line, so it allocates
-    /// that one too. True when it had to allocate.
+    /// that one too, and leaves the line unsnooped. True when it had to allocate.
     pub fn device_write(&mut self, line: u32, snoop: bool) -> bool {
+        self.unsnooped[line as usize] = !snoop;
         match self.state[line as usize] {
             LineState::Cpu if snoop => {
                 self.state[line as usize] = LineState::Io;
@@ -133,5 +143,8 @@ mod tests {
         c.cpu_write(501);
         assert!(c.device_write(501, false), "a No Snoop write allocates");
         assert_eq!(c.state(501), LineState::Io);
+        assert!(c.unsnooped(501) && !c.unsnooped(500));
+        assert!(!c.device_write(501, true));
+        assert!(!c.unsnooped(501), "a snooping write makes the line coherent again");
     }
 }

@@ -48,6 +48,10 @@ pub struct RootComplex {
     /// memory to merge its bytes: its ownership takes this much longer (with `write_own_ns`).
     #[serde(default)]
     pub write_merge_ns: f64,
+    /// Of `write_own_ns`, the snoop of the cores' caches, which a write that does not snoop
+    /// (No Snoop, honoured) skips.
+    #[serde(default)]
+    pub write_snoop_ns: f64,
 }
 
 /// Caches and memory.
@@ -66,9 +70,6 @@ pub struct Memory {
     pub dram_tail: Tail,
     /// A read of a line DDIO allocated for a device write.
     pub io_line: Spread,
-    /// The same for the device's direct command reads, where they differ. Absent: `io_line`.
-    #[serde(default)]
-    pub cmd_io_line: Option<Spread>,
     /// Extra per access to memory on another socket.
     pub remote_ns: f64,
     /// Extra per line for the remote socket's slower read pipeline.
@@ -225,6 +226,18 @@ pub struct Cmd {
     /// line a core holds from memory.
     #[serde(default)]
     pub no_snoop: bool,
+    /// A read's data reaches the thread one 32-bit word after another: this much per word.
+    #[serde(default)]
+    pub word_ns: f64,
+    /// The path reaches host memory through a BAR window of this many bytes (0: all of it).
+    #[serde(default)]
+    pub window_bytes: u64,
+    /// Moving the window to a command's address: the part before the timed section ...
+    #[serde(default)]
+    pub window_move_ns: f64,
+    /// ... and the part the command itself waits.
+    #[serde(default)]
+    pub window_wait_ns: f64,
 }
 
 /// The device's timestamp counter.
@@ -340,6 +353,7 @@ impl Checked for HostProfile {
             ("root_complex.write_own_ns", rc.write_own_ns.unwrap_or(0.0), MAX_NS),
             ("root_complex.write_own_line_ns", rc.write_own_line_ns, MAX_LINE_NS),
             ("root_complex.write_merge_ns", rc.write_merge_ns, MAX_NS),
+            ("root_complex.write_snoop_ns", rc.write_snoop_ns, MAX_NS),
             ("memory.ddio_allocate_ns", m.ddio_allocate_ns, MAX_LINE_NS),
             ("memory.remote_ns", m.remote_ns, MAX_NS),
             ("memory.remote_line_ns", m.remote_line_ns, MAX_LINE_NS),
@@ -352,9 +366,6 @@ impl Checked for HostProfile {
         spread("memory.llc_hit", &m.llc_hit, MAX_NS)?;
         spread("memory.dram", &m.dram, MAX_NS)?;
         spread("memory.io_line", &m.io_line, MAX_NS)?;
-        m.cmd_io_line
-            .as_ref()
-            .map_or(Ok(()), |s| spread("memory.cmd_io_line", s, MAX_NS))?;
         tail("memory.dram_tail", &m.dram_tail)?;
         tail("cpu.wake", &self.cpu.wake)?;
         count("iommu.iotlb_entries", io.iotlb_entries, 1, 1 << 16)?;
@@ -377,6 +388,7 @@ impl Checked for DeviceProfile {
         count("dma.workers", d.workers, 1, 4096)?;
         one_of("dma.max_transfer", d.max_transfer, &[1024, 2048, 4096])?;
         count("dma.read_tags", d.read_tags, 1, 16384)?;
+        count("cmd.window_bytes", self.cmd.window_bytes, 0, 1 << 40)?;
         one_of("dma.fast_align", d.fast_align, &[1, 2, 4, 8, 16, 32, 64])?;
         times(&[
             ("dma.issue_ns", d.issue_ns, MAX_NS),
@@ -402,6 +414,9 @@ impl Checked for DeviceProfile {
             ("cmd.complete_ns", self.cmd.complete_ns, MAX_NS),
             ("cmd.loop_ns", self.cmd.loop_ns, MAX_NS),
             ("cmd.write_ns", self.cmd.write_ns, MAX_NS),
+            ("cmd.word_ns", self.cmd.word_ns, MAX_LINE_NS),
+            ("cmd.window_move_ns", self.cmd.window_move_ns, MAX_NS),
+            ("cmd.window_wait_ns", self.cmd.window_wait_ns, MAX_NS),
         ])?;
         spread("dma.jitter", &d.jitter, MAX_NS)
     }

@@ -5,6 +5,22 @@ use super::{pieces, Dma, Machine, LINE};
 use crate::time::{ps, Ps};
 
 impl Machine<'_> {
+    /// The path reaches host memory through a BAR window (`cmd.window_bytes`); a command outside
+    /// the window it maps first moves it there. Returns what the move costs before the timed
+    /// section and what the command then waits in it ((0, 0) when the window stays).
+    pub(super) fn move_window(&mut self, addr: u64) -> (Ps, Ps) {
+        let cmd = &self.dev.cmd;
+        if cmd.window_bytes == 0 {
+            return (0, 0);
+        }
+        let window = addr / cmd.window_bytes;
+        if self.cmd_window == Some(window) {
+            return (0, 0);
+        }
+        self.cmd_window = Some(window);
+        (ps(cmd.window_move_ns), ps(cmd.window_wait_ns))
+    }
+
     /// The NFP's direct command path: one PCIe read (after an optional write) of 4-64 B issued
     /// from a BAR window, bypassing the DMA engines. The write takes ownership of its lines like
     /// a DMA write (a sub-line write to a line in memory merges it first) and leaves them in the
@@ -24,7 +40,10 @@ impl Machine<'_> {
             // A No Snoop write learns whether it must snoop only from its translation (the
             // IOMMU's snoop control), so its commit cannot overlap a page walk.
             let commit_from = if self.dev.cmd.no_snoop { translated } else { accepted };
-            (sent, self.visible(commit_from, translated, busy, slowest_own, hop))
+            (
+                sent,
+                self.visible(commit_from, translated, busy, slowest_own, hop, self.cmd_snoops),
+            )
         } else {
             (issue, 0)
         };
@@ -35,13 +54,14 @@ impl Machine<'_> {
         let translated = self.enter_fabric(arrival, d.addr, c.request + fetch, 0).1;
         let asked = translated.max(not_before) + fetch;
         let slowest = (first..first + lines)
-            .map(|l| self.cmd_line_latency(l))
+            .map(|l| self.line_latency_in(l, self.cmd_snoops).0)
             .max()
             .unwrap_or(0);
         let ready = asked + slowest + self.read_hiccup(first, self.cmd_snoops);
         let cpl = self.tlp.cpl(d.addr, d.size).wire;
         let sent = self.down.send(ready + c.half_fixed, cpl);
         self.rest(sent);
-        sent + c.wire + ps(self.dev.cmd.complete_ns)
+        let words = d.size.div_ceil(4) as u64;
+        sent + c.wire + ps(self.dev.cmd.complete_ns) + words * ps(self.dev.cmd.word_ns)
     }
 }

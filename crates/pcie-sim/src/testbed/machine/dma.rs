@@ -77,7 +77,7 @@ impl Machine<'_> {
             // The RC asks for the request's lines back to back and memory serves them in
             // parallel: one latency, drawn for the request's last line, applies to all of them
             // (DRAM lines of one request share a row).
-            let (latency, state) = self.line_latency_in((addr + len as u64 - 1) / LINE);
+            let (latency, state) = self.line_latency_in((addr + len as u64 - 1) / LINE, true);
             for (caddr, clen) in split_completions(self.link, addr, len) {
                 let first = caddr / LINE;
                 let last = (caddr + clen as u64 - 1) / LINE;
@@ -144,7 +144,7 @@ impl Machine<'_> {
             self.rest(processed);
             self.posted.push_back(processed);
             sent_last = sent;
-            committed = committed.max(self.visible(accepted, translated, busy, slowest_own, hop));
+            committed = committed.max(self.visible(accepted, translated, busy, slowest_own, hop, true));
         }
         (sent_last, committed)
     }

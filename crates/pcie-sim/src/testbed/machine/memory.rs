@@ -40,11 +40,15 @@ impl Machine<'_> {
     }
 
     /// Where a request finds `line`. One that does not snoop (`snoop` false: a No Snoop request
-    /// the root complex honours) may not take a line from a core's caches and gets memory's copy;
-    /// a line in the DDIO share belongs to no core, so it is served from there either way.
+    /// the root complex honours) may not take a line from a core's caches and gets memory's copy.
+    /// A line a No Snoop write left in the DDIO share is found there only by a request that does
+    /// not snoop either; a snooping one reads memory (E5-2637 v3 without the IOMMU, where
+    /// pcie-bench's device warming is No Snoop command writes: LAT_RD 64 B DWarm 640 ns = Cold,
+    /// 560 with the IOMMU's snoop control, while LAT_CMD_RD DWarm is 413 in both runs).
     fn found(&self, line: u64, snoop: bool) -> LineState {
         match self.llc.state(line as u32) {
             LineState::Cpu if !snoop => LineState::Memory,
+            LineState::Io if snoop && self.llc.unsnooped(line as u32) => LineState::Memory,
             state => state,
         }
     }
@@ -69,18 +73,10 @@ impl Machine<'_> {
         sampler.draw(&mut self.rng) + self.hop_by_state[LineState::Cpu as usize]
     }
 
-    /// The latency of `line` for the device's direct command reads, which snoop only where
-    /// [`Machine::cmd_snoops`] and see a DDIO line at `memory.cmd_io_line`.
-    pub(super) fn cmd_line_latency(&mut self, line: u64) -> Ps {
-        match self.found(line, self.cmd_snoops) {
-            LineState::Io => self.cmd_io_line.draw(&mut self.rng) + self.hop_by_state[LineState::Io as usize],
-            state => self.latency_from(state),
-        }
-    }
-
-    /// The latency of `line` for a DMA read, and where the line is.
-    pub(super) fn line_latency_in(&mut self, line: u64) -> (Ps, LineState) {
-        let state = self.llc.state(line as u32);
+    /// The latency of `line` for a read that snoops or not ([`Machine::found`]), and where the
+    /// read found it.
+    pub(super) fn line_latency_in(&mut self, line: u64, snoop: bool) -> (Ps, LineState) {
+        let state = self.found(line, snoop);
         (self.latency_from(state), state)
     }
 
@@ -129,13 +125,29 @@ impl Machine<'_> {
     /// at and which keeps the path `busy`, is visible to a read behind it: after the commit
     /// pipeline, which runs from `commit_from` (acceptance, in parallel with a page walk, where
     /// the write's handling does not depend on its translation), and after ownership
-    /// (`slowest_own` of [`Machine::own_lines`]), which can only be asked for once translated.
+    /// (`slowest_own` of [`Machine::own_lines`]), which can only be asked for once translated
+    /// and, for a write that does not `snoop`, skips the cores' snoop (`write_snoop_ns`).
     /// The hop to a remote owner is ownership's, or the commit's where ownership is not
     /// modelled.
-    pub(super) fn visible(&self, commit_from: Ps, translated: Ps, busy: Ps, slowest_own: Ps, hop: Ps) -> Ps {
+    pub(super) fn visible(
+        &self,
+        commit_from: Ps,
+        translated: Ps,
+        busy: Ps,
+        slowest_own: Ps,
+        hop: Ps,
+        snoop: bool,
+    ) -> Ps {
         let commit = commit_from + busy + self.costs.commit;
         match self.costs.own {
-            Some(o) => commit.max(translated + busy + o + slowest_own),
+            Some(o) => {
+                let o = if snoop {
+                    o
+                } else {
+                    o.saturating_sub(self.costs.own_snoop)
+                };
+                commit.max(translated + busy + o + slowest_own)
+            }
             None => commit + hop,
         }
     }

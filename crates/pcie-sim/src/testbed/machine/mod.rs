@@ -82,12 +82,12 @@ pub struct Machine<'a> {
     /// `llc_hit_max[n - 1]`: the slowest of `n` lines a core wrote, built when first needed.
     llc_hit_max: Vec<Option<Sampler>>,
     io_line: Sampler,
-    /// `memory.cmd_io_line`, or `io_line` where the host has none.
-    cmd_io_line: Sampler,
     /// Whether the command path's requests snoop the cores' caches: they do unless they carry
     /// No Snoop (`cmd.no_snoop`), and then still where the IOMMU translates them and forces
     /// snooping (`iommu.snoop_control`).
     cmd_snoops: bool,
+    /// Which `cmd.window_bytes` window of the buffer the command path's BAR maps.
+    cmd_window: Option<u64>,
     dram: Sampler,
     jitter: Sampler,
     /// The uncore's power states, when the host manages them.
@@ -156,8 +156,8 @@ impl<'a> Machine<'a> {
             llc_hit: Sampler::triangular(&host.memory.llc_hit),
             llc_hit_max: Vec::new(),
             io_line: Sampler::triangular(&host.memory.io_line),
-            cmd_io_line: Sampler::triangular(host.memory.cmd_io_line.as_ref().unwrap_or(&host.memory.io_line)),
             cmd_snoops: !dev.cmd.no_snoop || (w.iommu_page.is_some() && host.iommu.snoop_control),
+            cmd_window: None,
             dram: Sampler::triangular(&host.memory.dram),
             jitter: Sampler::triangular(&dev.dma.jitter),
             power: host.power.as_ref().map(PowerStates::new),
@@ -188,23 +188,25 @@ impl<'a> Machine<'a> {
                 }
             }
             CachePrep::DeviceWarm => {
+                // pcie-bench warms with command-path writes, which snoop as the path does.
                 for l in 0..(w.window / LINE) as u32 {
-                    self.device_touch(l as u64 * LINE);
+                    self.device_touch(l as u64 * LINE, self.cmd_snoops);
                 }
             }
             CachePrep::DeviceThrash => {
                 let lines = BUFFER_BYTES / LINE;
                 for _ in 0..lines * 2 {
                     let l = self.rng.below(lines);
-                    self.device_touch(l * LINE);
+                    self.device_touch(l * LINE, true);
                 }
             }
         }
     }
 
-    /// A device write outside the timed test (warming): caches and IO-TLB, no timing.
-    fn device_touch(&mut self, addr: u64) {
-        self.llc.device_write((addr / LINE) as u32, true);
+    /// A device write outside the timed test (warming), snooping or not: caches and IO-TLB, no
+    /// timing.
+    fn device_touch(&mut self, addr: u64, snoop: bool) {
+        self.llc.device_write((addr / LINE) as u32, snoop);
         if let Some(t) = &mut self.iotlb {
             let p = t.page_of(addr);
             t.lookup(p);

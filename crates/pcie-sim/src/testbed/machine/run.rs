@@ -39,7 +39,8 @@ impl Machine<'_> {
         let tick_ps = self.cycle_ps() * self.dev.clock.tick_cycles as f64;
         let tick_cycles = self.dev.clock.tick_cycles;
         let stamp = |t: Ps| (t as f64 / tick_ps) as u64;
-        let loop_ps = ps(if w.op == TestOp::LatCmdRead || w.op == TestOp::LatCmdWriteRead {
+        let command = w.op == TestOp::LatCmdRead || w.op == TestOp::LatCmdWriteRead;
+        let loop_ps = ps(if command {
             self.dev.cmd.loop_ns
         } else {
             self.dev.dma.loop_ns
@@ -52,8 +53,10 @@ impl Machine<'_> {
         for i in 0..w.count {
             let addr = addrs.next(&mut self.rng);
             let d = self.dma(addr, w);
-            let done = self.transaction(w.op, now, d, i);
-            cycles.push(((stamp(done) - stamp(now)) * tick_cycles as u64) as u32);
+            let (before, wait) = if command { self.move_window(addr) } else { (0, 0) };
+            let start = now + before;
+            let done = self.transaction(w.op, start + wait, d, i);
+            cycles.push(((stamp(done) - stamp(start)) * tick_cycles as u64) as u32);
             now = done + loop_ps;
         }
         let total_cycles = (stamp(now) - stamp(first)) * tick_cycles as u64;
