@@ -13,19 +13,7 @@ fn main() {
         ("BW_RD 2048 B", TestOp::BwRead, 2048, 1_000_000),
     ];
     for (name, op, size, count) in cases {
-        let w = Workload {
-            op,
-            size,
-            window: 8192,
-            host_offset: 0,
-            device_offset: 0,
-            random: true,
-            prep: CachePrep::HostWarm,
-            count,
-            remote_memory: false,
-            remote_cpu: false,
-            iommu_page: None,
-        };
+        let w = Workload::new(op, size, 8192, CachePrep::HostWarm, count);
         let t = Instant::now();
         std::hint::black_box(sim.run(&w, 1));
         let secs = t.elapsed().as_secs_f64();

@@ -6,7 +6,6 @@
 //! 5987 ns, p99.9 12120 vs 12093 ns); 50,000 already do, but meet the rare stall too seldom.
 
 use pcie_model::{Ethernet, Mode};
-mod common;
 
 use pcie_sim::{CachePrep, Measured, Simulator, TestOp, Workload};
 
@@ -21,7 +20,7 @@ fn e5() -> Simulator {
 }
 
 fn workload(op: TestOp, size: u32, count: u64) -> Workload {
-    common::workload(op, size, 8192, CachePrep::HostWarm, count)
+    Workload::new(op, size, 8192, CachePrep::HostWarm, count)
 }
 
 /// LAT_RD 64 B HWarm latencies in ns, sorted.

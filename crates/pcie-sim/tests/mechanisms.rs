@@ -1,6 +1,5 @@
 //! Each mechanism moves the numbers the way the hardware does.
 
-mod common;
 
 use pcie_sim::{CachePrep, Measured, Simulator, TestOp, Workload};
 
@@ -17,7 +16,7 @@ fn snooping_warm() -> Simulator {
 }
 
 fn workload(op: TestOp, size: u32, window: u64, prep: CachePrep) -> Workload {
-    common::workload(op, size, window, prep, 20_000)
+    Workload::new(op, size, window, prep, 20_000)
 }
 
 /// Median latency in ns.

@@ -3,7 +3,6 @@
 //! growing with size, and the NFP's direct command path is as fast as its DMA reads.
 
 use pcie_model::{stream, Op as ModelOp};
-mod common;
 
 use pcie_sim::{CachePrep, Measured, Simulator, TestOp, Workload};
 
@@ -14,7 +13,7 @@ fn sim(device: &str) -> Simulator {
 }
 
 fn workload(op: TestOp, size: u32, prep: CachePrep, count: u64) -> Workload {
-    common::workload(op, size, 8192, prep, count)
+    Workload::new(op, size, 8192, prep, count)
 }
 
 /// Median latency in ns.

@@ -96,17 +96,9 @@ fn simulate(sim: Result<Simulator, pcie_sim::ProfileError>) -> Verdict {
         Err(e) => return refused(e.to_string()),
     };
     let w = Workload {
-        op: TestOp::LatRead,
-        size: 64,
-        window: 8192,
-        host_offset: 0,
-        device_offset: 0,
-        random: true,
-        prep: CachePrep::Cold,
-        count: 20,
         remote_memory: true,
         remote_cpu: true,
-        iommu_page: None,
+        ..Workload::new(TestOp::LatRead, 64, 8192, CachePrep::Cold, 20)
     };
     let Measured::Latency { cycles, .. } = sim.run(&w, 1) else {
         return Verdict::Wrong("a latency test measured no latencies".into());

@@ -61,6 +61,27 @@ pub struct Workload {
     pub iommu_page: Option<u64>,
 }
 
+impl Workload {
+    /// pcie-bench's usual test: `count` transactions of `op`, `size` bytes each, at random
+    /// addresses of a `window` warmed as `prep`, offsets 0, memory and CPU on the device's
+    /// socket, no IOMMU. Other shapes set the fields after.
+    pub fn new(op: TestOp, size: u32, window: u64, prep: CachePrep, count: u64) -> Workload {
+        Workload {
+            op,
+            size,
+            window,
+            host_offset: 0,
+            device_offset: 0,
+            random: true,
+            prep,
+            count,
+            remote_memory: false,
+            remote_cpu: false,
+            iommu_page: None,
+        }
+    }
+}
+
 /// The 64 MB host buffer pcie-bench allocates.
 pub const BUFFER_BYTES: u64 = 64 << 20;
 
