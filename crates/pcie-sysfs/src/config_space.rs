@@ -1,5 +1,5 @@
-//! The PCI Express capability in a function's config space: the MPS and MRRS in force and the
-//! largest MPS supported, which sysfs has no attribute for. Without root, Linux shows only the
+//! The PCI Express capability in a function's config space: the device/port type, the MPS and
+//! MRRS in force and the largest MPS supported, which sysfs has no attribute for. Without root, Linux shows only the
 //! first 64 bytes of `config`, so the reasons for a missing answer are kept.
 
 use std::fmt;
@@ -46,46 +46,83 @@ impl fmt::Display for ConfigSpaceError {
 
 impl std::error::Error for ConfigSpaceError {}
 
+/// The device/port type of a function's PCI Express capability (bits 7:4 of its capabilities
+/// register): on a root bus, the class code alone does not say what a function is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortType {
+    /// Type 4.
+    RootPort,
+    /// Type 9: a root complex integrated endpoint (RCiEP).
+    IntegratedEndpoint,
+    /// Type 10: a root complex event collector (RCEC).
+    EventCollector,
+    /// Endpoints, switch ports and bridges: the type's number.
+    Other(u8),
+}
+
+impl PortType {
+    /// Finds the PCI Express capability in a config space dump and decodes its type.
+    pub fn decode(config: &[u8]) -> Result<PortType, ConfigSpaceError> {
+        let at = pcie_capability(config)?;
+        let caps = u16_at(config, at + 2).ok_or(ConfigSpaceError::EndsInsideCapability)?;
+        Ok(match (caps >> 4) & 0xf {
+            4 => PortType::RootPort,
+            9 => PortType::IntegratedEndpoint,
+            10 => PortType::EventCollector,
+            t => PortType::Other(t as u8),
+        })
+    }
+}
+
 impl DeviceControl {
-    /// Finds the PCI Express capability (ID 0x10) in a config space dump and decodes its Device
+    /// Finds the PCI Express capability in a config space dump and decodes its Device
     /// Capabilities and Device Control registers.
     pub fn decode(config: &[u8]) -> Result<DeviceControl, ConfigSpaceError> {
-        let u16_at = |o: usize| config.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-        let status = u16_at(0x06).ok_or(ConfigSpaceError::ShorterThanHeader)?;
-        if status & 0x10 == 0 {
-            return Err(ConfigSpaceError::NoCapabilities);
-        }
-        let mut at = config.get(0x34).map(|&p| p as usize & 0xfc).unwrap_or(0);
-        // 48 capabilities fit in the 192 bytes after the header: more means a loop.
-        for _ in 0..48 {
-            if at < 0x40 {
-                break;
-            }
-            let (Some(&id), Some(&next)) = (config.get(at), config.get(at + 1)) else {
-                return Err(ConfigSpaceError::CapabilityBeyond(config.len()));
-            };
-            if id == 0x10 {
-                let caps = config
-                    .get(at + 4..at + 8)
-                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-                let (Some(caps), Some(ctl)) = (caps, u16_at(at + 8)) else {
-                    return Err(ConfigSpaceError::EndsInsideCapability);
-                };
-                return Ok(DeviceControl {
-                    mps: 128 << ((ctl >> 5) & 7),
-                    mrrs: 128 << ((ctl >> 12) & 7),
-                    mps_supported: 128 << (caps & 7),
-                });
-            }
-            at = next as usize & 0xfc;
-        }
-        Err(ConfigSpaceError::NoPcieCapability)
+        let at = pcie_capability(config)?;
+        let caps = config
+            .get(at + 4..at + 8)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let (Some(caps), Some(ctl)) = (caps, u16_at(config, at + 8)) else {
+            return Err(ConfigSpaceError::EndsInsideCapability);
+        };
+        Ok(DeviceControl {
+            mps: 128 << ((ctl >> 5) & 7),
+            mrrs: 128 << ((ctl >> 12) & 7),
+            mps_supported: 128 << (caps & 7),
+        })
     }
+}
+
+fn u16_at(config: &[u8], o: usize) -> Option<u16> {
+    config.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]))
+}
+
+/// The offset of the PCI Express capability (ID 0x10), walking the capability list.
+fn pcie_capability(config: &[u8]) -> Result<usize, ConfigSpaceError> {
+    let status = u16_at(config, 0x06).ok_or(ConfigSpaceError::ShorterThanHeader)?;
+    if status & 0x10 == 0 {
+        return Err(ConfigSpaceError::NoCapabilities);
+    }
+    let mut at = config.get(0x34).map(|&p| p as usize & 0xfc).unwrap_or(0);
+    // 48 capabilities fit in the 192 bytes after the header: more means a loop.
+    for _ in 0..48 {
+        if at < 0x40 {
+            break;
+        }
+        let (Some(&id), Some(&next)) = (config.get(at), config.get(at + 1)) else {
+            return Err(ConfigSpaceError::CapabilityBeyond(config.len()));
+        };
+        if id == 0x10 {
+            return Ok(at);
+        }
+        at = next as usize & 0xfc;
+    }
+    Err(ConfigSpaceError::NoPcieCapability)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::DeviceControl;
+    use super::{DeviceControl, PortType};
     use crate::fixture::config_with_pcie_capability as config;
 
     #[test]
@@ -117,6 +154,26 @@ mod tests {
         assert_eq!(
             DeviceControl::decode(&looped).unwrap_err().to_string(),
             "the device has no PCI Express capability"
+        );
+    }
+
+    #[test]
+    fn the_device_port_type_tells_root_complex_functions_apart() {
+        let typed = |t: u8| {
+            let mut c = config(0, 0, 256);
+            c[0x72] = t << 4 | 2; // capability version 2 in the low bits
+            PortType::decode(&c)
+        };
+        assert_eq!(typed(4), Ok(PortType::RootPort));
+        assert_eq!(typed(9), Ok(PortType::IntegratedEndpoint));
+        assert_eq!(typed(10), Ok(PortType::EventCollector));
+        assert_eq!(typed(0), Ok(PortType::Other(0)));
+        // Without root, Linux shows 64 bytes: the capability is past them.
+        let user = PortType::decode(&config(0, 0, 64)).unwrap_err().to_string();
+        assert!(user.contains("beyond the 64 readable bytes"), "{user}");
+        assert_eq!(
+            PortType::decode(&config(0, 0, 0x72)).unwrap_err().to_string(),
+            "config space ends inside the PCIe capability (reading it needs root)"
         );
     }
 }

@@ -1,9 +1,10 @@
 //! A PCI function as `sys/bus/pci/devices/<bdf>/` shows it: ids, class, driver, link speed and
-//! width, NUMA node, the buses behind a bridge, and (on demand) MPS/MRRS from its config space.
+//! width, NUMA node, the buses behind a bridge, and (on demand) MPS/MRRS and the device/port type
+//! from its config space.
 //! Where the function sits in the hierarchy comes from its real directory under `sys/devices`.
 
 use crate::bdf::Bdf;
-use crate::config_space::{ConfigSpaceError, DeviceControl};
+use crate::config_space::{ConfigSpaceError, DeviceControl, PortType};
 use crate::error::SysfsError;
 use crate::files::{list_dir, parse_u64, read_attr};
 use serde::Serialize;
@@ -134,9 +135,17 @@ impl PciDevice {
     /// MPS and MRRS in force, from the function's `config` file (the PCI Express capability is
     /// past the 64 bytes Linux shows without root, so this usually needs root).
     pub fn device_control(&self) -> Result<DeviceControl, ConfigSpaceError> {
-        let config =
-            std::fs::read(self.path.join("config")).map_err(|e| ConfigSpaceError::Unreadable(e.to_string()))?;
-        DeviceControl::decode(&config)
+        DeviceControl::decode(&self.config()?)
+    }
+
+    /// The device/port type, from the function's `config` file (past the 64 bytes Linux shows
+    /// without root, like [`PciDevice::device_control`]).
+    pub fn port_type(&self) -> Result<PortType, ConfigSpaceError> {
+        PortType::decode(&self.config()?)
+    }
+
+    fn config(&self) -> Result<Vec<u8>, ConfigSpaceError> {
+        std::fs::read(self.path.join("config")).map_err(|e| ConfigSpaceError::Unreadable(e.to_string()))
     }
 }
 
@@ -145,7 +154,7 @@ mod tests {
     use super::PciDevice;
     use crate::fixture::{self, config_with_pcie_capability};
     use crate::tree::write_pci_function;
-    use crate::{Bdf, SysfsError};
+    use crate::{Bdf, PortType, SysfsError};
     use pcie_model::Generation;
     use std::path::PathBuf;
 
@@ -227,6 +236,11 @@ mod tests {
         .unwrap();
         let c = d.device_control().unwrap();
         assert_eq!((c.mps, c.mrrs, c.mps_supported), (256, 4096, 256));
+        assert_eq!(d.port_type(), Ok(PortType::Other(0)));
+        let mut rciep = config_with_pcie_capability(1, 0, 256);
+        rciep[0x72] = 9 << 4;
+        std::fs::write(dir.join("config"), rciep).unwrap();
+        assert_eq!(d.port_type(), Ok(PortType::IntegratedEndpoint));
         let missing = PciDevice::read(&root, bdf("0000:04:00.0")).unwrap_err();
         assert!(matches!(missing, SysfsError::NoDevice { .. }));
         assert_eq!(

@@ -11,7 +11,8 @@
 //!   them: `pcie_model::Generation::from_sysfs_speed` reads the speed), NUMA node and bridge
 //!   bus range, read with
 //!   [`PciDevice::read`] or all at once with [`PciDevice::discover`].
-//! - [`DeviceControl`]: MPS and MRRS from the function's config space, or why they are unknown
+//! - [`DeviceControl`]: MPS and MRRS from the function's config space, and [`PortType`], its
+//!   device/port type (root port, integrated endpoint, event collector), or why they are unknown
 //!   ([`ConfigSpaceError`]).
 //! - [`files`]: the file conventions (trimmed attributes, sorted listings, `0x` numbers) other
 //!   sysfs readers share.
@@ -44,6 +45,6 @@ pub mod fixture;
 pub mod tree;
 
 pub use bdf::{Bdf, BdfError};
-pub use config_space::{ConfigSpaceError, DeviceControl};
+pub use config_space::{ConfigSpaceError, DeviceControl, PortType};
 pub use device::PciDevice;
 pub use error::SysfsError;
