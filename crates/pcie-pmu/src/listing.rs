@@ -1,10 +1,11 @@
 //! What `pmu list` shows, as one serialisable value: every PCIe-related PMU with its root ports,
-//! the devices below them, its metrics and its events resolved to `perf_event_attr` values. The
-//! table, CSV and JSON outputs are all drawn from it, so programs see what people see.
+//! the devices below them, its metrics and its events resolved to `perf_event_attr` values, and
+//! the functions on root buses that none of them watches. The table, CSV and JSON outputs are
+//! all drawn from it, so programs see what people see.
 
 use crate::catalog::{Origin, PmuEvent};
 use crate::event_spec;
-use crate::topology::RootPort;
+use crate::topology::{self, RootBusKind, RootPort};
 use crate::{PcieView, PmuError, PmuMetric, System};
 use pcie_sysfs::{Bdf, PciDevice};
 use serde::Serialize;
@@ -14,6 +15,12 @@ use serde::Serialize;
 pub struct Listing {
     pub pcie_pmus: Vec<PmuListing>,
     pub other_pmus: Vec<String>,
+    /// The functions on root buses that are not a listed root port, with the functions below
+    /// them ([`topology::unwatched`]): integrated endpoints, event collectors, root ports no PMU
+    /// names. Empty, and left out of the JSON, when there are none or there is no PCIe PMU
+    /// (then nothing is watched, and the listing says so).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unwatched: Vec<UnwatchedListing>,
 }
 
 /// One PCIe-related PMU.
@@ -43,6 +50,17 @@ pub struct PortListing {
     pub in_sysfs: bool,
     #[serde(flatten)]
     pub info: DeviceInfo,
+    pub devices: Vec<DeviceListing>,
+}
+
+/// A function on a root bus that no listed root port covers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnwatchedListing {
+    pub bdf: Bdf,
+    pub kind: RootBusKind,
+    #[serde(flatten)]
+    pub info: DeviceInfo,
+    /// Below a root port; empty for anything else.
     pub devices: Vec<DeviceListing>,
 }
 
@@ -103,9 +121,24 @@ impl System {
             .filter(|p| !views.iter().any(|v| v.pmu.name == p.name))
             .map(|p| p.name.clone())
             .collect();
+        let watched: Vec<Bdf> = views.iter().flat_map(|v| &v.root_ports).map(|r| r.bdf).collect();
+        let unwatched = if views.is_empty() {
+            Vec::new()
+        } else {
+            topology::unwatched(&self.pci, &watched)
+                .into_iter()
+                .map(|u| UnwatchedListing {
+                    bdf: u.function.bdf,
+                    kind: u.kind,
+                    info: device_info(&u.function),
+                    devices: u.devices.iter().map(device_listing).collect(),
+                })
+                .collect()
+        };
         Ok(Listing {
             pcie_pmus: views.iter().map(|v| pmu_listing(self, v)).collect(),
             other_pmus,
+            unwatched,
         })
     }
 }
@@ -140,14 +173,14 @@ fn port_listing(rp: &RootPort) -> PortListing {
         bdf: rp.bdf,
         in_sysfs: rp.port.is_some(),
         info: rp.port.as_ref().map(device_info).unwrap_or_default(),
-        devices: rp
-            .devices
-            .iter()
-            .map(|d| DeviceListing {
-                bdf: d.bdf,
-                info: device_info(d),
-            })
-            .collect(),
+        devices: rp.devices.iter().map(device_listing).collect(),
+    }
+}
+
+fn device_listing(d: &PciDevice) -> DeviceListing {
+    DeviceListing {
+        bdf: d.bdf,
+        info: device_info(d),
     }
 }
 
@@ -191,6 +224,7 @@ fn event_listing(sys: &System, pmu: &str, e: &PmuEvent) -> EventListing {
 #[cfg(test)]
 mod tests {
     use crate::fixture::{self, DwcVariant, Tree};
+    use crate::topology::RootBusKind;
     use crate::System;
 
     #[test]
@@ -241,5 +275,70 @@ mod tests {
         let missing = &l.pcie_pmus[1].root_ports[0];
         assert_eq!(missing.bdf.to_string(), "0001:30:03.0");
         assert!(!missing.in_sysfs && missing.info.id.is_none() && missing.devices.is_empty());
+    }
+
+    /// Integrated endpoints and event collectors on root buses and a root port no PMU names (with
+    /// its device) are listed apart; what a watched port holds is not.
+    #[test]
+    fn functions_outside_every_watched_root_port() {
+        let t = Tree::new("listing-unwatched");
+        fixture::common_pmus(&t);
+        fixture::dwc_pmu(&t, "dwc_rootport_3018", 27, "0", DwcVariant::Upstream);
+        t.root_port("0000:30:03.0", "0");
+        t.nic_below("0000:30:03.0", "0000:31:00.0");
+        t.root_port("0000:40:00.0", "1");
+        t.nic_below("0000:40:00.0", "0000:41:00.0");
+        t.pci(&[], "0000:7c:00.0", &[("class", "0x120000"), ("numa_node", "0")], None);
+        t.pci(&[], "0000:7c:0a.0", &[("class", "0x080700")], Some("pcieport"));
+        // A bridge class, but config space (read as root) says integrated endpoint.
+        t.pci(&[], "0000:7d:00.0", &[("class", "0x060400")], None);
+        let mut config = pcie_sysfs::fixture::config_with_pcie_capability(0, 0, 256);
+        config[0x72] = 9 << 4;
+        std::fs::write(t.path().join("sys/bus/pci/devices/0000:7d:00.0/config"), config).unwrap();
+
+        let l = System::discover(t.path()).unwrap().listing().unwrap();
+        let got: Vec<(String, RootBusKind, Vec<String>)> = l
+            .unwatched
+            .iter()
+            .map(|u| {
+                let below = u.devices.iter().map(|d| d.bdf.to_string()).collect();
+                (u.bdf.to_string(), u.kind, below)
+            })
+            .collect();
+        let want = |b: &str, k, below: &[&str]| (b.to_string(), k, below.iter().map(|s| s.to_string()).collect());
+        assert_eq!(
+            got,
+            [
+                want("0000:40:00.0", RootBusKind::RootPort, &["0000:41:00.0"]),
+                want("0000:7c:00.0", RootBusKind::Rciep, &[]),
+                want("0000:7c:0a.0", RootBusKind::Rcec, &[]),
+                want("0000:7d:00.0", RootBusKind::Rciep, &[]),
+            ]
+        );
+        let rciep = &l.unwatched[1].info;
+        assert_eq!(
+            (rciep.class.as_deref(), rciep.driver.as_deref(), rciep.numa_node),
+            (Some("120000"), None, Some(0))
+        );
+        assert_eq!(l.unwatched[2].info.driver.as_deref(), Some("pcieport"));
+        assert_eq!(l.unwatched[0].devices[0].info.id.as_deref(), Some("15b3:1017"));
+
+        // With the second port watched too, only the root complex's own functions remain.
+        fixture::dwc_pmu(&t, "dwc_rootport_4000", 28, "0", DwcVariant::Upstream);
+        let l = System::discover(t.path()).unwrap().listing().unwrap();
+        let bdfs: Vec<String> = l.unwatched.iter().map(|u| u.bdf.to_string()).collect();
+        assert_eq!(bdfs, ["0000:7c:00.0", "0000:7c:0a.0", "0000:7d:00.0"]);
+    }
+
+    #[test]
+    fn without_a_pcie_pmu_nothing_is_listed_as_unwatched() {
+        let t = Tree::new("listing-no-pmu");
+        fixture::common_pmus(&t);
+        t.root_port("0000:30:03.0", "0");
+        t.pci(&[], "0000:7c:00.0", &[("class", "0x120000")], None);
+        let l = System::discover(t.path()).unwrap().listing().unwrap();
+        assert!(l.pcie_pmus.is_empty() && l.unwatched.is_empty(), "{l:?}");
+        let json = serde_json::to_value(&l).unwrap();
+        assert_eq!(json.as_object().unwrap().len(), 2, "no unwatched key: {json}");
     }
 }

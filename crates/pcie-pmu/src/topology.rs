@@ -1,10 +1,10 @@
 //! Which root ports (and the PCI functions below them, as pcie-sysfs reads them) each PMU
-//! watches.
+//! watches, and which functions on root buses none does.
 
 use crate::family::{dwc_root_port, Family, FamilyMatch};
 use crate::pmu::Pmu;
 use pcie_sysfs::files::parse_u64;
-use pcie_sysfs::{Bdf, PciDevice};
+use pcie_sysfs::{Bdf, PciDevice, PortType};
 use serde::Serialize;
 
 /// A root port a PMU watches, with the functions below it.
@@ -22,10 +22,7 @@ pub struct RootPort {
 pub fn root_ports(pmu: &Pmu, family: &FamilyMatch, pci: &[PciDevice], pmus: &[Pmu]) -> Vec<RootPort> {
     let with_below = |bdf: Bdf| {
         let port = pci.iter().find(|d| d.bdf == bdf).cloned();
-        let devices = match &port {
-            Some(p) => pci.iter().filter(|d| d.is_below(p)).cloned().collect(),
-            None => Vec::new(),
-        };
+        let devices = port.as_ref().map(|p| below(pci, p)).unwrap_or_default();
         RootPort { bdf, port, devices }
     };
     let bridges_on = |domain: u32, bus: u8| -> Vec<Bdf> {
@@ -74,6 +71,58 @@ pub fn root_ports(pmu: &Pmu, family: &FamilyMatch, pci: &[PciDevice], pmus: &[Pm
         _ => Vec::new(),
     };
     ports.into_iter().map(with_below).collect()
+}
+
+fn below(pci: &[PciDevice], port: &PciDevice) -> Vec<PciDevice> {
+    pci.iter().filter(|d| d.is_below(port)).cloned().collect()
+}
+
+/// What a function on a root bus is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RootBusKind {
+    RootPort,
+    /// A root complex integrated endpoint: its DMA crosses no root port.
+    Rciep,
+    /// A root complex event collector (error and PME messages of integrated endpoints).
+    Rcec,
+}
+
+impl RootBusKind {
+    /// From the PCIe capability's device/port type where config space shows it (usually only to
+    /// root), else from the class code: a bridge is a root port, class 0807 an event collector
+    /// (the class the PCIe specification gives them), anything else an integrated endpoint.
+    fn of(d: &PciDevice) -> RootBusKind {
+        match d.port_type() {
+            Ok(PortType::RootPort) => RootBusKind::RootPort,
+            Ok(PortType::IntegratedEndpoint) => RootBusKind::Rciep,
+            Ok(PortType::EventCollector) => RootBusKind::Rcec,
+            _ if d.is_bridge() => RootBusKind::RootPort,
+            _ if d.class.is_some_and(|c| c >> 8 == 0x0807) => RootBusKind::Rcec,
+            _ => RootBusKind::Rciep,
+        }
+    }
+}
+
+/// A function on a root bus that is not a watched root port, with the functions below it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Unwatched {
+    pub kind: RootBusKind,
+    pub function: PciDevice,
+    pub devices: Vec<PciDevice>,
+}
+
+/// The functions on root buses (below no other function) that are not one of the `watched`
+/// root ports, in address order: no root-port PMU counts their traffic or their devices'.
+pub fn unwatched(pci: &[PciDevice], watched: &[Bdf]) -> Vec<Unwatched> {
+    pci.iter()
+        .filter(|d| !watched.contains(&d.bdf) && !pci.iter().any(|p| d.is_below(p)))
+        .map(|d| Unwatched {
+            kind: RootBusKind::of(d),
+            function: d.clone(),
+            devices: below(pci, d),
+        })
+        .collect()
 }
 
 /// HiSilicon `bdf_min`/`bdf_max`: a 16-bit number (`0x3000`) or `bb:dd.f` (print format not

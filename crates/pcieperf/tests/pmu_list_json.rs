@@ -64,7 +64,8 @@ fn check_fields(d: &Value) {
 }
 
 /// Every line of the table, rebuilt from the JSON: PMU headers, root ports with the devices below
-/// them, metrics and the event names in order. Returns how many devices the JSON lists.
+/// them, metrics and the event names in order, then the functions no PMU watches. Returns how
+/// many devices the JSON lists below the PMUs' root ports.
 fn check_against_table(table: &str, v: &Value) -> usize {
     let mut want = Vec::new();
     let mut devices = 0;
@@ -121,6 +122,30 @@ fn check_against_table(table: &str, v: &Value) -> usize {
             want.push(text(&e["name"]).to_string());
         }
     }
+    if let Some(unwatched) = v.get("unwatched") {
+        assert!(!arr(unwatched).is_empty(), "an empty list is left out: {v}");
+        want.push(String::new());
+        let every_pmu_names_ports = arr(&v["pcie_pmus"]).iter().all(|p| !arr(&p["root_ports"]).is_empty());
+        want.push(if every_pmu_names_ports {
+            "not watched by a PCIe PMU:".into()
+        } else {
+            "outside the root ports above (a PMU that does not name its ports may watch them):".into()
+        });
+        for u in arr(unwatched) {
+            check_fields(u);
+            let kind = match text(&u["kind"]) {
+                "root_port" => "root port",
+                "rciep" => "RCiEP",
+                "rcec" => "RCEC",
+                k => panic!("kind {k}: {u}"),
+            };
+            want.push(format!("  {kind} {}", device_line(u)));
+            for d in arr(&u["devices"]) {
+                check_fields(d);
+                want.push(format!("    {}", device_line(d)));
+            }
+        }
+    }
     // Rows of an event table (below `  events (N):`) are compared by their first column, the
     // `Event` header as "header"; every other line whole.
     let mut in_events = false;
@@ -169,6 +194,27 @@ fn the_simulated_host_lists_the_tree_the_table_shows() {
             }
         }
     }
+
+    // The Yitian 710's integrated endpoints and event collectors sit on root buses, outside
+    // every root port.
+    let unwatched: Vec<(&str, &str, &str, &Value)> = arr(&v["unwatched"])
+        .iter()
+        .map(|u| (text(&u["bdf"]), text(&u["kind"]), text(&u["id"]), &u["devices"]))
+        .collect();
+    let none = json!([]);
+    assert_eq!(
+        unwatched,
+        [
+            ("0000:7c:00.0", "rciep", "1ded:8001", &none),
+            ("0000:7c:0a.0", "rcec", "1ded:8003", &none),
+            ("0000:fc:00.0", "rciep", "1ded:8001", &none),
+            ("0000:fc:0a.0", "rcec", "1ded:8003", &none),
+        ]
+    );
+    assert!(
+        table.ends_with("\nnot watched by a PCIe PMU:\n  RCiEP 0000:7c:00.0  1ded:8001  class 120000  no driver  NUMA 0\n  RCEC 0000:7c:0a.0  1ded:8003  class 080700  pcieport  NUMA 0\n  RCiEP 0000:fc:00.0  1ded:8001  class 120000  no driver  NUMA 1\n  RCEC 0000:fc:0a.0  1ded:8003  class 080700  pcieport  NUMA 1\n"),
+        "{table}"
+    );
 
     // CSV stays one row per event, with the same PMUs, ports and configs.
     let csv = ok(&["pmu", "list", "--source", "sim", "--format", "csv"]);
@@ -302,4 +348,71 @@ fn a_host_without_pcie_pmus_lists_the_others() {
     let (table, v) = list(&["--sysfs", t.path().to_str().unwrap()]);
     assert_eq!(v, json!({"pcie_pmus": [], "other_pmus": ["cpu", "msr", "software"]}));
     assert!(table.ends_with("(3 other PMUs: cpu, msr, software).\n"), "{table}");
+}
+
+/// Functions on root buses outside every watched port: an integrated endpoint, an event
+/// collector and a root port no PMU names, with the NIC below it; a port the PMU watches (and its
+/// NIC) is not repeated. With a PMU that does not name its ports, the heading says they may be
+/// watched after all.
+#[test]
+fn functions_no_pmu_watches_come_after_the_pmus() {
+    let t = Tree::new("listjson-unwatched");
+    fixture::common_pmus(&t);
+    fixture::dwc_pmu(&t, "dwc_rootport_3018", 27, "0", DwcVariant::Upstream);
+    t.root_port("0000:30:03.0", "0");
+    t.nic_below("0000:30:03.0", "0000:31:00.0");
+    t.root_port("0000:40:00.0", "1");
+    t.nic_below("0000:40:00.0", "0000:41:00.0");
+    t.pci(
+        &[],
+        "0000:7c:00.0",
+        &[("vendor", "0x1ded"), ("device", "0x8001"), ("class", "0x120000")],
+        None,
+    );
+    t.pci(
+        &[],
+        "0000:7c:0a.0",
+        &[("class", "0x080700"), ("numa_node", "0")],
+        Some("pcieport"),
+    );
+    let (table, v) = list(&["--sysfs", t.path().to_str().unwrap()]);
+    assert_eq!(check_against_table(&table, &v), 1);
+    // The new key comes last: the existing keys keep their order.
+    let raw = ok(&["pmu", "list", "--sysfs", t.path().to_str().unwrap(), "--format", "json"]);
+    let keys: Vec<&str> = raw
+        .lines()
+        .filter_map(|l| l.strip_prefix("  \"")?.split('"').next())
+        .collect();
+    assert_eq!(keys, ["pcie_pmus", "other_pmus", "unwatched"]);
+    let bdfs = |v: &Value| -> Vec<String> { arr(v).iter().map(|d| text(&d["bdf"]).to_string()).collect() };
+    assert_eq!(bdfs(&v["unwatched"]), ["0000:40:00.0", "0000:7c:00.0", "0000:7c:0a.0"]);
+    let port = &v["unwatched"][0];
+    assert_eq!((&port["kind"], &port["class"]), (&json!("root_port"), &json!("060400")));
+    assert_eq!(bdfs(&port["devices"]), ["0000:41:00.0"]);
+    assert_eq!(
+        v["unwatched"][2],
+        json!({
+            "bdf": "0000:7c:0a.0", "kind": "rcec", "id": "?:?", "vendor": null, "device": null,
+            "class": "080700", "driver": "pcieport", "current_link_speed": null,
+            "current_link_width": null, "max_link_speed": null, "max_link_width": null,
+            "link": null, "numa_node": 0, "devices": [],
+        })
+    );
+    assert!(
+        table.ends_with(
+            "\nnot watched by a PCIe PMU:\n  root port 0000:40:00.0  1ded:8000  class 060400  pcieport  32.0 GT/s PCIe x16  NUMA 1\n    0000:41:00.0  15b3:1017  class 020000  mlx5_core  16.0 GT/s PCIe x8 (max 16.0 GT/s PCIe x16)  NUMA 0\n  RCiEP 0000:7c:00.0  1ded:8001  class 120000  no driver\n  RCEC 0000:7c:0a.0  ?:?  class 080700  pcieport  NUMA 0\n"
+        ),
+        "{table}"
+    );
+    // CSV has no row for them: it lists events, and they have none.
+    let csv = ok(&["pmu", "list", "--sysfs", t.path().to_str().unwrap(), "--format", "csv"]);
+    assert!(!csv.contains("7c:0") && !csv.contains("40:00.0"), "{csv}");
+
+    fixture::nvidia_grace_pmu(&t, 0, 50);
+    let (table, v) = list(&["--sysfs", t.path().to_str().unwrap()]);
+    check_against_table(&table, &v);
+    assert!(
+        table.contains("\noutside the root ports above (a PMU that does not name its ports may watch them):\n  root port 0000:40:00.0"),
+        "{table}"
+    );
 }

@@ -1,5 +1,6 @@
-//! `pcieperf pmu list`: a tree PMU → root port → devices, with events and metrics, for people;
-//! for programs the same tree as one JSON document ([`Listing`]), or one CSV row per PMU event.
+//! `pcieperf pmu list`: a tree PMU → root port → devices, with events and metrics, then the
+//! functions on root buses no PMU watches, for people; for programs the same as one JSON
+//! document ([`Listing`]), or one CSV row per PMU event.
 
 use super::source::SourceArgs;
 use crate::error::CliError;
@@ -7,6 +8,7 @@ use crate::output::{json, Cell, Format, Table};
 use clap::Args;
 use pcie_pmu::catalog::Origin;
 use pcie_pmu::listing::DeviceInfo;
+use pcie_pmu::topology::RootBusKind;
 use pcie_pmu::{Bdf, Listing, PmuEvent, PmuMetric};
 use std::fmt::Write;
 
@@ -23,8 +25,8 @@ fn opt(s: &Option<String>) -> Cell {
     s.as_ref().map_or(Cell::Empty, |s| Cell::text(s.as_str()))
 }
 
-/// CSV is flat, so it keeps one row per event; the topology (devices, links) is in the table
-/// and the JSON only.
+/// CSV is flat, so it keeps one row per event; the topology (devices, links, unwatched
+/// functions, which have no events) is in the table and the JSON only.
 fn csv(l: &Listing) -> String {
     let cols = [
         "pmu",
@@ -199,6 +201,26 @@ fn human(root: &std::path::Path, l: &Listing) -> String {
             ]);
         }
         out.push_str(&indent(&t.to_human(), "    "));
+    }
+    if !l.unwatched.is_empty() {
+        // A PMU that does not name its ports may watch these after all.
+        let heading = if l.pcie_pmus.iter().all(|p| !p.root_ports.is_empty()) {
+            "not watched by a PCIe PMU:"
+        } else {
+            "outside the root ports above (a PMU that does not name its ports may watch them):"
+        };
+        let _ = writeln!(out, "\n{heading}");
+        for u in &l.unwatched {
+            let kind = match u.kind {
+                RootBusKind::RootPort => "root port",
+                RootBusKind::Rciep => "RCiEP",
+                RootBusKind::Rcec => "RCEC",
+            };
+            let _ = writeln!(out, "  {kind} {}", device_line(u.bdf, &u.info));
+            for d in &u.devices {
+                let _ = writeln!(out, "    {}", device_line(d.bdf, &d.info));
+            }
+        }
     }
     out
 }
