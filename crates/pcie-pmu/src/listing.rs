@@ -15,9 +15,9 @@ use serde::Serialize;
 pub struct Listing {
     pub pcie_pmus: Vec<PmuListing>,
     pub other_pmus: Vec<String>,
-    /// The functions on root buses that are not a listed root port, with the functions below
-    /// them ([`topology::unwatched`]): integrated endpoints, event collectors, root ports no PMU
-    /// names. Empty, and left out of the JSON, when there are none or there is no PCIe PMU
+    /// The functions on root buses that are not a listed root port (nor on an Intel IIO stack's
+    /// root bus), with the functions below them ([`topology::unwatched`]): integrated endpoints,
+    /// event collectors, root ports no PMU names. Empty, and left out of the JSON, when there are none or there is no PCIe PMU
     /// (then nothing is watched, and the listing says so).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unwatched: Vec<UnwatchedListing>,
@@ -122,10 +122,14 @@ impl System {
             .map(|p| p.name.clone())
             .collect();
         let watched: Vec<Bdf> = views.iter().flat_map(|v| &v.root_ports).map(|r| r.bdf).collect();
+        let stacks: Vec<(u32, u8)> = views
+            .iter()
+            .flat_map(|v| topology::stack_buses(&v.pmu, &v.family, &self.pmus))
+            .collect();
         let unwatched = if views.is_empty() {
             Vec::new()
         } else {
-            topology::unwatched(&self.pci, &watched)
+            topology::unwatched(&self.pci, &watched, &stacks)
                 .into_iter()
                 .map(|u| UnwatchedListing {
                     bdf: u.function.bdf,
@@ -328,6 +332,23 @@ mod tests {
         let l = System::discover(t.path()).unwrap().listing().unwrap();
         let bdfs: Vec<String> = l.unwatched.iter().map(|u| u.bdf.to_string()).collect();
         assert_eq!(bdfs, ["0000:7c:00.0", "0000:7c:0a.0", "0000:7d:00.0"]);
+    }
+
+    /// An Intel IIO stack counts everything on its root bus, integrated functions too.
+    #[test]
+    fn functions_on_an_iio_stacks_root_bus_are_watched() {
+        let t = Tree::new("listing-iio");
+        fixture::common_pmus(&t);
+        t.intel_cpu(106);
+        fixture::intel_iio_pmus(&t, 0, 40, "0.0000305", &["0000:00"]);
+        t.root_port("0000:00:01.0", "0");
+        t.pci(&[], "0000:00:04.0", &[("class", "0x088000")], Some("ioatdma"));
+        t.pci(&[], "0000:7e:00.0", &[("class", "0x088000")], None);
+        let l = System::discover(t.path()).unwrap().listing().unwrap();
+        let ports: Vec<String> = l.pcie_pmus[0].root_ports.iter().map(|r| r.bdf.to_string()).collect();
+        assert_eq!(ports, ["0000:00:01.0"]);
+        let bdfs: Vec<String> = l.unwatched.iter().map(|u| u.bdf.to_string()).collect();
+        assert_eq!(bdfs, ["0000:7e:00.0"]);
     }
 
     #[test]

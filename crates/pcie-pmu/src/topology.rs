@@ -47,30 +47,45 @@ pub fn root_ports(pmu: &Pmu, family: &FamilyMatch, pci: &[PciDevice], pmus: &[Pm
                 },
             }
         }
-        Family::IntelIio | Family::IntelIioFreeRunning | Family::IntelIrp => {
-            let box_id = pmu.name.rsplit('_').next().unwrap_or("");
-            let iio_name = format!("uncore_iio_{box_id}");
-            let mapping = if pmu.attrs.keys().any(|k| k.starts_with("die")) {
-                pmu
-            } else {
-                pmus.iter().find(|p| p.name == iio_name).unwrap_or(pmu)
-            };
-            let mut v = Vec::new();
-            for (k, val) in &mapping.attrs {
-                if !k.starts_with("die") {
-                    continue;
-                }
-                if let Some((d, b)) = val.split_once(':') {
-                    if let (Ok(d), Ok(b)) = (u32::from_str_radix(d.trim(), 16), u8::from_str_radix(b.trim(), 16)) {
-                        v.extend(bridges_on(d, b));
-                    }
-                }
-            }
-            v
-        }
+        Family::IntelIio | Family::IntelIioFreeRunning | Family::IntelIrp => stack_buses(pmu, family, pmus)
+            .into_iter()
+            .flat_map(|(d, b)| bridges_on(d, b))
+            .collect(),
         _ => Vec::new(),
     };
     ports.into_iter().map(with_below).collect()
+}
+
+/// The root buses (domain, bus) of the stack an Intel IIO-family PMU counts at: the `dieN`
+/// files of `uncore_iio_<n>` (free-running and IRP box `n` serve the same stack). The PMU sees
+/// every function on them, integrated ones too. Empty for other families, which count at root
+/// ports.
+pub fn stack_buses(pmu: &Pmu, family: &FamilyMatch, pmus: &[Pmu]) -> Vec<(u32, u8)> {
+    if !matches!(
+        family.family,
+        Family::IntelIio | Family::IntelIioFreeRunning | Family::IntelIrp
+    ) {
+        return Vec::new();
+    }
+    let box_id = pmu.name.rsplit('_').next().unwrap_or("");
+    let iio_name = format!("uncore_iio_{box_id}");
+    let mapping = if pmu.attrs.keys().any(|k| k.starts_with("die")) {
+        pmu
+    } else {
+        pmus.iter().find(|p| p.name == iio_name).unwrap_or(pmu)
+    };
+    mapping
+        .attrs
+        .iter()
+        .filter(|(k, _)| k.starts_with("die"))
+        .filter_map(|(_, val)| {
+            let (d, b) = val.split_once(':')?;
+            Some((
+                u32::from_str_radix(d.trim(), 16).ok()?,
+                u8::from_str_radix(b.trim(), 16).ok()?,
+            ))
+        })
+        .collect()
 }
 
 fn below(pci: &[PciDevice], port: &PciDevice) -> Vec<PciDevice> {
@@ -112,11 +127,16 @@ pub struct Unwatched {
     pub devices: Vec<PciDevice>,
 }
 
-/// The functions on root buses (below no other function) that are not one of the `watched`
-/// root ports, in address order: no root-port PMU counts their traffic or their devices'.
-pub fn unwatched(pci: &[PciDevice], watched: &[Bdf]) -> Vec<Unwatched> {
+/// The functions on root buses (below no other function) that are neither one of the `watched`
+/// root ports nor on a watched stack's root bus ([`stack_buses`]), in address order: no PMU
+/// counts their traffic or their devices'.
+pub fn unwatched(pci: &[PciDevice], watched: &[Bdf], stacks: &[(u32, u8)]) -> Vec<Unwatched> {
     pci.iter()
-        .filter(|d| !watched.contains(&d.bdf) && !pci.iter().any(|p| d.is_below(p)))
+        .filter(|d| {
+            !watched.contains(&d.bdf)
+                && !stacks.contains(&(d.bdf.domain, d.bdf.bus))
+                && !pci.iter().any(|p| d.is_below(p))
+        })
         .map(|d| Unwatched {
             kind: RootBusKind::of(d),
             function: d.clone(),
