@@ -1,6 +1,5 @@
 //! Each mechanism moves the numbers the way the hardware does.
 
-
 use pcie_sim::{CachePrep, Measured, Simulator, TestOp, Workload};
 
 fn sim() -> Simulator {
