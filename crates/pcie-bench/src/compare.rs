@@ -286,6 +286,7 @@ mod tests {
                 .into_iter()
                 .map(|(b, data)| ResultFile { base: b.into(), data })
                 .collect(),
+            netfpga: false,
         }
     }
 

@@ -64,3 +64,27 @@ fn a_latency_file_for_device_writes_is_refused_by_name() {
         "{e}"
     );
 }
+
+#[test]
+fn the_report_says_whose_directory_and_link_it_assumes() {
+    let run = fixture();
+    assert!(run.netfpga);
+    let set = pcie_bench::ChartSet::new(&run, &[]);
+    assert!(
+        set.description[0].starts_with(
+            "pciebench-netfpga data directory netfpga (no run.json). The model curves assume the link of \
+             pciebench-netfpga's NetFPGA-SUME design, Gen3 x8, MPS 256, MRRS 512: "
+        ),
+        "{:?}",
+        set.description
+    );
+    let bw = set.charts.iter().find(|c| c.name == "bw_dma_sz_sweep").unwrap();
+    let model = bw.notes.iter().find(|n| n.starts_with("Model: ")).unwrap();
+    assert!(
+        model.ends_with(
+            " (assumed: the directory records no link; pciebench-netfpga's NetFPGA-SUME design used Gen3 x8, MPS 256, MRRS 512)."
+        ),
+        "{model}"
+    );
+    assert!(!set.description.concat().contains("NFP"), "{:?}", set.description);
+}

@@ -11,29 +11,43 @@ mod sweeps;
 pub use overlay::run_letter;
 
 use crate::compare::{compare, RunComparison};
-use crate::results::{LatencyRow, ResultData, RunData, RunInfo};
+use crate::results::{LatencyRow, ResultData, RunData};
 use cdf::cdf_chart;
 use pcie_model::{LinkConfig, LinkParams};
 use pcie_report::{Chart, Report, Section, TableSection};
 use std::path::Path;
 use sweeps::{latency_sizes, offset_charts, size_sweep, window_chart};
 
-/// The link pcie-bench's data was measured on when a directory does not say (no run.json).
+/// The link assumed when a directory does not say (no run.json): the one pcie-bench's NFP-6000
+/// data was measured on, and the one pciebench-netfpga's NetFPGA-SUME design sets up
+/// (`data/profiles/netfpga-sume.toml`: C_LOG2_MAX_PAYLOAD 8, C_LOG2_MAX_READ_REQUEST 9).
 const ASSUMED_LINK: &str = "Gen3 x8, MPS 256, MRRS 512";
 
 /// The model's link for a run, and whether it was assumed rather than recorded.
 pub(crate) struct ModelLink {
     pub(crate) cfg: LinkConfig,
     pub(crate) assumed: bool,
+    /// Whose link an assumed one is, for the notes that say so.
+    pub(crate) whose: &'static str,
 }
 
-fn model_link(info: Option<&RunInfo>) -> ModelLink {
-    if let Some(cfg) = info.and_then(|i| i.link.clone()) {
-        return ModelLink { cfg, assumed: false };
+fn model_link(run: &RunData) -> ModelLink {
+    let whose = if run.netfpga {
+        "pciebench-netfpga's NetFPGA-SUME design"
+    } else {
+        "pcie-bench's NFP-6000 runs"
+    };
+    if let Some(cfg) = run.info.as_ref().and_then(|i| i.link.clone()) {
+        return ModelLink {
+            cfg,
+            assumed: false,
+            whose,
+        };
     }
     ModelLink {
         cfg: LinkConfig::new(&LinkParams::default()).expect("pcie-bench's default link is valid"),
         assumed: true,
+        whose,
     }
 }
 
@@ -148,13 +162,13 @@ fn description(run: &RunData, link: &ModelLink) -> Vec<String> {
             d.push(format!("Command line: {}", i.command_line.join(" ")));
             d
         }
-        None => vec![
-            format!(
-                "pcie-bench data directory {} (no run.json). The model curves assume the link of pcie-bench's NFP-6000 runs, {ASSUMED_LINK}: {}.",
-                dir_name(&run.dir),
-                link.cfg
-            ),
-        ],
+        None => vec![format!(
+            "{} data directory {} (no run.json). The model curves assume the link of {}, {ASSUMED_LINK}: {}.",
+            if run.netfpga { "pciebench-netfpga" } else { "pcie-bench" },
+            dir_name(&run.dir),
+            link.whose,
+            link.cfg
+        )],
     }
 }
 
@@ -176,7 +190,7 @@ pub struct ChartSet {
 impl ChartSet {
     /// The charts of `first`, with `others` overlaid and compared with it.
     pub fn new(first: &RunData, others: &[RunData]) -> ChartSet {
-        let link = model_link(first.info.as_ref());
+        let link = model_link(first);
         let (mut charts, not_drawn) = draw(first, &link);
         let mut description = description(first, &link);
         let name = dir_name(&first.dir);
@@ -185,8 +199,7 @@ impl ChartSet {
             .map(|o| compare(first, o, (&name, &dir_name(&o.dir))))
             .collect();
         if !others.is_empty() {
-            let other_charts: Vec<Vec<RunChart>> =
-                others.iter().map(|o| draw(o, &model_link(o.info.as_ref())).0).collect();
+            let other_charts: Vec<Vec<RunChart>> = others.iter().map(|o| draw(o, &model_link(o)).0).collect();
             overlay::overlay(&mut charts, &other_charts);
             let mut runs = vec![format!("A = {name} (the reference for differences)")];
             runs.extend(
@@ -238,7 +251,16 @@ mod tests {
 
     #[test]
     fn a_run_without_a_link_gets_the_assumed_one() {
-        assert!(model_link(None).assumed);
+        let mut run = RunData {
+            dir: "x".into(),
+            info: None,
+            files: Vec::new(),
+            netfpga: false,
+        };
+        assert!(model_link(&run).assumed);
+        assert_eq!(model_link(&run).whose, "pcie-bench's NFP-6000 runs");
+        run.netfpga = true;
+        assert_eq!(model_link(&run).whose, "pciebench-netfpga's NetFPGA-SUME design");
     }
 
     #[test]

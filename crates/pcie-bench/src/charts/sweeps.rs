@@ -2,7 +2,7 @@
 //! Figures 4 and 5, with the model's curves), vs window, and vs host or device offset.
 
 use super::labels::{bytes_label, group_by, group_count, sorted};
-use super::{ModelLink, RunChart};
+use super::{ModelLink, RunChart, ASSUMED_LINK};
 use crate::params::TestKind;
 use crate::results::{BandwidthRow, LatencyRow, RowKey};
 use pcie_model::{read_bound, stream, Ethernet, LinkConfig, Mode, Op, Picos};
@@ -86,9 +86,12 @@ pub(super) fn size_sweep(
         "Model: {}{}.",
         link.cfg,
         if link.assumed {
-            " (assumed: the directory records no link; pcie-bench's NFP-6000 runs used Gen3 x8, MPS 256, MRRS 512)"
+            format!(
+                " (assumed: the directory records no link; {} used {ASSUMED_LINK})",
+                link.whose
+            )
         } else {
-            " (from run.json)"
+            " (from run.json)".into()
         }
     ));
     Some(RunChart {

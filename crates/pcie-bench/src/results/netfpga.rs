@@ -27,9 +27,11 @@ const BANDWIDTH_TLPS: u64 = 512 * 512;
 /// `MAX_READ_REQUEST_SIZE` for reads.
 const WRITE_TLP: u64 = 256;
 const READ_TLP: u64 = 4096;
-/// Largest figure read: a latency of 1 s, a bandwidth of 1 Pb/s, far beyond any device.
-const MAX_LATENCY_NS: f64 = 1e9;
-const MAX_GBPS: f64 = 1e6;
+/// Figures read: a latency of 1 ns (rows carry whole ns: less would be a row of 0 ns) to 1 s,
+/// a bandwidth of 1 kb/s (so a descriptor's time stays finite, however many are pooled: the
+/// largest takes 8.6e15 ns at 1 kb/s) to 1 Pb/s; any device is far inside both.
+const LATENCY_NS: (f64, f64) = (1.0, 1e9);
+const GBPS: (f64, f64) = (1e-6, 1e6);
 
 /// What a file name says: bandwidth or latency, and the direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,16 +159,16 @@ impl DatRuns {
                         .ok()
                         .filter(|s| (1..=65536).contains(s))
                         .ok_or_else(|| err(i + 1, format!("size {size}: must be 1 to 65536 bytes")))?;
-                    let (max, unit) = if file.bandwidth {
-                        (MAX_GBPS, "Gb/s")
+                    let ((min, max), unit) = if file.bandwidth {
+                        (GBPS, "Gb/s")
                     } else {
-                        (MAX_LATENCY_NS, "ns")
+                        (LATENCY_NS, "ns")
                     };
                     let value = value
                         .parse::<f64>()
                         .ok()
-                        .filter(|v| *v > 0.0 && *v <= max)
-                        .ok_or_else(|| err(i + 1, format!("{value}: must be a number of {unit} above 0 and at most {max}")))?;
+                        .filter(|v| (min..=max).contains(v))
+                        .ok_or_else(|| err(i + 1, format!("{value}: must be a number of {unit} from {min} to {max}")))?;
                     self.points
                         .entry((kind, pattern, size))
                         .or_insert_with(|| (file, Vec::new()))
@@ -324,11 +326,43 @@ mod tests {
         let e = DatRuns::default().add(p, f, "0 0 0 0\nFIX 0 64 -3\n").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "real_time_lat_W_7.dat:2: -3: must be a number of ns above 0 and at most 1000000000"
+            "real_time_lat_W_7.dat:2: -3: must be a number of ns from 1 to 1000000000"
         );
         let e = DatRuns::default()
             .add(p, f, "[ERROR] The buffer size must be a power of 2\n")
             .unwrap_err();
         assert!(e.to_string().contains(":1: \"[ERROR]"), "{e}");
+    }
+
+    /// Found by the `netfpga-dat` fuzz target: 1e-300 Gb/s passed "above 0", and a
+    /// descriptor's time at it overflowed to infinity (a row of inf ns and 0 Gb/s).
+    #[test]
+    fn a_bandwidth_too_small_to_time_is_refused() {
+        let p = Path::new("real_time_bw_W_7.dat");
+        let f = DatFile::recognise(p).unwrap();
+        let e = DatRuns::default().add(p, f, "FIX 0 2048 1e-300\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "real_time_bw_W_7.dat:1: 1e-300: must be a number of Gb/s from 0.000001 to 1000000"
+        );
+        // The slowest accepted, at the largest descriptor, many times over: a finite time.
+        let mut runs = DatRuns::default();
+        runs.add(p, f, &"FIX 0 65536 0.000001\n".repeat(1000)).unwrap();
+        let ResultData::Bandwidth(rows) = &runs.files()[0].data else {
+            panic!("bandwidth rows")
+        };
+        assert!(rows[0].time_ns.is_finite() && rows[0].bw_gbps > 0.0, "{:?}", rows[0]);
+    }
+
+    /// A latency under 1 ns rounded to a row of 0 ns.
+    #[test]
+    fn a_latency_under_a_nanosecond_is_refused() {
+        let p = Path::new("real_time_lat_RW_7.dat");
+        let f = DatFile::recognise(p).unwrap();
+        let e = DatRuns::default().add(p, f, "0 0 0 0\nSEQ 0 64 0.3\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "real_time_lat_RW_7.dat:2: 0.3: must be a number of ns from 1 to 1000000000"
+        );
     }
 }

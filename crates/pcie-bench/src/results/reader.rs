@@ -107,6 +107,8 @@ pub struct RunData {
     pub info: Option<RunInfo>,
     /// Every result CSV except raw samples, by base name.
     pub files: Vec<ResultFile>,
+    /// The directory holds pciebench-netfpga's `.dat` files (a NetFPGA-SUME's, not an NFP's).
+    pub netfpga: bool,
 }
 
 impl RunData {
@@ -131,6 +133,7 @@ impl RunData {
             .collect::<Result<_, _>>()?;
         paths.sort();
         // pciebench-netfpga's .dat files, recognised by name (they have no header).
+        let from_netfpga = paths.iter().any(|p| DatFile::recognise(p).is_some());
         let mut netfpga = DatRuns::default();
         for (path, dat) in paths.iter().filter_map(|p| Some((p, DatFile::recognise(p)?))) {
             let file = File::open(path).map_err(|e| ResultsError::io(path, e))?;
@@ -152,6 +155,7 @@ impl RunData {
             dir: dir.to_path_buf(),
             info,
             files,
+            netfpga: from_netfpga,
         })
     }
 

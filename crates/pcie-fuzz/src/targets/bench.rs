@@ -1,5 +1,5 @@
-//! Targets for pcie-bench's parsers: byte sizes, suites, exec-protocol lines, result CSVs and
-//! whole run directories.
+//! Targets for pcie-bench's parsers: byte sizes, suites, exec-protocol lines, result CSVs,
+//! whole run directories and pciebench-netfpga's `.dat` directories.
 
 use crate::{refused, text, FuzzTarget, Verdict};
 use pcie_bench::exec::protocol::{parse_hello, parse_result, CYCLE_PS_RANGE};
@@ -9,6 +9,7 @@ use pcie_bench::{
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// `8k`, `1.5M`, `64M`: windows on the command line and in suites.
 fn bytes(input: &[u8]) -> Verdict {
@@ -144,42 +145,48 @@ fn result_csv(input: &[u8]) -> Verdict {
     }
 }
 
-/// Separates the files of a run-dir input: `run.json` text, then `\n=== NAME\n` and each
-/// file's text.
+/// Separates the files of a directory input: each part is a file's name, a newline and its
+/// text (a run-dir input's first part is `run.json`'s text, unnamed).
 const FILE_MARK: &str = "\n=== ";
 
-/// A whole run directory: the input's files written into a fresh temporary directory and read
-/// back with the run-directory reader.
-fn run_dir(input: &[u8]) -> Verdict {
+/// How a directory target's input becomes files.
+struct Layout {
+    /// The file the input's first part is, unnamed; `None` when it names itself like the rest.
+    first: Option<&'static str>,
+    /// What every named file's name starts and ends with (other names are not written).
+    prefix: &'static str,
+    suffix: &'static str,
+}
+
+/// The input's files written into a fresh temporary directory, `read` with the directory and
+/// the files written (name, text), and the directory removed.
+fn in_dir(input: &[u8], layout: &Layout, read: impl FnOnce(&Path, &[(&str, &str)]) -> Verdict) -> Verdict {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let shm = Path::new("/dev/shm");
-    let root = if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
-    let dir: PathBuf = root.join(format!(
-        "pcie-fuzz-run-dir-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
+    // The root and process id looked up once: a directory target spends its time in system calls.
+    static STEM: OnceLock<String> = OnceLock::new();
+    let stem = STEM.get_or_init(|| {
+        let shm = Path::new("/dev/shm");
+        let root = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        format!("{}/pcie-fuzz-dir-{}-", root.display(), std::process::id())
+    });
+    let dir = PathBuf::from(format!("{stem}{}", NEXT.fetch_add(1, Ordering::Relaxed)));
     if std::fs::create_dir(&dir).is_err() {
         return Verdict::Wrong(format!("cannot create {}", dir.display()));
     }
-    let mut names = vec!["run.json".to_string()];
-    let verdict = match write_files(&dir, &text(input), &mut names) {
+    let input = text(input);
+    let mut written = Vec::new();
+    let verdict = match write_files(&dir, &input, layout, &mut written) {
         Err(e) => refused(e),
-        Ok(()) => match RunData::load(&dir) {
-            Ok(run) => run
-                .files
-                .iter()
-                .find_map(nonsense)
-                .map_or(Verdict::Accepted, Verdict::Wrong),
-            Err(e) => refused(e.to_string()),
-        },
+        Ok(()) => read(&dir, &written),
     };
-    // The names written, one by one: cheaper than remove_dir_all's directory walk.
-    for name in &names {
+    // The names written, one by one (each once): cheaper than remove_dir_all's directory walk.
+    written.sort_unstable();
+    written.dedup_by_key(|(name, _)| *name);
+    for (name, _) in &written {
         let _ = std::fs::remove_file(dir.join(name));
     }
     if std::fs::remove_dir(&dir).is_err() {
@@ -188,26 +195,90 @@ fn run_dir(input: &[u8]) -> Verdict {
     verdict
 }
 
-/// Writes `run.json` and the marked files of a run-dir input into `dir`, adding their names
-/// to `names`.
-fn write_files(dir: &Path, input: &str, names: &mut Vec<String>) -> Result<(), String> {
+/// Writes the files of a directory input into `dir`, adding each to `written`.
+fn write_files<'a>(
+    dir: &Path,
+    input: &'a str,
+    layout: &Layout,
+    written: &mut Vec<(&'a str, &'a str)>,
+) -> Result<(), String> {
     let mut parts = input.split(FILE_MARK);
-    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"));
-    write("run.json", parts.next().unwrap_or_default())?;
+    let mut write = |name: &'a str, text: &'a str| {
+        written.push((name, text));
+        std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"))
+    };
+    if let Some(first) = layout.first {
+        write(first, parts.next().unwrap_or_default())?;
+    }
     for part in parts {
         let (name, body) = part.split_once('\n').unwrap_or((part, ""));
-        let ok = !name.is_empty()
-            && name.len() <= 64
-            && name != "run.json"
+        let ok = name.len() <= 64
+            && Some(name) != layout.first
             && !name.starts_with('.')
+            && name.len() > layout.prefix.len() + layout.suffix.len()
+            && name.starts_with(layout.prefix)
+            && name.ends_with(layout.suffix)
             && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
         if !ok {
             return Err(format!("file name {name:?}: not written"));
         }
-        names.push(name.to_string());
         write(name, body)?;
     }
     Ok(())
+}
+
+/// A whole run directory read back with the run-directory reader.
+fn run_dir(input: &[u8]) -> Verdict {
+    let layout = Layout {
+        first: Some("run.json"),
+        prefix: "",
+        suffix: "",
+    };
+    in_dir(input, &layout, |dir, _| match RunData::load(dir) {
+        Ok(run) => run
+            .files
+            .iter()
+            .find_map(nonsense)
+            .map_or(Verdict::Accepted, Verdict::Wrong),
+        Err(e) => refused(e.to_string()),
+    })
+}
+
+/// A pciebench-netfpga directory of `.dat` files read back with the run-directory reader.
+/// Its rows must be sane (a directory without rows counts as refused); a refusal must name
+/// one of the files, and a line of it unless the file is refused whole (only a latency file
+/// for device writes, `real_time_lat_R_*`, is).
+fn netfpga_dat(input: &[u8]) -> Verdict {
+    let layout = Layout {
+        first: None,
+        prefix: "real_time_",
+        suffix: ".dat",
+    };
+    in_dir(input, &layout, |dir, files| match RunData::load(dir) {
+        // Not kept: a mutated epoch or direction hides a file from the reader, and mutants of
+        // a directory it ignores whole would fill the corpus while testing nothing.
+        Ok(run) if run.files.is_empty() => refused("no rows: no file the reader recognises has a data line".into()),
+        Ok(run) => run
+            .files
+            .iter()
+            .find_map(nonsense)
+            .map_or(Verdict::Accepted, Verdict::Wrong),
+        Err(e) => {
+            // The last file of a name: it overwrote any before it.
+            let file = files.iter().rev().find(|(name, _)| e.path == dir.join(name));
+            match (file, e.line) {
+                (None, _) => Verdict::Wrong(format!("refusal names no file of the directory: {e}")),
+                (Some((_, text)), Some(line)) if line == 0 || line > text.lines().count() => Verdict::Wrong(format!(
+                    "refusal names line {line} of a file of {} lines: {e}",
+                    text.lines().count()
+                )),
+                (Some((name, _)), None) if !name.starts_with("real_time_lat_R_") => {
+                    Verdict::Wrong(format!("refusal names no line: {e}"))
+                }
+                _ => refused(e.to_string()),
+            }
+        }
+    })
 }
 
 const HELLO: &str =
@@ -264,6 +335,40 @@ fn suite_seeds() -> Vec<String> {
         seeds.extend(parts.map(|g| format!("{head}[[group]]\n{}", strip(g))));
     }
     seeds
+}
+
+/// pciebench-netfpga's files: the reader's fixtures (illustrative values near the simulator's
+/// `netfpga-sume` profile).
+const DAT_FILES: [(&str, &str); 5] = [
+    (
+        "real_time_bw_R_1530000000.dat",
+        include_str!("../../../pcie-bench/tests/fixtures/netfpga/real_time_bw_R_1530000000.dat"),
+    ),
+    (
+        "real_time_bw_W_1530000000.dat",
+        include_str!("../../../pcie-bench/tests/fixtures/netfpga/real_time_bw_W_1530000000.dat"),
+    ),
+    (
+        "real_time_bw_RW_1530000000.dat",
+        include_str!("../../../pcie-bench/tests/fixtures/netfpga/real_time_bw_RW_1530000000.dat"),
+    ),
+    (
+        "real_time_lat_W_1530000000.dat",
+        include_str!("../../../pcie-bench/tests/fixtures/netfpga/real_time_lat_W_1530000000.dat"),
+    ),
+    (
+        "real_time_lat_RW_1530000000.dat",
+        include_str!("../../../pcie-bench/tests/fixtures/netfpga/real_time_lat_RW_1530000000.dat"),
+    ),
+];
+
+/// Each `.dat` fixture a directory of its own, and a bandwidth and a latency file together
+/// (mutants repeat and splice files into more; a seed of all five slowed inputs by a third
+/// without finding more).
+fn dat_seeds() -> Vec<String> {
+    let named: Vec<String> = DAT_FILES.iter().map(|(name, text)| format!("{name}\n{text}")).collect();
+    let pair = format!("{}{FILE_MARK}{}", named[0], named[3]);
+    named.into_iter().chain([pair]).collect()
 }
 
 pub fn targets() -> Vec<FuzzTarget> {
@@ -379,5 +484,68 @@ pub fn targets() -> Vec<FuzzTarget> {
             result_csv,
         ),
         run_dir_target,
+        FuzzTarget::new(
+            "netfpga-dat",
+            &dat_seeds().iter().map(String::as_str).collect::<Vec<_>>(),
+            &[
+                FILE_MARK,
+                "real_time_",
+                "bw_",
+                "lat_",
+                "R_",
+                "W_",
+                "RW_",
+                ".dat",
+                "0 0 0 0",
+                "pattern,descriptor,size,value",
+                "FIX",
+                "SEQ",
+                "RAN",
+                " ",
+                ",",
+                "\t",
+                "\n",
+                "\r\n",
+            ],
+            netfpga_dat,
+        ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn netfpga_dat_seeds_are_accepted() {
+        for seed in dat_seeds() {
+            assert_eq!(netfpga_dat(seed.as_bytes()), Verdict::Accepted, "{seed}");
+        }
+    }
+
+    /// What the netfpga-dat target refuses, and how: lines by file and line, a file for
+    /// device-write latencies whole, directories the reader gets no rows from, names the
+    /// reader would not take for `.dat` files.
+    #[test]
+    fn netfpga_dat_refusals() {
+        for (input, says) in [
+            // Accepted, with a row of inf ns, until the reader read from 1 kb/s.
+            (
+                "real_time_bw_W_1.dat\nFIX 0 2048 1e-300\n",
+                "/real_time_bw_W_1.dat:1: 1e-300: ",
+            ),
+            (
+                "real_time_lat_W_1.dat\n0 0 0 0\n=== real_time_lat_R_1.dat\nFIX 0 64 500\n",
+                "/real_time_lat_R_1.dat: pciebench-netfpga has no latency test for R",
+            ),
+            ("real_time_bw_X_1.dat\nFIX 0 64 50\n", "no rows"),
+            ("real_time_bw_W_1.dat\n0 0 0 0\n", "no rows"),
+            ("run.json\n{}", "file name \"run.json\": not written"),
+        ] {
+            match netfpga_dat(input.as_bytes()) {
+                Verdict::Refused(m) => assert!(m.contains(says), "{input:?}: {m}"),
+                v => panic!("{input:?}: {v:?}"),
+            }
+        }
+    }
 }
