@@ -6,6 +6,9 @@
 //! rebuilding; `--rows` prints each latency test's simulated and measured median).
 //! Counts default to 200,000 per test (every figure is a median, a percentile or bytes/time,
 //! which settle long before pcie-bench's 2-16 M samples); `--samples 0` runs the real counts.
+//! Users and reviewers compare real-count runs (`bench run --suite paper`), and state a long
+//! test builds up (lines its own writes leave in the LLC) shows only there, so `--samples 0`
+//! is the final check of a calibration change.
 
 use pcie_bench::*;
 use std::path::Path;

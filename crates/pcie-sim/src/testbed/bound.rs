@@ -26,7 +26,8 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
     // A line is on one socket: at most one hop to reach it.
     let latency = m.llc_hit.max_ns.max(m.dram.max_ns).max(m.io_line.max_ns) + m.remote_ns;
     let own = rc.write_own_ns.map_or(0.0, |o| {
-        let typical = m.llc_hit.mode_ns.max(m.dram.mode_ns).max(m.io_line.mode_ns);
+        let llc = rc.write_own_llc_ns.unwrap_or(m.llc_hit.mode_ns);
+        let typical = llc.max(m.dram.mode_ns);
         o + spans * rc.write_own_line_ns + typical + rc.write_merge_ns + m.remote_ns
     });
     let walk = io.walk_ns + io.walk_busy_ns + m.dram_tail.max_ns;

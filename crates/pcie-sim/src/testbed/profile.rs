@@ -52,6 +52,10 @@ pub struct RootComplex {
     /// (No Snoop, honoured) skips.
     #[serde(default)]
     pub write_snoop_ns: f64,
+    /// The memory latency of ownership of a line the LLC holds, a core's or a DDIO one (in
+    /// place of `memory.llc_hit`'s mode, where absent): the LLC's grant, not a read's data.
+    #[serde(default)]
+    pub write_own_llc_ns: Option<f64>,
 }
 
 /// Caches and memory.
@@ -354,6 +358,11 @@ impl Checked for HostProfile {
             ("root_complex.write_own_line_ns", rc.write_own_line_ns, MAX_LINE_NS),
             ("root_complex.write_merge_ns", rc.write_merge_ns, MAX_NS),
             ("root_complex.write_snoop_ns", rc.write_snoop_ns, MAX_NS),
+            (
+                "root_complex.write_own_llc_ns",
+                rc.write_own_llc_ns.unwrap_or(0.0),
+                MAX_NS,
+            ),
             ("memory.ddio_allocate_ns", m.ddio_allocate_ns, MAX_LINE_NS),
             ("memory.remote_ns", m.remote_ns, MAX_NS),
             ("memory.remote_line_ns", m.remote_line_ns, MAX_LINE_NS),

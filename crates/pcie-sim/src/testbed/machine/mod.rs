@@ -146,9 +146,12 @@ impl<'a> Machine<'a> {
             tlp: TlpTimes::new(link, wire.ps_per_byte),
             own_by_state: states.map(|state| {
                 let m = &host.memory;
+                // The LLC grants ownership of a core's line and of a DDIO one alike: io_line
+                // is the shorter read of a DDIO line, not its ownership.
                 let typical = match state {
-                    LineState::Cpu => ps(m.llc_hit.mode_ns),
-                    LineState::Io => ps(m.io_line.mode_ns),
+                    LineState::Cpu | LineState::Io => {
+                        ps(host.root_complex.write_own_llc_ns.unwrap_or(m.llc_hit.mode_ns))
+                    }
                     LineState::Memory => ps(m.dram.mode_ns),
                 };
                 typical + hop_by_state[state as usize]
