@@ -79,6 +79,7 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
         + 16.0 * c.word_ns
         + c.window_move_ns
         + c.window_wait_ns
+        + c.write_own_memory_ns
         + c.loop_ns;
     dma.max(command) + link_ns
 }

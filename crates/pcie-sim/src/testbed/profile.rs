@@ -242,6 +242,10 @@ pub struct Cmd {
     /// ... and the part the command itself waits.
     #[serde(default)]
     pub window_wait_ns: f64,
+    /// A write's ownership of a whole line it finds in memory is granted this much later than a
+    /// DMA write's.
+    #[serde(default)]
+    pub write_own_memory_ns: f64,
 }
 
 /// The device's timestamp counter.
@@ -426,6 +430,7 @@ impl Checked for DeviceProfile {
             ("cmd.word_ns", self.cmd.word_ns, MAX_LINE_NS),
             ("cmd.window_move_ns", self.cmd.window_move_ns, MAX_NS),
             ("cmd.window_wait_ns", self.cmd.window_wait_ns, MAX_NS),
+            ("cmd.write_own_memory_ns", self.cmd.write_own_memory_ns, MAX_NS),
         ])?;
         spread("dma.jitter", &d.jitter, MAX_NS)
     }

@@ -23,8 +23,9 @@ impl Machine<'_> {
 
     /// The NFP's direct command path: one PCIe read (after an optional write) of 4-64 B issued
     /// from a BAR window, bypassing the DMA engines. The write takes ownership of its lines like
-    /// a DMA write (a sub-line write to a line in memory merges it first) and leaves them in the
-    /// LLC's DDIO share, where the read behind it finds them. Where the path does not snoop
+    /// a DMA write (a sub-line write to a line in memory merges it first; a whole line in memory
+    /// takes `cmd.write_own_memory_ns` longer) and leaves them in the LLC's DDIO share, where the
+    /// read behind it finds them. Where the path does not snoop
     /// ([`Machine::cmd_snoops`]), both find a line a core holds in memory instead.
     pub(super) fn command(&mut self, t: Ps, d: Dma, write_first: bool) -> Ps {
         let issue = t + ps(self.dev.cmd.issue_ns);
@@ -34,7 +35,8 @@ impl Machine<'_> {
             let mwr = self.tlp.mwr(d.addr, d.size);
             let sent = self.up.send(issue + ps(self.dev.cmd.write_ns), mwr.wire);
             let arrival = self.wake(sent + c.wire);
-            let (slowest_own, allocated, hop) = self.own_lines(d.addr, d.size, self.cmd_snoops);
+            let (slowest_own, allocated, hop) =
+                self.own_lines(d.addr, d.size, self.cmd_snoops, ps(self.dev.cmd.write_own_memory_ns));
             let busy = c.write_line * lines + c.allocate * allocated;
             let (accepted, translated) = self.enter_fabric(arrival, d.addr, busy, mwr.payload);
             // A No Snoop write learns whether it must snoop only from its translation (the

@@ -134,7 +134,7 @@ impl Machine<'_> {
             // Ownership of the lines is granted after their memory latency: the LLC's if cached,
             // DRAM's if not (where the line was before this write). Lines not yet in the LLC
             // need a DDIO allocation (and evict an older IO line).
-            let (slowest_own, allocated, hop) = self.own_lines(addr, len, true);
+            let (slowest_own, allocated, hop) = self.own_lines(addr, len, true, 0);
             let busy = wline_ps * (last - first + 1) + self.costs.allocate * allocated;
             // The port decodes the header, and the IOMMU starts a miss's walk, while the
             // payload is still arriving.

@@ -105,17 +105,24 @@ impl Machine<'_> {
     }
 
     /// A posted write of `[addr, addr + len)`, snooping or not ([`Machine::found`]), takes its
-    /// lines from where it finds them and leaves them in the LLC as the device's: returns the slowest ownership grant (the k-th line's
-    /// request leaves `own_line` × k after the first), how many lines DDIO had to allocate and
-    /// the hop to the farthest owner.
-    pub(super) fn own_lines(&mut self, addr: u64, len: u32, snoop: bool) -> (Ps, u64, Ps) {
+    /// lines from where it finds them and leaves them in the LLC as the device's: returns the
+    /// slowest ownership grant (the k-th line's request leaves `own_line` × k after the first),
+    /// how many lines DDIO had to allocate and the hop to the farthest owner. A whole line found
+    /// in memory is granted `whole_from_memory` later (the command path's, not the DMA engines');
+    /// a partial one's merge read covers that.
+    pub(super) fn own_lines(&mut self, addr: u64, len: u32, snoop: bool, whole_from_memory: Ps) -> (Ps, u64, Ps) {
         let end = addr + len as u64;
         let (mut slowest, mut allocated, mut hop) = (0, 0, 0);
         for (k, l) in (addr / LINE..=(end - 1) / LINE).enumerate() {
             let part = addr > l * LINE || end < (l + 1) * LINE;
             let state = self.found(l, snoop);
             hop = hop.max(self.hop_by_state[state as usize]);
-            slowest = slowest.max(self.own_latency(state, part) + self.costs.own_line * k as u64);
+            let extra = if state == LineState::Memory && !part {
+                whole_from_memory
+            } else {
+                0
+            };
+            slowest = slowest.max(self.own_latency(state, part) + extra + self.costs.own_line * k as u64);
             allocated += self.llc.device_write(l as u32, snoop) as u64;
         }
         (slowest, allocated, hop)
