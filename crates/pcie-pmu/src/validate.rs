@@ -83,8 +83,8 @@ impl JobSpec {
             port: workload::check_port(&self.port)?,
             rw: workload::parse_rw(&self.rw)?,
             bs: workload::parse_bs(&self.bs)?,
-            iodepth: workload::parse_count("iodepth", &self.iodepth, 4096)?,
-            numjobs: workload::parse_count("numjobs", &self.numjobs, 256)?,
+            iodepth: workload::parse_iodepth(&self.iodepth)?,
+            numjobs: workload::parse_numjobs(&self.numjobs)?,
             runtime,
             size: self.size.as_deref().map(workload::parse_job_size).transpose()?,
         })

@@ -336,8 +336,8 @@ impl StorageJob {
             match k.as_str() {
                 "rw" => job.rw = parse_rw(&v)?,
                 "bs" => job.bs = parse_bs(&v)?,
-                "iodepth" => job.iodepth = parse_count("iodepth", &v, 4096)?,
-                "numjobs" => job.numjobs = parse_count("numjobs", &v, 256)?,
+                "iodepth" => job.iodepth = parse_iodepth(&v)?,
+                "numjobs" => job.numjobs = parse_numjobs(&v)?,
                 "runtime" => job.runtime = Some(parse_runtime(&v)?),
                 "size" => job.size = Some(parse_job_size(&v)?),
                 _ => return Err(wrong_kind(host, &port, &k, &v, true)),
@@ -364,8 +364,18 @@ pub fn parse_bs(v: &str) -> Result<u32, WorkloadError> {
     }
 }
 
-/// `iodepth=`, `numjobs=`: 1 to `max`.
-pub fn parse_count(key: &str, v: &str, max: u32) -> Result<u32, WorkloadError> {
+/// `iodepth=`: I/Os a job keeps in flight, 1 to 4096.
+pub fn parse_iodepth(v: &str) -> Result<u32, WorkloadError> {
+    parse_count("iodepth", v, 4096)
+}
+
+/// `numjobs=`: jobs submitting in parallel, 1 to 256.
+pub fn parse_numjobs(v: &str) -> Result<u32, WorkloadError> {
+    parse_count("numjobs", v, 256)
+}
+
+/// A whole number from 1 to `max`.
+fn parse_count(key: &str, v: &str, max: u32) -> Result<u32, WorkloadError> {
     match v.trim().parse::<u32>() {
         Ok(n) if (1..=max).contains(&n) => Ok(n),
         _ => Err(bad(key, v, &format!("must be a whole number from 1 to {max}"))),
