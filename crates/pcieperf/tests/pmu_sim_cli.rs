@@ -34,10 +34,11 @@ fn multiplexed_rx_and_tx_err_as_the_rotation_and_the_bursts_make_them() {
             if carries {
                 assert!(num(r, "workload_bytes") > 2e9, "{rw}: {r}");
                 // Each rotation leaves the counter blind for a few microseconds of its 4 ms.
-                // Mixed, the link carries one command's data at a time, a read's up or a
-                // write's down, so what a 4 ms turn sees swings and the scaled count with it.
+                // Mixed, the SATA link carries a read's data up and a write's down in turn,
+                // so a 4 ms turn sees some of each, and the scaled counts err within the
+                // study's order (issue 5's limit: 1 %).
                 let e = num(r, "error_pct");
-                let bound = if rw == "readwrite" { -5.0..5.0 } else { -1.0..0.0 };
+                let bound = if rw == "readwrite" { -1.0..1.0 } else { -1.0..0.0 };
                 assert!(bound.contains(&e), "{rw}: {r}");
                 // fio's runtime ends when the last I/O submitted before 20 s completes.
                 let runtime = num(r, "runtime_s");

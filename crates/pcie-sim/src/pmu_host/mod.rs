@@ -63,6 +63,8 @@ enum Ev {
     Reap(usize),
     /// The job sees the I/O done.
     Done(usize),
+    /// A serial drive's link may carry the next command's data (port index).
+    Link(usize),
     /// A NIC flow receives or sends its next batch of packets.
     NicRx(usize),
     NicTx(usize),
@@ -293,6 +295,7 @@ impl PmuHost {
             Ev::Complete(io) => self.complete(io, t),
             Ev::Reap(io) => self.reap_io(io, t),
             Ev::Done(io) => self.done(io, t),
+            Ev::Link(p) => self.link_turn(p, t),
             Ev::NicRx(f) | Ev::NicTx(f) => self.nic_batch(f, ev, t),
         }
     }
@@ -476,24 +479,86 @@ mod study {
     #[test]
     fn the_studys_fio_runs_come_out_as_measured() {
         // read: 517 MiB/s, 10.2 GiB, clat 484 +- 41 ms; write: 216 MiB/s, 4393 MiB, clat
-        // 1146 +- 196 ms (issue 12).
+        // 1146 +- 196 ms (issue 12). Averaged over three seeds: where the writes' pauses fall
+        // differs from seed to seed (the reads come out the same for every seed).
         for (rw, event, mib_s, mib, clat, stdev) in [
             ("read", 0x21, 517.0, 10.2 * 1024.0, 484.0, 41.0),
             ("write", 0x20, 216.0, 4393.0, 1146.0, 196.0),
         ] {
-            let r = fio("yitian710", rw, event, false, 1);
             let write = rw == "write";
-            let d = if write { r.stats.write } else { r.stats.read };
-            let secs = r.stats.runtime_ns as f64 / 1e9;
-            let got_mib = d.bytes as f64 / 1048576.0;
-            within(&format!("{rw} MiB/s"), got_mib / secs, mib_s, 5.0);
-            within(&format!("{rw} MiB"), got_mib, mib, 5.0);
-            within(&format!("{rw} clat avg"), d.clat_mean_ns() / 1e6, clat, 5.0);
-            within(&format!("{rw} clat stdev"), d.clat_stdev_ns() / 1e6, stdev, 10.0);
-            // Alone on the counter, the PMU sees the data and the few bytes of each command.
-            let e = error_pct(&r, write);
-            assert!((0.0..0.01).contains(&e), "{rw}: single-event error {e} %");
+            let runs: Vec<Run> = (1..=3).map(|seed| fio("yitian710", rw, event, false, seed)).collect();
+            let mean = |f: &dyn Fn(&IoStats, f64) -> f64| -> f64 {
+                let v = runs.iter().map(|r| {
+                    let d = if write { r.stats.write } else { r.stats.read };
+                    f(&d, r.stats.runtime_ns as f64 / 1e9)
+                });
+                v.sum::<f64>() / runs.len() as f64
+            };
+            let got_mib = |d: &IoStats| d.bytes as f64 / 1048576.0;
+            within(&format!("{rw} MiB/s"), mean(&|d, secs| got_mib(d) / secs), mib_s, 5.0);
+            within(&format!("{rw} MiB"), mean(&|d, _| got_mib(d)), mib, 5.0);
+            within(
+                &format!("{rw} clat avg"),
+                mean(&|d, _| d.clat_mean_ns() / 1e6),
+                clat,
+                5.0,
+            );
+            within(
+                &format!("{rw} clat stdev"),
+                mean(&|d, _| d.clat_stdev_ns() / 1e6),
+                stdev,
+                10.0,
+            );
+            for r in &runs {
+                // Alone on the counter, the PMU sees the data and the few bytes of each command.
+                let e = error_pct(r, write);
+                assert!((0.0..0.01).contains(&e), "{rw}: single-event error {e} %");
+            }
         }
+    }
+
+    #[test]
+    fn a_mixed_run_takes_turns_on_the_sata_link_and_errs_as_little_as_the_studys() {
+        let p = profile::PmuHostProfile::load("yitian710").unwrap();
+        let s = p.devices.iter().find_map(|d| d.storage.clone()).unwrap();
+        let pause = s.write_pause.as_ref().unwrap();
+        // The link carries one command's data at a time; a write's waits for the flash to
+        // finish the previous program (3.4 ms), so a read's moves in between and the link
+        // takes a read and a write in turn: 1 MiB at read_mbps plus 1 MiB at write_mbps per
+        // pair. A garbage-collection pause stops the writes, and fio's 50/50 mix keeps the
+        // reads in step with them (the 64 requests fill with writes), so the pauses' time
+        // comes on top: each MiB written brings mean pause / every_mb of it.
+        let mib = 1048576.0;
+        let link_s = mib / (s.read_mbps * 1e6) + mib / (s.write_mbps * 1e6);
+        let (lo, mode, hi) = (pause.pause.min_ns, pause.pause.mode_ns, pause.pause.max_ns);
+        let pause_s = (lo + mode + hi) / 3.0 / 1e9 * mib / (pause.every_mb * 1e6);
+        let expected = 2.0 / (link_s + pause_s);
+        let seeds = 1..=4u64;
+        let (mut total, mut squares, mut n) = (0.0, 0.0, 0.0);
+        for seed in seeds.clone() {
+            let rx = fio("yitian710", "readwrite", 0x21, true, seed);
+            let tx = fio("yitian710", "readwrite", 0x20, true, seed);
+            assert_eq!(rx.stats, tx.stats, "the counted event does not change the run");
+            let (r, w) = (rx.stats.read.bytes as f64, rx.stats.write.bytes as f64);
+            assert!(
+                (r - w).abs() / (r + w) < 0.02,
+                "seed {seed}: reads {r} and writes {w} in step"
+            );
+            total += (r + w) / mib / (rx.stats.runtime_ns as f64 / 1e9);
+            for e in [error_pct(&rx, false), error_pct(&tx, true)] {
+                // Issue 5's limit on every run; the study's largest error in the mean square.
+                assert!(e.abs() < 1.0, "seed {seed}: multiplexed error {e} %");
+                squares += e * e;
+                n += 1.0;
+            }
+        }
+        within("readwrite MiB/s", total / seeds.count() as f64, expected, 3.0);
+        let rms = (squares / n).sqrt();
+        assert!(rms < 0.67, "multiplexed errors' root mean square {rms} %");
+        // Same seed, same run.
+        let again = fio("yitian710", "readwrite", 0x21, true, 1);
+        let first = fio("yitian710", "readwrite", 0x21, true, 1);
+        assert_eq!((again.stats, again.pmu_bytes), (first.stats, first.pmu_bytes));
     }
 
     #[test]
@@ -507,11 +572,16 @@ mod study {
         let (reads, writes) = (errors("yitian710", "read"), errors("yitian710", "write"));
         // Each rotation leaves 5 config accesses (10 us) of a 4 ms turn uncounted: about
         // -0.25 %, a few tenths of a percent as real multiplexed runs show.
-        for e in reads.iter().chain(&writes) {
-            assert!((-0.5..-0.05).contains(e), "{reads:?} {writes:?}");
+        for e in &reads {
+            assert!((-0.5..-0.05).contains(e), "{reads:?}");
         }
-        // The reads stream at the media's pace; garbage-collection pauses make the writes
-        // bursty, and where a burst falls in the turns scatters their error.
+        for e in &writes {
+            assert!(e.abs() < 0.67, "the study's largest error: {writes:?}");
+        }
+        assert!(writes.iter().sum::<f64>() < 0.0, "{writes:?}");
+        // The reads stream at the link's pace; a write's data crosses the link in 1.9 ms of
+        // each 3.4 ms program and garbage-collection pauses stop the writes, so they come in
+        // bursts, and where a burst falls in the turns scatters their error.
         let spread =
             |v: &[f64]| v.iter().cloned().fold(f64::MIN, f64::max) - v.iter().cloned().fold(f64::MAX, f64::min);
         assert!(spread(&writes) > 10.0 * spread(&reads), "{reads:?} {writes:?}");

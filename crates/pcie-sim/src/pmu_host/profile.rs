@@ -121,6 +121,12 @@ pub struct StorageSpec {
     /// Pauses of the media while it reads and while it writes; none when absent.
     pub read_pause: Option<PauseSpec>,
     pub write_pause: Option<PauseSpec>,
+    /// A drive whose channel is its own serial link (SATA): the rate its flash programs
+    /// written data behind the link, one command at a time. Commands then wait in the drive's
+    /// queue and the link carries the oldest one whose data can move (NCQ), reads at
+    /// `read_mbps` and writes at `write_mbps`, and `write_pause` stops the programming only.
+    /// Absent: writes stream into the media units at `write_mbps`.
+    pub program_mbps: Option<f64>,
     /// Host-memory structures the device reads per command (AHCI command header and CFIS;
     /// NVMe submission entry), one read request each.
     pub command_reads: Vec<u32>,
@@ -434,6 +440,9 @@ fn check_storage(key: &str, s: &StorageSpec) -> Result<(), String> {
     }
     between(&format!("{key}.read_mbps"), s.read_mbps, 10.0, 1e6, " MB/s")?;
     between(&format!("{key}.write_mbps"), s.write_mbps, 10.0, 1e6, " MB/s")?;
+    if let Some(p) = s.program_mbps {
+        between(&format!("{key}.program_mbps"), p, 10.0, 1e6, " MB/s")?;
+    }
     spread(&format!("{key}.read_latency"), &s.read_latency, MAX_HOST_NS)?;
     spread(&format!("{key}.write_latency"), &s.write_latency, MAX_HOST_NS)?;
     for (k, p) in [("read_pause", &s.read_pause), ("write_pause", &s.write_pause)] {

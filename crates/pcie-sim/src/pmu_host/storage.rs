@@ -30,6 +30,39 @@ pub(super) struct Storage {
     write_ps_per_byte: f64,
     read_pause: Option<Pauses>,
     write_pause: Option<Pauses>,
+    /// A SATA drive's command queue and flash programming behind its link (`program_mbps`).
+    ncq: Option<Ncq>,
+}
+
+/// A drive whose one channel is its serial link (SATA): half duplex, one command's data at a
+/// time (Linux never enables the non-zero buffer offsets that would let a drive interleave
+/// commands' data), its flash programming behind it. Fetched commands wait in the drive's
+/// queue (NCQ's 32 tags); whenever the link is free it carries the oldest whose data can
+/// move: a read once its media has the data, a write once the flash can program it (the
+/// drive keeps no written data beyond the command it programs, so a write's data crosses the
+/// link as its program starts, and the link is free for reads for the rest of the program).
+struct Ncq {
+    queue: VecDeque<Queued>,
+    program_ps_per_byte: f64,
+    /// When the flash finishes the program it has taken on (and any pause after it).
+    program_free: Ps,
+}
+
+struct Queued {
+    io: usize,
+    write: bool,
+    /// When a read's data is ready in the drive.
+    ready: Ps,
+}
+
+impl Ncq {
+    fn ready(&self, q: &Queued) -> Ps {
+        if q.write {
+            self.program_free
+        } else {
+            q.ready
+        }
+    }
 }
 
 /// The media's background pauses of one kind: media bytes left before the next one.
@@ -83,8 +116,21 @@ impl Storage {
             write_latency: Sampler::triangular(&s.write_latency),
             read_ps_per_byte: 1e6 * s.channels as f64 / s.read_mbps,
             write_ps_per_byte: 1e6 * s.channels as f64 / s.write_mbps,
+            ncq: s.program_mbps.map(|p| Ncq {
+                queue: VecDeque::new(),
+                program_ps_per_byte: 1e6 / p,
+                program_free: 0,
+            }),
             spec: s,
         }
+    }
+
+    /// Media time per byte of a write: the flash's program behind a serial link, or the
+    /// media unit's.
+    fn write_media_ps_per_byte(&self) -> f64 {
+        self.ncq
+            .as_ref()
+            .map_or(self.write_ps_per_byte, |n| n.program_ps_per_byte)
     }
 }
 
@@ -343,21 +389,76 @@ impl PmuHost {
 
     pub(super) fn fetched(&mut self, io: usize, t: Ps) {
         let write = self.ios[io].write;
+        let p = self.port_of(io);
+        let port = &mut self.ports[p];
+        let s = port.storage.as_mut().expect("storage port");
+        if let Some(n) = s.ncq.as_mut() {
+            let ready = if write {
+                t
+            } else {
+                t + s.read_latency.draw(&mut port.rng)
+            };
+            n.queue.push_back(Queued { io, write, ready });
+            self.at(t, Ev::Link(p));
+            return;
+        }
+        let data_start = if write {
+            t
+        } else {
+            t + s.read_latency.draw(&mut port.rng)
+        };
+        self.move_data(io, data_start);
+    }
+
+    /// A serial link's turn at `t` (free, or a command may have become ready): it starts
+    /// carrying the oldest queued command whose data can move, or waits for the first to be.
+    pub(super) fn link_turn(&mut self, p: usize, t: Ps) {
+        let s = self.ports[p].storage.as_mut().expect("storage port");
+        let n = s.ncq.as_mut().expect("link turns on serial drives");
+        if s.media.free.iter().all(|&f| f > t) {
+            return; // busy: the transfer's end has its own turn
+        }
+        match n.queue.iter().position(|q| n.ready(q) <= t) {
+            Some(i) => {
+                let io = n.queue.remove(i).expect("found above").io;
+                self.move_data(io, t);
+            }
+            None => {
+                if let Some(next) = n.queue.iter().map(|q| n.ready(q)).min() {
+                    self.at(next, Ev::Link(p));
+                }
+            }
+        }
+    }
+
+    /// The media (or the serial link) takes on `io`'s data from `ready`: its chunks are
+    /// scheduled, and the media pauses if this work brings on a pause.
+    fn move_data(&mut self, io: usize, ready: Ps) {
+        let write = self.ios[io].write;
         let bs = self.sets[self.jobs[self.ios[io].job].set].job.bs as f64;
-        let port = &mut self.ports[self.sets[self.jobs[self.ios[io].job].set].port];
+        let p = self.port_of(io);
+        let port = &mut self.ports[p];
         let rng = &mut port.rng;
         let s = port.storage.as_mut().expect("storage port");
-        let data_start = if write {
-            s.media.serve(t, (bs * s.write_ps_per_byte) as Ps)
-        } else {
-            let lat = s.read_latency.draw(rng);
-            s.media.serve(t + lat, (bs * s.read_ps_per_byte) as Ps)
-        };
+        let per = if write { s.write_ps_per_byte } else { s.read_ps_per_byte };
+        let data_start = s.media.serve(ready, (bs * per) as Ps);
         let pauses = if write { &mut s.write_pause } else { &mut s.read_pause };
-        if let Some(pause) = pauses.as_mut().and_then(|p| p.work(bs, rng)) {
-            // Every channel stops once the work it has taken on is done.
-            let end = s.media.free.iter().copied().max().unwrap_or(t) + pause;
-            s.media.free.iter_mut().for_each(|f| *f = end);
+        let pause = pauses.as_mut().and_then(|p| p.work(bs, rng));
+        match s.ncq.as_mut() {
+            Some(n) if write => {
+                n.program_free = data_start + (bs * n.program_ps_per_byte) as Ps + pause.unwrap_or(0);
+            }
+            _ => {
+                if let Some(pause) = pause {
+                    // Every channel stops once the work it has taken on is done.
+                    let end = s.media.free.iter().copied().max().unwrap_or(ready) + pause;
+                    s.media.free.iter_mut().for_each(|f| *f = end);
+                }
+            }
+        }
+        if s.ncq.is_some() {
+            let free = s.media.free.iter().copied().min().unwrap_or(ready);
+            self.at(free, Ev::Link(p));
         }
         self.ios[io].data_start = data_start;
         let first = self.chunk_time(io, 0);
@@ -400,7 +501,7 @@ impl PmuHost {
             return;
         }
         let done = if write {
-            let media_end = data_start + (bs as f64 * s.write_ps_per_byte) as Ps;
+            let media_end = data_start + (bs as f64 * s.write_media_ps_per_byte()) as Ps;
             let lat = s.write_latency.draw(&mut port.rng);
             moved.max(media_end) + lat
         } else {
