@@ -540,6 +540,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("turbo"), "{e}");
+        let text = BUILTIN[0].1.replace("program_mbps = 305.0", "program_mbps = 5.0");
+        let e = PmuHostProfile::parse("y.toml", &text).unwrap_err().to_string();
+        assert!(
+            e.contains("device[0] (sata).storage.program_mbps = 5: must be") && e.contains("MB/s"),
+            "{e}"
+        );
     }
 
     #[test]
