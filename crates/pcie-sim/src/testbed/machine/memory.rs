@@ -121,7 +121,9 @@ impl Machine<'_> {
     pub(super) fn own_lines(&mut self, addr: u64, len: u32, snoop: bool, whole_from_memory: Ps) -> (Ps, u64, Ps) {
         let end = addr + len as u64;
         let (mut slowest, mut allocated, mut hop) = (0, 0, 0);
-        for (k, l) in (addr / LINE..=(end - 1) / LINE).enumerate() {
+        let first = addr / LINE;
+        for k in 0..(end - 1) / LINE - first + 1 {
+            let l = first + k;
             let part = addr > l * LINE || end < (l + 1) * LINE;
             let state = self.found(l, snoop);
             hop = hop.max(self.hop_by_state[state as usize]);
@@ -130,7 +132,7 @@ impl Machine<'_> {
             } else {
                 0
             };
-            slowest = slowest.max(self.own_latency(state, part) + extra + self.costs.own_line * k as u64);
+            slowest = slowest.max(self.own_latency(state, part) + extra + self.costs.own_line * k);
             allocated += self.llc.device_write(l as u32, snoop) as u64;
         }
         (slowest, allocated, hop)
