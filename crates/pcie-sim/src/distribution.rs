@@ -55,11 +55,13 @@ impl Sampler {
         Sampler { table }
     }
 
+    #[inline]
     pub(crate) fn draw(&self, rng: &mut Rng) -> Ps {
         self.table[(rng.next_u64() >> 54) as usize]
     }
 }
 
+#[inline]
 pub(crate) fn draw_tail(rng: &mut Rng, t: &Tail) -> Ps {
     if rng.chance(t.prob) {
         ps(t.min_ns + rng.unit() * (t.max_ns - t.min_ns))

@@ -23,6 +23,7 @@ impl Rng {
         }
     }
 
+    #[inline]
     pub fn next_u64(&mut self) -> u64 {
         let s = &mut self.s;
         let result = s[0].wrapping_add(s[3]).rotate_left(23).wrapping_add(s[0]);
@@ -37,16 +38,19 @@ impl Rng {
     }
 
     /// Uniform in [0, 1).
+    #[inline]
     pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// Uniform in [0, n) (n > 0), without modulo bias worth measuring for n far below 2^64.
+    #[inline]
     pub fn below(&mut self, n: u64) -> u64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
 
     /// True with probability `p`.
+    #[inline]
     pub fn chance(&mut self, p: f64) -> bool {
         p > 0.0 && self.unit() < p
     }

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 
 /// Where a line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum LineState {
     /// Only in DRAM.
     Memory,
@@ -15,6 +16,13 @@ pub enum LineState {
     /// In the LLC's DDIO share, written by the device.
     Io,
 }
+
+/// The flag of a line last written without a snoop, beside its state's bits.
+const UNSNOOPED: u8 = 4;
+const STATE: u8 = 3;
+
+/// The states by their bits.
+const STATES: [LineState; 4] = [LineState::Memory, LineState::Cpu, LineState::Io, LineState::Memory];
 
 /// A FIFO-replaced set of lines with a fixed capacity.
 #[derive(Debug, Clone)]
@@ -26,10 +34,10 @@ struct Region {
 /// The LLC over a buffer of `lines` lines.
 #[derive(Debug, Clone)]
 pub struct Llc {
-    state: Vec<LineState>,
-    /// Whether a device line was last written by a request that did not snoop: only a request
-    /// that does not snoop either finds it in the LLC.
-    unsnooped: Vec<bool>,
+    /// Each line's [`LineState`] and, in [`UNSNOOPED`], whether a device line was last written
+    /// by a request that did not snoop: only a request that does not snoop either finds it in
+    /// the LLC. One byte, as a lookup reads both.
+    lines: Vec<u8>,
     cpu: Region,
     io: Region,
 }
@@ -46,8 +54,7 @@ impl Region {
 impl Llc {
     pub fn new(buffer_lines: usize, llc_lines: usize, ddio_share: f64) -> Llc {
         Llc {
-            state: vec![LineState::Memory; buffer_lines],
-            unsnooped: vec![false; buffer_lines],
+            lines: vec![LineState::Memory as u8; buffer_lines],
             cpu: Region::new(llc_lines),
             io: Region::new((llc_lines as f64 * ddio_share) as usize),
         }
@@ -58,13 +65,21 @@ impl Llc {
         self.cpu.capacity
     }
 
+    #[inline]
     pub fn state(&self, line: u32) -> LineState {
-        self.state[line as usize]
+        STATES[(self.lines[line as usize] & STATE) as usize]
+    }
+
+    #[inline]
+    fn set_state(&mut self, line: u32, to: LineState) {
+        let entry = &mut self.lines[line as usize];
+        *entry = (*entry & !STATE) | to as u8;
     }
 
     /// Whether `line`, if the device's, was written without snooping ([`Llc::device_write`]).
+    #[inline]
     pub fn unsnooped(&self, line: u32) -> bool {
-        self.unsnooped[line as usize]
+        self.lines[line as usize] & UNSNOOPED != 0
     }
 
     fn insert(&mut self, line: u32, to: LineState) {
@@ -76,18 +91,19 @@ impl Llc {
         if region.order.len() == region.capacity {
             if let Some(old) = region.order.pop_front() {
                 // The slot may have been reused by the other region since; only evict our own.
-                if self.state[old as usize] == to {
-                    self.state[old as usize] = LineState::Memory;
+                let entry = &mut self.lines[old as usize];
+                if *entry & STATE == to as u8 {
+                    *entry &= !STATE;
                 }
             }
         }
         region.order.push_back(line);
-        self.state[line as usize] = to;
+        self.set_state(line, to);
     }
 
     /// A core writes the line (host warming): it is cached, owned by the core.
     pub fn cpu_write(&mut self, line: u32) {
-        if self.state[line as usize] != LineState::Cpu {
+        if self.state(line) != LineState::Cpu {
             self.insert(line, LineState::Cpu);
         }
     }
@@ -97,11 +113,13 @@ impl Llc {
     /// share's replacement, so a long test keeps finding it in the LLC (LAT_WRRD HWarm at 64 MB,
     /// 16 M samples). A write that does not `snoop` may not take a core's line, so it allocates
     /// that one too, and leaves the line unsnooped. True when it had to allocate.
+    #[inline]
     pub fn device_write(&mut self, line: u32, snoop: bool) -> bool {
-        self.unsnooped[line as usize] = !snoop;
-        match self.state[line as usize] {
+        let entry = &mut self.lines[line as usize];
+        *entry = (*entry & STATE) | if snoop { 0 } else { UNSNOOPED };
+        match self.state(line) {
             LineState::Cpu if snoop => {
-                self.state[line as usize] = LineState::Io;
+                self.set_state(line, LineState::Io);
                 false
             }
             LineState::Io => false,

@@ -67,6 +67,7 @@ impl PowerStates {
     }
 
     /// The uncore has work until `t` (a completion leaving, a write processed).
+    #[inline]
     pub(crate) fn busy_until(&mut self, t: Ps) {
         self.idle_since = self.idle_since.max(t);
     }

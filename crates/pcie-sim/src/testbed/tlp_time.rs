@@ -9,7 +9,9 @@ type Ps = u64;
 /// Longest TLP payload PCIe allows.
 const MAX_LEN: usize = 4096;
 const KINDS: [TlpKind; 3] = [TlpKind::MWr, TlpKind::MRd, TlpKind::CplD];
-const UNSET: Ps = Ps::MAX;
+/// A slot not filled yet: no TLP takes no time on the wire. Zero, so that the table is
+/// allocated zeroed (lazily, by the OS) rather than written: every test builds one.
+const UNSET: Ps = 0;
 
 /// One TLP's cost on the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +30,8 @@ pub(crate) struct TlpTimes {
     link: LinkConfig,
     ps_per_byte: f64,
     dllp_per_byte: [f64; 3],
-    table: Vec<TlpTime>,
+    /// (wire, dllps, payload) by kind, offset in the DW and length.
+    table: Vec<[Ps; 3]>,
 }
 
 impl TlpTimes {
@@ -38,14 +41,7 @@ impl TlpTimes {
             link: link.clone(),
             ps_per_byte,
             dllp_per_byte: KINDS.map(|k| reverse_dllp_bytes(link, k, 1.0)),
-            table: vec![
-                TlpTime {
-                    wire: UNSET,
-                    dllps: 0,
-                    payload: 0
-                };
-                KINDS.len() * 4 * (MAX_LEN + 1)
-            ],
+            table: vec![[UNSET; 3]; KINDS.len() * 4 * (MAX_LEN + 1)],
         }
     }
 
@@ -70,10 +66,12 @@ impl TlpTimes {
             return self.compute(kind, addr, len as u32);
         }
         let i = (kind * 4 + (addr & 3) as usize) * (MAX_LEN + 1) + len;
-        if self.table[i].wire == UNSET {
-            self.table[i] = self.compute(kind, addr & 3, len as u32);
+        if self.table[i][0] == UNSET {
+            let t = self.compute(kind, addr & 3, len as u32);
+            self.table[i] = [t.wire, t.dllps, t.payload];
         }
-        self.table[i]
+        let [wire, dllps, payload] = self.table[i];
+        TlpTime { wire, dllps, payload }
     }
 
     fn compute(&self, kind: usize, addr: u64, len: u32) -> TlpTime {

@@ -13,6 +13,7 @@ pub(super) struct Wire {
 
 impl Wire {
     /// Send a packet taking `busy` from `ready`: returns when its last byte has left.
+    #[inline]
     pub(super) fn send(&mut self, ready: Ps, busy: Ps) -> Ps {
         self.server.serve(ready, busy).saturating_add(busy)
     }
@@ -20,6 +21,7 @@ impl Wire {
     /// DLLPs owed for traffic in the other direction take link time here. They are folded
     /// into the busy time as it stands (Acks and UpdateFCs are scheduled around TLPs), rather
     /// than queued behind the future moment they were earned at.
+    #[inline]
     pub(super) fn owe(&mut self, busy: Ps) {
         self.server.free = self.server.free.saturating_add(busy);
     }

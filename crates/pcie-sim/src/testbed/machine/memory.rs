@@ -13,6 +13,7 @@ impl Machine<'_> {
     /// on its own future. A miss's walk starts `early` before `arrival` (a write's header is
     /// decoded while its payload still arrives). A request for a page whose walk is still
     /// running is parked and translated again after it, behind the other parked requests.
+    #[inline]
     pub(super) fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
         let Some(tlb) = self.iotlb.as_mut() else {
             let accepted = self.fabric.serve(arrival, busy);
@@ -45,6 +46,7 @@ impl Machine<'_> {
     /// not snoop either; a snooping one reads memory (E5-2637 v3 without the IOMMU, where
     /// pcie-bench's device warming is No Snoop command writes: LAT_RD 64 B DWarm 640 ns = Cold,
     /// 560 with the IOMMU's snoop control, while LAT_CMD_RD DWarm is 413 in both runs).
+    #[inline]
     fn found(&self, line: u64, snoop: bool) -> LineState {
         match self.llc.state(line as u32) {
             LineState::Cpu if !snoop => LineState::Memory,
@@ -54,6 +56,7 @@ impl Machine<'_> {
     }
 
     /// Time for the memory system to deliver one line from `state` once the RC asks for it.
+    #[inline]
     fn latency_from(&mut self, state: LineState) -> Ps {
         let base = match state {
             LineState::Cpu => self.llc_hit.draw(&mut self.rng),
@@ -64,6 +67,7 @@ impl Machine<'_> {
     }
 
     /// Latency of the slowest of `n` lines a core wrote.
+    #[inline]
     pub(super) fn slowest_cpu_line(&mut self, n: usize) -> Ps {
         if self.llc_hit_max.len() < n {
             self.llc_hit_max.resize_with(n, || None);
@@ -75,6 +79,7 @@ impl Machine<'_> {
 
     /// The latency of `line` for a read that snoops or not ([`Machine::found`]), and where the
     /// read found it.
+    #[inline]
     pub(super) fn line_latency_in(&mut self, line: u64, snoop: bool) -> (Ps, LineState) {
         let state = self.found(line, snoop);
         (self.latency_from(state), state)
@@ -82,12 +87,13 @@ impl Machine<'_> {
 
     /// What the remote read pipeline adds to `lines` lines from `first` on (0 when all are on
     /// the device's socket).
+    #[inline]
     pub(super) fn hop_lines(&self, first: u64, lines: u64) -> Ps {
-        if self.hop_line_by_state == [0; 3] {
+        let Some(hops) = self.hop_line_by_state else {
             return 0;
-        }
+        };
         (first..first + lines)
-            .map(|l| self.hop_line_by_state[self.llc.state(l as u32) as usize])
+            .map(|l| hops[self.llc.state(l as u32) as usize])
             .sum()
     }
 
@@ -95,6 +101,7 @@ impl Machine<'_> {
     /// latency of where the write finds the line ([`Machine::found`]; no data is read, so no DRAM
     /// hiccups); a write covering only `part` of a line it finds in memory first reads it to merge
     /// its bytes.
+    #[inline]
     fn own_latency(&self, state: LineState, part: bool) -> Ps {
         let merge = if part && state == LineState::Memory {
             self.costs.merge
@@ -110,10 +117,13 @@ impl Machine<'_> {
     /// how many lines DDIO had to allocate and the hop to the farthest owner. A whole line found
     /// in memory is granted `whole_from_memory` later (the command path's, not the DMA engines');
     /// a partial one's merge read covers that.
+    #[inline]
     pub(super) fn own_lines(&mut self, addr: u64, len: u32, snoop: bool, whole_from_memory: Ps) -> (Ps, u64, Ps) {
         let end = addr + len as u64;
         let (mut slowest, mut allocated, mut hop) = (0, 0, 0);
-        for (k, l) in (addr / LINE..=(end - 1) / LINE).enumerate() {
+        let first = addr / LINE;
+        for k in 0..(end - 1) / LINE - first + 1 {
+            let l = first + k;
             let part = addr > l * LINE || end < (l + 1) * LINE;
             let state = self.found(l, snoop);
             hop = hop.max(self.hop_by_state[state as usize]);
@@ -122,7 +132,7 @@ impl Machine<'_> {
             } else {
                 0
             };
-            slowest = slowest.max(self.own_latency(state, part) + extra + self.costs.own_line * k as u64);
+            slowest = slowest.max(self.own_latency(state, part) + extra + self.costs.own_line * k);
             allocated += self.llc.device_write(l as u32, snoop) as u64;
         }
         (slowest, allocated, hop)
@@ -136,6 +146,7 @@ impl Machine<'_> {
     /// and, for a write that does not `snoop`, skips the cores' snoop (`write_snoop_ns`).
     /// The hop to a remote owner is ownership's, or the commit's where ownership is not
     /// modelled.
+    #[inline]
     pub(super) fn visible(
         &self,
         commit_from: Ps,
@@ -163,6 +174,7 @@ impl Machine<'_> {
     /// conflict) when the read starts in memory, a sleeping core's snoop when it starts on a
     /// line a core wrote (where the read snoops, [`Machine::found`]). The measured tails are as
     /// long for 2 KB reads as for 64 B ones.
+    #[inline]
     pub(super) fn read_hiccup(&mut self, first_line: u64, snoop: bool) -> Ps {
         let hiccup = match self.found(first_line, snoop) {
             LineState::Cpu => draw_tail(&mut self.rng, &self.host.cpu.wake),
@@ -173,6 +185,7 @@ impl Machine<'_> {
     }
 
     /// A request reaches the uncore at `arrival`: when the uncore is awake to take it.
+    #[inline]
     pub(super) fn wake(&mut self, arrival: Ps) -> Ps {
         match &mut self.power {
             Some(p) => p.wake(arrival, &mut self.rng),
@@ -182,6 +195,7 @@ impl Machine<'_> {
 
     /// A DMA's requests (or TLPs) arrive back to back, so only the first, `i` = 0, may find the
     /// uncore in a power state: one exit per DMA.
+    #[inline]
     pub(super) fn wake_first(&mut self, i: usize, arrival: Ps) -> Ps {
         if i == 0 {
             self.wake(arrival)
@@ -191,6 +205,7 @@ impl Machine<'_> {
     }
 
     /// The uncore has work until `t`.
+    #[inline]
     pub(super) fn rest(&mut self, t: Ps) {
         if let Some(p) = &mut self.power {
             p.busy_until(t);

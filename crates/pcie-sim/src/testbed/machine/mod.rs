@@ -19,6 +19,7 @@ mod command;
 mod dma;
 mod memory;
 mod run;
+mod shape;
 
 pub use run::Measured;
 
@@ -36,6 +37,7 @@ use crate::queue::{Pool, Server};
 use crate::rng::Rng;
 use crate::time::{ps, Ps};
 use pcie_model::LinkConfig;
+use shape::Shapes;
 use std::collections::VecDeque;
 
 /// How many pieces `[addr, addr + len)` is cut into at multiples of `boundary`, a power of two
@@ -73,9 +75,12 @@ pub struct Machine<'a> {
     /// in its declaration order: a core's line in the warming CPU's LLC, a DDIO line in the
     /// device socket's LLC, any other in its home memory. Zero where that is the device's socket.
     hop_by_state: [Ps; 3],
-    /// What the remote socket's read pipeline adds per line fetched across the link, likewise.
-    hop_line_by_state: [Ps; 3],
+    /// What the remote socket's read pipeline adds per line fetched across the link, likewise;
+    /// `None` where every line is on the device's socket.
+    hop_line_by_state: Option<[Ps; 3]>,
     tlp: TlpTimes,
+    /// The test's DMAs cut into TLPs, by offset in the page.
+    shapes: Shapes,
     /// [`Machine::own_latency`] by [`LineState`], in its declaration order.
     own_by_state: [Ps; 3],
     llc_hit: Sampler,
@@ -99,7 +104,6 @@ pub struct Machine<'a> {
 struct Dma {
     addr: u64,
     size: u32,
-    slow: bool,
 }
 
 impl<'a> Machine<'a> {
@@ -118,7 +122,8 @@ impl<'a> Machine<'a> {
         };
         let states = [LineState::Memory, LineState::Cpu, LineState::Io];
         let hop_by_state = states.map(|s| if remote(s) { ps(host.memory.remote_ns) } else { 0 });
-        let hop_line_by_state = states.map(|s| if remote(s) { ps(host.memory.remote_line_ns) } else { 0 });
+        let hop_line_by_state = Some(states.map(|s| if remote(s) { ps(host.memory.remote_line_ns) } else { 0 }))
+            .filter(|hops| *hops != [0; 3]);
         let mut m = Machine {
             host,
             dev,
@@ -144,6 +149,7 @@ impl<'a> Machine<'a> {
             hop_by_state,
             hop_line_by_state,
             tlp: TlpTimes::new(link, wire.ps_per_byte),
+            shapes: Shapes::new(w.size, !w.device_offset.is_multiple_of(dev.dma.fast_align)),
             own_by_state: states.map(|state| {
                 let m = &host.memory;
                 // The LLC grants ownership of a core's line and of a DDIO one alike: io_line

@@ -2,10 +2,9 @@
 //! bandwidth (DMA threads keeping one DMA each outstanding).
 
 use super::{Dma, Machine};
+use crate::queue::Earliest;
 use crate::testbed::workload::{Addresses, TestOp, Workload};
 use crate::time::{ps, Ps};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// What a run measured, in device timestamp terms.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,11 +26,7 @@ impl Machine<'_> {
     }
 
     fn dma(&self, addr: u64, w: &Workload) -> Dma {
-        Dma {
-            addr,
-            size: w.size,
-            slow: !w.device_offset.is_multiple_of(self.dev.dma.fast_align),
-        }
+        Dma { addr, size: w.size }
     }
 
     /// Latency test: one transaction at a time, each timed by the device's timestamp counter.
@@ -68,17 +63,17 @@ impl Machine<'_> {
     pub fn run_bandwidth(&mut self, w: &Workload) -> Measured {
         let worker_ps = ps(self.dev.dma.worker_ns);
         let mut addrs = Addresses::new(w);
-        let mut threads: BinaryHeap<Reverse<Ps>> = (0..self.dev.dma.workers).map(|_| Reverse(0)).collect();
+        let mut threads = Earliest::new(self.dev.dma.workers as usize);
         let mut end = 0;
         for i in 0..w.count {
-            // The earliest free thread claims transaction i; its slot is reused in place.
-            let mut earliest = threads.peek_mut().expect("at least one thread");
-            let Reverse(free) = *earliest;
-            let addr = addrs.next(&mut self.rng);
-            let d = self.dma(addr, w);
-            let done = self.transaction(w.op, free + worker_ps, d, i);
-            end = end.max(done);
-            *earliest = Reverse(done);
+            // The earliest free thread claims transaction i.
+            threads.take(|free| {
+                let addr = addrs.next(&mut self.rng);
+                let d = self.dma(addr, w);
+                let done = self.transaction(w.op, free + worker_ps, d, i);
+                end = end.max(done);
+                done
+            });
         }
         let counted = if w.op == TestOp::BwReadWrite {
             w.count / 2
