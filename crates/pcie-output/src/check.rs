@@ -48,7 +48,10 @@ mod tests {
         symlink("made/here", d.join("dangling")).unwrap();
         create_dir(&d.join("dangling")).unwrap();
         assert!(d.join("made/here").is_dir());
-        assert!(fs::symlink_metadata(d.join("dangling")).unwrap().file_type().is_symlink());
+        assert!(fs::symlink_metadata(d.join("dangling"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
         create_dir(&d.join("dangling")).unwrap();
         create_dir(&d.join("a/b")).unwrap();
         assert!(d.join("a/b").is_dir());

@@ -82,12 +82,18 @@ mod tests {
         fs::write(d.join("target.csv"), "old").unwrap();
         symlink("target.csv", d.join("link.csv")).unwrap();
         write_file(&d.join("link.csv"), b"new").unwrap();
-        assert!(fs::symlink_metadata(d.join("link.csv")).unwrap().file_type().is_symlink());
+        assert!(fs::symlink_metadata(d.join("link.csv"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(fs::read_to_string(d.join("target.csv")).unwrap(), "new");
 
         symlink("made.csv", d.join("dangling")).unwrap();
         write_file(&d.join("dangling"), b"made").unwrap();
-        assert!(fs::symlink_metadata(d.join("dangling")).unwrap().file_type().is_symlink());
+        assert!(fs::symlink_metadata(d.join("dangling"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(fs::read_to_string(d.join("made.csv")).unwrap(), "made");
         fs::remove_dir_all(&d).unwrap();
     }

@@ -58,9 +58,9 @@ impl Output {
                 Sink::Stdout(io::stdout())
             }
             Target::Stderr => Sink::Stderr(io::stderr()),
-            Target::InPlace { path, append } => {
-                Sink::Direct(BufWriter::new(OpenOptions::new().write(true).append(append).open(path)?))
-            }
+            Target::InPlace { path, append } => Sink::Direct(BufWriter::new(
+                OpenOptions::new().write(true).append(append).open(path)?,
+            )),
             Target::Socket(path) => Sink::Socket(BufWriter::new(UnixStream::connect(path)?)),
             Target::Regular { path, .. } if live => Sink::Direct(BufWriter::new(File::create(path)?)),
             Target::Regular { path, existing } => Sink::Replace(Replacement::start(path, existing.as_ref())?),

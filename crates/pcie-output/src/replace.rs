@@ -107,7 +107,11 @@ mod tests {
         let old = fs::metadata(&f).unwrap();
         let mut r = Replacement::start(f.clone(), Some(&old)).unwrap();
         r.writer().write_all(b"new\n").unwrap();
-        assert_eq!(fs::read_to_string(&f).unwrap(), "old\n", "nothing shows before the commit");
+        assert_eq!(
+            fs::read_to_string(&f).unwrap(),
+            "old\n",
+            "nothing shows before the commit"
+        );
         r.commit().unwrap();
         let new = fs::metadata(&f).unwrap();
         assert_eq!(fs::read_to_string(&f).unwrap(), "new\n");

@@ -18,12 +18,18 @@ pub(crate) enum Target {
     /// Written directly, no temporary file: a character or block device, a FIFO, or the path of
     /// an open descriptor (`/dev/fd/N`, `/proc/self/fd/N`), which `append` keeps from
     /// overwriting what a regular file behind it already holds.
-    InPlace { path: PathBuf, append: bool },
+    InPlace {
+        path: PathBuf,
+        append: bool,
+    },
     /// A Unix socket: connected to, and written as a stream.
     Socket(PathBuf),
     /// A regular file or a new name (`path` is the end of any symlinks), replaced atomically;
     /// `existing` is the file being replaced, whose permissions the new one keeps.
-    Regular { path: PathBuf, existing: Option<Metadata> },
+    Regular {
+        path: PathBuf,
+        existing: Option<Metadata>,
+    },
 }
 
 /// Sorts `path` into one of the kinds above, or refuses it: a directory, a name in a directory
@@ -132,7 +138,10 @@ mod tests {
 
         assert!(matches!(classify(Path::new("-")).unwrap(), Target::Stdout));
         assert!(matches!(classify(Path::new("/dev/stdout")).unwrap(), Target::Stdout));
-        assert!(matches!(classify(Path::new("/proc/self/fd/2")).unwrap(), Target::Stderr));
+        assert!(matches!(
+            classify(Path::new("/proc/self/fd/2")).unwrap(),
+            Target::Stderr
+        ));
         assert!(matches!(
             classify(Path::new("/dev/null")).unwrap(),
             Target::InPlace { append: false, .. }

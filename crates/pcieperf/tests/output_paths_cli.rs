@@ -84,12 +84,26 @@ const FILE_OPTIONS: &[FileOption] = &[
 const DIR_OPTIONS: &[DirOption] = &[
     DirOption {
         name: "bench run --out",
-        args: |p| [words("bench run --test BW_RD --samples 100 --threads 1 --out"), vec![p.into()]].concat(),
+        args: |p| {
+            [
+                words("bench run --test BW_RD --samples 100 --threads 1 --out"),
+                vec![p.into()],
+            ]
+            .concat()
+        },
         holds: "run.json",
     },
     DirOption {
         name: "bench report --svg-dir",
-        args: |p| vec!["bench".into(), "report".into(), report_dir(), "--svg-dir".into(), p.into()],
+        args: |p| {
+            vec![
+                "bench".into(),
+                "report".into(),
+                report_dir(),
+                "--svg-dir".into(),
+                p.into(),
+            ]
+        },
         holds: "bw_dma_off_rd_cold_host.svg",
     },
     DirOption {
@@ -268,7 +282,11 @@ fn every_output_file_option_against_every_kind_of_path() {
                 "{}: {err}",
                 opt.name
             );
-            assert!(!err.contains("recorded") && !out.contains("Wrote"), "{}: {err}{out}", opt.name);
+            assert!(
+                !err.contains("recorded") && !out.contains("Wrote"),
+                "{}: {err}{out}",
+                opt.name
+            );
             assert!(is_device(&full, 7), "{}", opt.name);
         }
         fs::remove_dir_all(&d).unwrap();
@@ -356,11 +374,7 @@ fn an_unbounded_record_streams_to_stdout_and_ctrl_c_ends_it_whole() {
     assert!(lines[0].starts_with("time_s,unix_time,"), "{text}");
     assert!(text.ends_with('\n'), "{text}");
     assert!(lines[1..].iter().all(|l| l.split(',').count() == 14), "{text}");
-    assert!(
-        stderr(&status).contains("to standard output"),
-        "{}",
-        stderr(&status)
-    );
+    assert!(stderr(&status).contains("to standard output"), "{}", stderr(&status));
 }
 
 #[test]

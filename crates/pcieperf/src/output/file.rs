@@ -61,12 +61,24 @@ mod tests {
     fn refusals_name_the_option_and_only_one_output_is_stdout() {
         let dash = Some(Path::new("-"));
         let e = check_files(&[("-o", dash), ("--svg", None), ("--html", dash)]).unwrap_err();
-        assert!(matches!(&e, CliError::Usage(m) if m == "--html -: -o already writes to standard output; give one of them a file"), "{e}");
-        let e = check_files(&[("--plot", Some(Path::new("/")))]).unwrap_err();
-        assert!(matches!(&e, CliError::Usage(m) if m == "--plot /: is a directory"), "{e}");
+        assert!(
+            matches!(&e, CliError::Usage(m) if m == "--html -: -o already writes to standard output; give one of them a file"),
+            "{e}"
+        );
+        let e = check_files(&[("--plot", Some(Path::new("/tmp")))]).unwrap_err();
+        assert!(
+            matches!(&e, CliError::Usage(m) if m == "--plot /tmp: is a directory"),
+            "{e}"
+        );
         let e = check_dir("--out", Path::new("/dev/null")).unwrap_err();
-        assert!(matches!(&e, CliError::Usage(m) if m == "--out /dev/null: is not a directory"), "{e}");
+        assert!(
+            matches!(&e, CliError::Usage(m) if m == "--out /dev/null: is not a directory"),
+            "{e}"
+        );
         let e = write_file(Path::new("/dev/full"), "x").unwrap_err();
-        assert!(matches!(&e, CliError::Runtime(m) if m.starts_with("cannot write /dev/full: ")), "{e}");
+        assert!(
+            matches!(&e, CliError::Runtime(m) if m.starts_with("cannot write /dev/full: ")),
+            "{e}"
+        );
     }
 }
