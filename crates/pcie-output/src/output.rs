@@ -7,6 +7,7 @@ use crate::replace::Replacement;
 use crate::target::{classify, Target};
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,11 +76,14 @@ impl Output {
             Sink::Replace(r) => r.commit(),
             Sink::Direct(ref mut w) => {
                 w.flush()?;
-                w.get_ref().sync_data().or_else(|e| match e.kind() {
-                    // Devices, FIFOs and terminals have nothing to sync.
-                    io::ErrorKind::InvalidInput => Ok(()),
-                    _ => Err(e),
-                })
+                // A regular file (a live one, one behind /dev/fd/N) or a disk is synced; other
+                // devices and FIFOs have nothing to sync (/dev/null answers EINVAL).
+                let file = w.get_ref();
+                let kind = file.metadata()?.file_type();
+                if kind.is_file() || kind.is_block_device() {
+                    file.sync_data()?;
+                }
+                Ok(())
             }
             _ => self.flush(),
         }
