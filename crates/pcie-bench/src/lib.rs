@@ -22,7 +22,7 @@
 //! for g in &set.comparisons[0].summary {
 //!     println!("{} {} {:?}: MAPE {:.1} %", g.file, g.test, g.metric, g.error.mape_pct);
 //! }
-//! std::fs::write("report.html", set.to_html(vec![]))?;
+//! pcie_output::write_file(Path::new("report.html"), set.to_html(vec![]).as_bytes())?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

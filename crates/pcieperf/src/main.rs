@@ -55,9 +55,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(&cli) {
         Ok(text) => {
-            let mut stdout = std::io::stdout().lock();
-            // A closed pipe (e.g. `| head`) is not an error worth reporting.
-            let _ = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush());
+            // A closed pipe (e.g. `| head`) is not an error worth reporting. An output file on
+            // standard output (`-o -`) keeps it to itself: the text goes to stderr then.
+            let _ = if pcie_output::stdout_taken() {
+                std::io::stderr().lock().write_all(text.as_bytes())
+            } else {
+                let mut stdout = std::io::stdout().lock();
+                stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush())
+            };
             ExitCode::SUCCESS
         }
         Err(e) => {

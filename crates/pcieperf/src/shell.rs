@@ -2,6 +2,7 @@
 //! from the command-line definitions (clap_complete, clap_mangen) so they never drift from them.
 
 use crate::error::CliError;
+use crate::output::{check_dir, write_failed, write_file};
 use crate::Cli;
 use clap::{Args, CommandFactory, ValueEnum};
 use std::path::PathBuf;
@@ -62,11 +63,13 @@ pub fn completions(args: &CompletionsArgs) -> Result<String, CliError> {
 pub fn man(args: &ManArgs) -> Result<String, CliError> {
     let pages = pages();
     if let Some(dir) = &args.out_dir {
-        let failed = |e: std::io::Error| CliError::Runtime(format!("--out-dir {}: {e}", dir.display()));
-        std::fs::create_dir_all(dir).map_err(failed)?;
+        check_dir("--out-dir", dir)?;
+        pcie_output::create_dir(dir).map_err(|e| write_failed(dir, e))?;
         let mut written = String::new();
         for page in &pages {
-            let path = manual(page.clone()).generate_to(dir).map_err(failed)?;
+            let man = manual(page.clone());
+            let path = dir.join(man.get_filename());
+            write_file(&path, &roff(&man)?)?;
             written.push_str(&format!("{}\n", path.display()));
         }
         return Ok(written);
@@ -81,9 +84,13 @@ pub fn man(args: &ManArgs) -> Result<String, CliError> {
             allowed.join(", ")
         ))
     })?;
+    roff(&manual(page.clone()))
+}
+
+/// The page as roff text.
+fn roff(man: &clap_mangen::Man) -> Result<String, CliError> {
     let mut roff = Vec::new();
-    manual(page.clone())
-        .render(&mut roff)
+    man.render(&mut roff)
         .map_err(|e| CliError::Runtime(format!("man page: {e}")))?;
     String::from_utf8(roff).map_err(|e| CliError::Runtime(format!("man page: {e}")))
 }

@@ -261,10 +261,12 @@ fn plot_writes_an_svg_with_one_series_per_operation_and_the_line_rate() {
 }
 
 #[test]
-fn plot_to_a_missing_directory_fails_at_runtime() {
-    let o = pcieperf(&["model", "bw", "--plot", "/nonexistent/dir/bw.svg"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("/nonexistent/dir/bw.svg"));
+fn plot_to_a_missing_directory_is_refused_before_any_work() {
+    let e = refused(&["model", "bw", "--plot", "/nonexistent/dir/bw.svg"]);
+    assert!(
+        e.contains("--plot /nonexistent/dir/bw.svg: directory /nonexistent/dir does not exist"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -172,15 +172,24 @@ fn refuses_what_is_not_a_run_directory() {
         );
         assert!(!html.exists());
     }
-    // An HTML file that cannot be written is a runtime failure.
-    let o = pcieperf(&[
-        "bench",
-        "report",
-        reference(SUPERMICRO).to_str().unwrap(),
-        "--html",
-        dir.join("no/such/dir/r.html").to_str().unwrap(),
-    ]);
+    // An HTML file in a directory that does not exist is refused before any work; one that
+    // cannot be written is a runtime failure.
+    let report = |html: &str| {
+        pcieperf(&[
+            "bench",
+            "report",
+            reference(SUPERMICRO).to_str().unwrap(),
+            "--html",
+            html,
+        ])
+    };
+    let missing = dir.join("no/such/dir/r.html");
+    let o = report(missing.to_str().unwrap());
+    assert_eq!(o.status.code(), Some(2));
+    let o = report("/dev/full");
     assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains("cannot write /dev/full: No space left on device"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

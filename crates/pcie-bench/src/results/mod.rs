@@ -2,7 +2,6 @@
 //! our runs and original pcie-bench data directories load through the same reader, and so do
 //! pciebench-netfpga's `.dat` files. Column definitions are in `docs/formats.md`.
 
-mod atomic;
 mod bandwidth;
 mod cdf;
 mod csv;

@@ -1,14 +1,14 @@
 //! Writes a run directory while the run goes on: after every finished test its base's files
-//! are rewritten whole (atomically), so an interrupted run leaves complete, loadable CSVs for
-//! every test that finished.
+//! are rewritten whole (atomically, through `pcie-output`), so an interrupted run leaves
+//! complete, loadable CSVs for every test that finished.
 
-use super::atomic::{replace_with, write_atomic};
 use super::run_info::{rfc3339, RunInfo};
 use super::{bandwidth, cdf, latency, raw, ResultsError};
 use crate::backend::Outcome;
 use crate::params::TestParams;
 use crate::stats::{BandwidthStats, Measurement, SortedLatencies};
 use crate::suite::Group;
+use pcie_output::{write_file, Output};
 use std::fs::File;
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -43,7 +43,7 @@ impl RunWriter {
                 "the directory already holds a run; choose another output directory",
             ));
         }
-        std::fs::create_dir_all(dir).map_err(|e| ResultsError::io(dir, e))?;
+        pcie_output::create_dir(dir).map_err(|e| ResultsError::io(dir, e))?;
         RunWriter::start(dir.to_path_buf(), info)
     }
 
@@ -89,7 +89,7 @@ impl RunWriter {
         let mut text =
             serde_json::to_string_pretty(&self.info).map_err(|e| ResultsError::file(&path, e.to_string()))?;
         text.push('\n');
-        write_atomic(&path, text.as_bytes()).map_err(|e| ResultsError::io(&path, e))
+        write_file(&path, text.as_bytes()).map_err(|e| ResultsError::io(&path, e))
     }
 
     /// Adds one finished test of `group` and rewrites the group's base files: `<base>.csv`, and
@@ -138,7 +138,7 @@ impl RunWriter {
                     base.cdf.push_str(&cdf::format_section(&sorted.cdf()));
                     let path = self.dir.join(format!("{}_cdf.csv", group.base));
                     let text = format!("{}\n{}", cdf::HEADER, base.cdf);
-                    write_atomic(&path, text.as_bytes()).map_err(|e| ResultsError::io(&path, e))?;
+                    write_file(&path, text.as_bytes()).map_err(|e| ResultsError::io(&path, e))?;
                 }
                 base.rows.push_str(&latency::format_row(params, &stats));
                 Measurement::Latency(stats)
@@ -156,7 +156,7 @@ impl RunWriter {
             bandwidth::header()
         };
         let text = format!("{header}\n{}", base.rows);
-        write_atomic(&csv_path, text.as_bytes()).map_err(|e| ResultsError::io(&csv_path, e))?;
+        write_file(&csv_path, text.as_bytes()).map_err(|e| ResultsError::io(&csv_path, e))?;
         Ok(measurement)
     }
 
@@ -169,14 +169,14 @@ impl RunWriter {
 
 /// Rewrites `path` as its old contents (or `header` for a new file) plus what `more` writes.
 fn append(path: &Path, header: &str, more: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
-    replace_with(path, |w| {
-        match File::open(path) {
-            Ok(old) => {
-                io::copy(&mut BufReader::new(old), w)?;
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => writeln!(w, "{header}")?,
-            Err(e) => return Err(e),
+    let mut out = Output::create(path)?;
+    match File::open(path) {
+        Ok(old) => {
+            io::copy(&mut BufReader::new(old), &mut out)?;
         }
-        more(w)
-    })
+        Err(e) if e.kind() == io::ErrorKind::NotFound => writeln!(out, "{header}")?,
+        Err(e) => return Err(e),
+    }
+    more(&mut out)?;
+    out.finish()
 }

@@ -5,7 +5,7 @@
 
 use super::compare_tables::{comparison_tables, comparison_text, difference_table};
 use crate::error::CliError;
-use crate::output::{write_atomically, Format};
+use crate::output::{check_dir, check_files, shown, write_failed, write_file, Format};
 use clap::Args;
 use pcie_bench::{run_letter, ChartSet, RunData};
 use std::path::{Path, PathBuf};
@@ -60,6 +60,10 @@ pub fn run(a: &ReportArgs) -> Result<String, CliError> {
             "--format csv lists the point differences between runs: it needs --compare DIR2".into(),
         ));
     }
+    check_files(&[("--html", a.html.as_deref())])?;
+    if let Some(d) = &a.svg_dir {
+        check_dir("--svg-dir", d)?;
+    }
     let dir = &a.dir;
     let data = load(dir)?;
     let others = a.compare.iter().map(|d| load(d)).collect::<Result<Vec<_>, _>>()?;
@@ -67,10 +71,9 @@ pub fn run(a: &ReportArgs) -> Result<String, CliError> {
     let (drawn, skipped, description, comparisons) = (&set.charts, &set.not_drawn, &set.description, &set.comparisons);
 
     if let Some(svg_dir) = &a.svg_dir {
-        std::fs::create_dir_all(svg_dir)
-            .map_err(|e| CliError::Runtime(format!("cannot create {}: {e}", svg_dir.display())))?;
+        pcie_output::create_dir(svg_dir).map_err(|e| write_failed(svg_dir, e))?;
         for d in drawn {
-            write_atomically(&svg_dir.join(format!("{}.svg", d.name)), &d.chart.to_svg())?;
+            write_file(&svg_dir.join(format!("{}.svg", d.name)), &d.chart.to_svg())?;
         }
     }
     let mut text = String::new();
@@ -80,9 +83,9 @@ pub fn run(a: &ReportArgs) -> Result<String, CliError> {
             .enumerate()
             .flat_map(|(i, c)| comparison_tables(c, &run_letter(i + 1)))
             .collect();
-        write_atomically(path, &set.to_html(tables))?;
+        write_file(path, &set.to_html(tables))?;
         if a.format == Format::Table {
-            text.push_str(&format!("Wrote {} ({} charts)\n", path.display(), drawn.len()));
+            text.push_str(&format!("Wrote {} ({} charts)\n", shown(path), drawn.len()));
         }
     }
     match a.format {

@@ -3,7 +3,7 @@
 
 use super::progress::Progress;
 use crate::error::CliError;
-use crate::output::{Cell, Format, Table};
+use crate::output::{check_dir, Cell, Format, Table};
 use crate::signals::cancel_on_signals;
 use clap::Args;
 use pcie_bench::host::DeviceRecord;
@@ -146,6 +146,9 @@ const MAX_THREADS: usize = 256;
 pub fn run(a: &RunArgs) -> Result<String, CliError> {
     if let Some(n) = a.threads.filter(|n| !(1..=MAX_THREADS).contains(n)) {
         return Err(usage(format!("--threads {n}: must be from 1 to {MAX_THREADS}")));
+    }
+    if let Some(out) = &a.out {
+        check_dir("--out", out)?;
     }
     let numa: Numa = a.numa.parse().map_err(|e| usage(format!("--{e}")))?;
     let iommu: Iommu = a.iommu.parse().map_err(|e| usage(format!("--{e}")))?;

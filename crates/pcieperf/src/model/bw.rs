@@ -2,7 +2,7 @@
 
 use super::link_args::{as_typed, whole, LinkArgs};
 use crate::error::CliError;
-use crate::output::{json, write_atomically, Cell, Format, Table};
+use crate::output::{check_files, json, write_file, Cell, Format, Table};
 use clap::Args;
 use pcie_model::{parse_sizes, raw, sweep, tlp_layer, ConfigError, Ethernet, Gbps, LinkConfig, Op, Picos, SizePoint};
 use pcie_report::{Axis, Chart, Point, Series};
@@ -120,6 +120,7 @@ fn evaluate(
 }
 
 pub fn run(a: &BwArgs) -> Result<String, CliError> {
+    check_files(&[("--plot", a.plot.as_deref())])?;
     let cfg = a.link.config()?;
     let ops = parse_ops(&a.op)?;
     let eth = parse_eth(&a.eth)?;
@@ -139,7 +140,7 @@ pub fn run(a: &BwArgs) -> Result<String, CliError> {
                 rtt,
             )?),
         };
-        write_atomically(path, &chart(&cfg, plot_rows.as_ref().unwrap_or(&rows), eth).to_svg())?;
+        write_file(path, &chart(&cfg, plot_rows.as_ref().unwrap_or(&rows), eth).to_svg())?;
     }
     let report = Report {
         config: &cfg,

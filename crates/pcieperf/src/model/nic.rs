@@ -3,7 +3,7 @@
 use super::bw::{parse_eth, parse_size_list};
 use super::link_args::LinkArgs;
 use crate::error::CliError;
-use crate::output::{json, write_atomically, Cell, Format, Table};
+use crate::output::{check_files, json, write_file, Cell, Format, Table};
 use clap::Args;
 use pcie_model::{nic_sweep, Ethernet, LinkConfig, NicKind, NicSweep};
 use pcie_report::{Axis, Chart, Point, Series};
@@ -40,6 +40,7 @@ struct Report<'a> {
 }
 
 pub fn run(a: &NicArgs) -> Result<String, CliError> {
+    check_files(&[("--plot", a.plot.as_deref())])?;
     let cfg = a.link.config()?;
     let eth = parse_eth(&a.eth)?.ok_or_else(|| {
         CliError::Usage("--eth none: model nic needs a line rate; use 10, 25, 40, 100, 200 or 400".into())
@@ -62,7 +63,7 @@ pub fn run(a: &NicArgs) -> Result<String, CliError> {
         nics,
     };
     if let Some(path) = &a.plot {
-        write_atomically(path, &chart(&report).to_svg())?;
+        write_file(path, &chart(&report).to_svg())?;
     }
     Ok(match a.format {
         Format::Json => json(&report),

@@ -1,24 +1,56 @@
-//! Files are written to a temporary name beside the target and renamed into place, so a
-//! reader never sees half a file.
+//! The command line's side of `pcie-output`, which writes every file: a path that cannot be an
+//! output is refused naming the option (exit 2, checked before any work starts), and a write
+//! that fails names the path (exit 1).
 
 use crate::error::CliError;
-use std::fs;
+use std::io;
 use std::path::Path;
 
-pub fn write_atomically(path: &Path, contents: &str) -> Result<(), CliError> {
-    let fail = |what: &str, e: std::io::Error| CliError::Runtime(format!("cannot {what} {}: {e}", path.display()));
-    let name = path
-        .file_name()
-        .ok_or_else(|| CliError::Usage(format!("{}: not a file name", path.display())))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    fs::write(&tmp, contents).map_err(|e| fail("write", e))?;
-    fs::rename(&tmp, path).map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        fail("replace", e)
-    })
+/// The output files of a command, as (option, path): each must be able to be written, and at
+/// most one may be standard output (`-`).
+pub fn check_files(files: &[(&str, Option<&Path>)]) -> Result<(), CliError> {
+    let mut stdout: Option<&str> = None;
+    for &(opt, path) in files {
+        let Some(path) = path else { continue };
+        pcie_output::check_file(path).map_err(|e| refused(opt, path, e))?;
+        if path.as_os_str() == "-" {
+            if let Some(first) = stdout {
+                return Err(CliError::Usage(format!(
+                    "{opt} -: {first} already writes to standard output; give one of them a file"
+                )));
+            }
+            stdout = Some(opt);
+        }
+    }
+    Ok(())
+}
+
+/// An output directory (`--out`, `--svg-dir`): existing, or a name that can be created.
+pub fn check_dir(opt: &str, path: &Path) -> Result<(), CliError> {
+    pcie_output::check_dir(path).map_err(|e| refused(opt, path, e))
+}
+
+fn refused(opt: &str, path: &Path, e: io::Error) -> CliError {
+    CliError::Usage(format!("{opt} {}: {e}", path.display()))
+}
+
+/// Writes a whole file (see `pcie-output` for what each kind of path gets).
+pub fn write_file(path: &Path, contents: &str) -> Result<(), CliError> {
+    pcie_output::write_file(path, contents.as_bytes()).map_err(|e| write_failed(path, e))
+}
+
+/// A failed write, naming where it went.
+pub fn write_failed(path: &Path, e: io::Error) -> CliError {
+    CliError::Runtime(format!("cannot write {}: {e}", shown(path)))
+}
+
+/// A path as messages name it: `-` is standard output.
+pub fn shown(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "standard output".into()
+    } else {
+        path.display().to_string()
+    }
 }
 
 #[cfg(test)]
@@ -26,15 +58,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn writes_whole_file_and_leaves_no_temporary() {
-        let dir = std::env::temp_dir().join(format!("pcieperf-file-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let target = dir.join("out.svg");
-        write_atomically(&target, "<svg/>").unwrap();
-        assert_eq!(fs::read_to_string(&target).unwrap(), "<svg/>");
-        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
-        let missing = dir.join("no/such/dir/out.svg");
-        assert!(matches!(write_atomically(&missing, "x"), Err(CliError::Runtime(_))));
-        fs::remove_dir_all(&dir).unwrap();
+    fn refusals_name_the_option_and_only_one_output_is_stdout() {
+        let dash = Some(Path::new("-"));
+        let e = check_files(&[("-o", dash), ("--svg", None), ("--html", dash)]).unwrap_err();
+        assert!(
+            matches!(&e, CliError::Usage(m) if m == "--html -: -o already writes to standard output; give one of them a file"),
+            "{e}"
+        );
+        let e = check_files(&[("--plot", Some(Path::new("/tmp")))]).unwrap_err();
+        assert!(
+            matches!(&e, CliError::Usage(m) if m == "--plot /tmp: is a directory"),
+            "{e}"
+        );
+        let e = check_dir("--out", Path::new("/dev/null")).unwrap_err();
+        assert!(
+            matches!(&e, CliError::Usage(m) if m == "--out /dev/null: is not a directory"),
+            "{e}"
+        );
+        let e = write_file(Path::new("/dev/full"), "x").unwrap_err();
+        assert!(
+            matches!(&e, CliError::Runtime(m) if m.starts_with("cannot write /dev/full: ")),
+            "{e}"
+        );
     }
 }

@@ -1,11 +1,11 @@
-//! Everything that leaves the program: tables for people, CSV and JSON for programs, files
-//! written whole or not at all.
+//! Everything that leaves the program: tables for people, CSV and JSON for programs, and the
+//! options that name output files (written by `pcie-output`).
 
 mod file;
 mod table;
 pub mod terminal;
 
-pub use file::write_atomically;
+pub use file::{check_dir, check_files, shown, write_failed, write_file};
 pub use table::{Cell, Table};
 
 use clap::ValueEnum;

@@ -3,20 +3,20 @@
 //!
 //! A bounded run (`--duration`, `-- COMMAND`) is written whole at the end (temporary file and
 //! rename); a run until Ctrl-C writes the file as it goes, flushed every interval, so what was
-//! recorded survives a kill.
+//! recorded survives a kill and a pipe (`-o -`, a FIFO) gets each interval as it ends.
 
 use super::rows::{csv_lines, json_lines};
-use super::watch::{check_duration, usage, warn_command, WatchArgs};
+use super::watch::{check_duration, warn_command, WatchArgs};
 use crate::error::CliError;
-use crate::output::write_atomically;
+use crate::output::{check_files, shown, write_failed, write_file};
 use crate::signals::cancel_on_signals;
 use clap::{Args, ValueEnum};
+use pcie_output::Output;
 use pcie_pmu::charts;
 use pcie_pmu::history::History;
 use pcie_pmu::monitor::{self, Monitor, Row, Schedule, Sink};
-use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Args)]
@@ -53,7 +53,7 @@ enum RecordFormat {
 /// Where rows go: memory (written whole at the end) or the file itself (flushed per interval).
 enum Out {
     Buffer(String),
-    Live(File),
+    Live(Output),
 }
 
 struct Recorder {
@@ -88,7 +88,7 @@ impl Sink for Recorder {
             Out::Live(f) => f
                 .write_all(text.as_bytes())
                 .and_then(|_| f.flush())
-                .map_err(|e| CliError::Runtime(format!("cannot write {}: {e}", self.path.display())))?,
+                .map_err(|e| write_failed(&self.path, e))?,
         }
         self.intervals += 1;
         self.rows += rows.len();
@@ -101,33 +101,13 @@ impl Sink for Recorder {
     }
 }
 
-/// `-o`, `--svg`, `--html` must name a file in a directory that exists: checked before counting.
-fn check_target(opt: &str, p: &Path) -> Result<(), CliError> {
-    let dir = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if p.file_name().is_none() || p.is_dir() {
-        return Err(usage(format!("{opt} {}: not a file name", p.display())));
-    }
-    if !dir.is_dir() {
-        return Err(usage(format!(
-            "{opt} {}: directory {} does not exist",
-            p.display(),
-            dir.display()
-        )));
-    }
-    Ok(())
-}
-
 pub fn run(a: &RecordArgs) -> Result<String, CliError> {
     check_duration(a.duration)?;
-    check_target("-o", &a.output)?;
-    for (opt, p) in [("--svg", &a.svg), ("--html", &a.html)] {
-        if let Some(p) = p {
-            check_target(opt, p)?;
-        }
-    }
+    check_files(&[
+        ("-o", Some(&a.output)),
+        ("--svg", a.svg.as_deref()),
+        ("--html", a.html.as_deref()),
+    ])?;
     // Before the source starts: a signal during setup still ends the run cleanly (and a
     // simulated host's tree is removed).
     let cancel = cancel_on_signals();
@@ -136,10 +116,7 @@ pub fn run(a: &RecordArgs) -> Result<String, CliError> {
     let out = if bounded {
         Out::Buffer(String::new())
     } else {
-        Out::Live(
-            File::create(&a.output)
-                .map_err(|e| CliError::Runtime(format!("cannot create {}: {e}", a.output.display())))?,
-        )
+        Out::Live(Output::live(&a.output).map_err(|e| write_failed(&a.output, e))?)
     };
     let mut rec = Recorder {
         path: a.output.clone(),
@@ -159,20 +136,21 @@ pub fn run(a: &RecordArgs) -> Result<String, CliError> {
     let summary = monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut rec)?;
     warn_command(&summary);
     let secs = summary.secs;
-    if let Out::Buffer(b) = &rec.out {
-        write_atomically(&a.output, b)?;
+    match rec.out {
+        Out::Buffer(b) => write_file(&a.output, &b)?,
+        Out::Live(f) => f.finish().map_err(|e| write_failed(&a.output, e))?,
     }
     if let Some(p) = &a.svg {
-        write_atomically(p, &charts::overview(&rec.history).to_svg())?;
+        write_file(p, &charts::overview(&rec.history).to_svg())?;
     }
     if let Some(p) = &a.html {
-        write_atomically(p, &charts::report(&rec.history, &mon.ports, secs).to_html())?;
+        write_file(p, &charts::report(&rec.history, &mon.ports, secs).to_html())?;
     }
     eprintln!(
         "recorded {} intervals ({} rows, {secs:.3} s) to {}",
         rec.intervals,
         rec.rows,
-        a.output.display()
+        shown(&a.output)
     );
     Ok(String::new())
 }
