@@ -18,7 +18,8 @@
 //! assert!(report.failures.is_empty(), "{:?}", report.failures);
 //! ```
 //! `cargo run --release -p pcie-fuzz -- --inputs 10000000` runs every target long;
-//! `tests/short_run.rs` runs each for 100,000 inputs as part of the test suite.
+//! `tests/short_run.rs` runs each for 3,000 inputs in the test suite, and for 100,000 with
+//! `cargo test -p pcie-fuzz -- --ignored`.
 
 mod alloc;
 mod mutate;

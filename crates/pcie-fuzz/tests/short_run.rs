@@ -1,4 +1,7 @@
-//! The short fuzz run of the test suite: every target, 100,000 inputs, no failure.
+//! The fuzz runs of the test suite: every target, no failure. The default run is a smoke run of
+//! 3,000 inputs per target (seconds); the short run of 100,000 inputs per target (minutes) is
+//! `#[ignore]`d and run by `.ci/run` with `cargo test --workspace --locked -- --ignored`, or alone
+//! with `cargo test -p pcie-fuzz -- --ignored`. Both start from the same seed.
 
 use pcie_fuzz::{fuzz, targets, BoundedAlloc};
 use std::time::Duration;
@@ -6,11 +9,12 @@ use std::time::Duration;
 #[global_allocator]
 static ALLOC: BoundedAlloc = BoundedAlloc;
 
-#[test]
-fn every_target_survives_100k_hostile_inputs() {
+/// Feeds `inputs` mutated inputs to every target; fails on any failure, or on a target whose
+/// mutants were all refused (its seeds are broken).
+fn every_target_survives(inputs: u64) {
     let mut failures = Vec::new();
     for t in targets::all() {
-        let r = fuzz(&t, 100_000, 20261125, Duration::from_secs(5));
+        let r = fuzz(&t, inputs, 20261125, Duration::from_secs(5));
         println!(
             "{:<16} {:>7} inputs, {:>7} accepted, {:>7} refused, {} failures, slowest {:?}, {:.1?}",
             r.target,
@@ -21,7 +25,7 @@ fn every_target_survives_100k_hostile_inputs() {
             r.slowest,
             r.elapsed
         );
-        assert_eq!(r.tried, 100_000);
+        assert_eq!(r.tried, inputs);
         assert!(
             r.accepted > 0,
             "{}: no mutant was ever accepted: the seeds are broken",
@@ -30,4 +34,15 @@ fn every_target_survives_100k_hostile_inputs() {
         failures.extend(r.failures.iter().map(|f| format!("{}: {f}", r.target)));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_target_survives_3k_hostile_inputs() {
+    every_target_survives(3_000);
+}
+
+#[test]
+#[ignore = "the short run: minutes; .ci/run runs it with --ignored"]
+fn every_target_survives_100k_hostile_inputs() {
+    every_target_survives(100_000);
 }

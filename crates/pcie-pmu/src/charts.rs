@@ -118,7 +118,7 @@ pub fn report(history: &[History], ports: &[Port], secs: f64) -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixture::dwc_payload_monitor;
+    use crate::monitor::dwc_payload_monitor;
 
     #[test]
     fn charts_show_rx_and_tx_per_root_port_against_the_link_model() {

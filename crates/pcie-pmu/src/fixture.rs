@@ -260,19 +260,6 @@ pub fn dwc_host(name: &str) -> Tree {
     t
 }
 
-/// [`dwc_host`]'s upstream PMU counting Rx and Tx payload on a [`StepSource`]: (the tree,
-/// which must outlive the monitor's use of it, the opened monitor, its source).
-pub fn dwc_payload_monitor(name: &str) -> (Tree, crate::monitor::Monitor, StepSource) {
-    use crate::monitor::{resolve_events, Monitor, Plan};
-    let t = dwc_host(name);
-    let sys = crate::System::discover(t.path()).unwrap();
-    let specs = ["dwc_rootport/rx_pcie_tlp_data_payload/,dwc_rootport/tx_pcie_tlp_data_payload/".into()];
-    let plan = Plan::new(&sys, resolve_events(&sys, &specs).unwrap()).unwrap();
-    let mut src = StepSource::default();
-    let mon = Monitor::open(&mut src, plan).unwrap();
-    (t, mon, src)
-}
-
 /// A counter source whose counters advance by a fixed step per read (10^6 counts, 100 ms
 /// enabled, half of it running), on a clock that only moves when the caller sleeps.
 #[derive(Debug, Default)]

@@ -218,3 +218,84 @@ impl Rng {
         self.0 % n
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! `serve` over the emulated device, as `pcieperf-refdev` runs it.
+    use super::super::device::{serve, ServeError};
+    use super::super::protocol::{encode, Request, WireParams};
+    use super::*;
+    use crate::params::sample;
+
+    fn replies(input: &str) -> (Result<(), ServeError>, Vec<Reply>) {
+        let mut out = Vec::new();
+        let result = serve(&mut EmulatedDevice::new(false), input.as_bytes(), &mut out);
+        let lines = String::from_utf8(out).unwrap();
+        (
+            result,
+            lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
+        )
+    }
+
+    #[test]
+    fn answers_hello_and_tests_until_bye() {
+        let hello = Request::Hello {
+            protocol: PROTOCOL_VERSION,
+            tool: "test".into(),
+            version: "0".into(),
+            buffer: None,
+        };
+        let test = |id, kind| Request::Test {
+            id,
+            name: "x".into(),
+            params: WireParams::from(&sample(kind, 10)),
+            seed: 1,
+            host_cache_done: false,
+        };
+        let input = [
+            hello,
+            test(1, TestKind::LatRd),
+            test(2, TestKind::BwWr),
+            Request::Bye,
+            test(3, TestKind::LatRd),
+        ]
+        .iter()
+        .map(|r| encode(r) + "\n")
+        .collect::<String>();
+        let (result, out) = replies(&input);
+        assert!(result.is_ok());
+        assert_eq!(out.len(), 3, "{out:?}");
+        let Reply::Hello(DeviceHello {
+            protocol, max_transfer, ..
+        }) = &out[0]
+        else {
+            panic!("{out:?}")
+        };
+        assert_eq!((*protocol, *max_transfer), (PROTOCOL_VERSION, 4096));
+        assert!(
+            matches!(&out[1], Reply::Latency { id: 1, samples, .. } if samples.len() == 10),
+            "{out:?}"
+        );
+        assert!(
+            matches!(
+                &out[2],
+                Reply::Bandwidth {
+                    id: 2,
+                    transactions: 10,
+                    ..
+                }
+            ),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn a_line_that_is_no_request_ends_the_session_with_an_error_reply() {
+        let (result, out) = replies("DMA please\n");
+        assert!(matches!(result, Err(ServeError::Request(_))));
+        assert!(
+            matches!(&out[..], [Reply::Error { id: None, message }] if message.starts_with("cannot read request \"DMA please\"")),
+            "{out:?}"
+        );
+    }
+}

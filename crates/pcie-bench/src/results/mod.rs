@@ -10,6 +10,7 @@ mod latency;
 mod netfpga;
 mod raw;
 mod reader;
+mod result_file;
 mod run_info;
 mod writer;
 
@@ -18,7 +19,8 @@ pub use cdf::CdfSection;
 pub use key::RowKey;
 pub use latency::LatencyRow;
 pub use raw::{read_raw, RawSample};
-pub use reader::{ResultData, ResultFile, RunData};
+pub use reader::RunData;
+pub use result_file::{ResultData, ResultFile};
 pub use run_info::{rfc3339, HostInfo, RunInfo};
 pub use writer::RunWriter;
 

@@ -8,7 +8,7 @@
 use super::bandwidth::BandwidthRow;
 use super::key::RowKey;
 use super::latency::LatencyRow;
-use super::reader::{ResultData, ResultFile};
+use super::result_file::{ResultData, ResultFile};
 use super::ResultsError;
 use crate::backend::LatencySamples;
 use crate::params::{CacheState, Pattern, TestKind};

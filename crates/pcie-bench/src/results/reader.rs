@@ -2,62 +2,14 @@
 //! CSV files are recognised by their header, not their name; pciebench-netfpga's headerless
 //! `.dat` files by their name.
 
-use super::csv::CsvTable;
 use super::netfpga::{DatFile, DatRuns};
+use super::result_file::{first_line, ResultData, ResultFile};
 use super::run_info::RunInfo;
-use super::{bandwidth, cdf, latency, raw, BandwidthRow, CdfSection, LatencyRow, ResultsError};
+use super::{raw, ResultsError};
 use serde::Serialize;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-
-/// The parsed contents of one result file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", content = "rows", rename_all = "snake_case")]
-pub enum ResultData {
-    Latency(Vec<LatencyRow>),
-    Bandwidth(Vec<BandwidthRow>),
-    Cdf(Vec<CdfSection>),
-}
-
-/// One result file: `<base>.csv`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ResultFile {
-    pub base: String,
-    pub data: ResultData,
-}
-
-impl ResultFile {
-    /// One result CSV's text, recognised by its header; `path` names it in errors and its stem
-    /// is the base. `None` for raw sample files, which are not summarised.
-    pub fn parse(path: &Path, text: &str) -> Result<Option<ResultFile>, ResultsError> {
-        if first_line(text) == raw::HEADER {
-            return Ok(None);
-        }
-        let table = CsvTable::parse(path, text)?;
-        let data = if table.has("cdf") {
-            ResultData::Cdf(cdf::parse(&table)?)
-        } else if table.has("Trans/s") {
-            ResultData::Bandwidth(bandwidth::parse(&table)?)
-        } else if table.has("Med(ns)") {
-            ResultData::Latency(latency::parse(&table)?)
-        } else {
-            return Err(ResultsError {
-                path: path.to_path_buf(),
-                line: Some(1),
-                column: None,
-                message: "not a result table: expected latency (Med(ns)), bandwidth (Trans/s), CDF (cdf) or raw sample columns".into(),
-            });
-        };
-        let base = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-        Ok(Some(ResultFile { base, data }))
-    }
-}
-
-/// The first non-blank line, trimmed.
-fn first_line(text: &str) -> &str {
-    text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
-}
 
 /// Largest result CSV read whole (raw sample files are recognised by their first line and
 /// skipped unread): a file of a few thousand tests is a few MB.
@@ -162,5 +114,45 @@ impl RunData {
     /// The data of one base, if the directory has it.
     pub fn get(&self, base: &str) -> Option<&ResultData> {
         self.files.iter().find(|f| f.base == base).map(|f| &f.data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::{Iommu, Numa};
+    use crate::results::HostInfo;
+    use crate::Backend;
+    use pcie_model::LinkConfig;
+
+    #[test]
+    fn a_bad_link_names_the_file_and_the_key() {
+        let dir = std::env::temp_dir().join(format!("pcie-bench-badlink-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let info = RunInfo {
+            tool: "pcieperf".into(),
+            version: "0".into(),
+            command_line: vec![],
+            suite: "quick".into(),
+            seed: 0,
+            backend: crate::SimBackend::from_spec("sim").unwrap().info(),
+            link: LinkConfig::new(&pcie_model::LinkParams::default()).ok(),
+            numa: Numa::default(),
+            iommu: Iommu::default(),
+            host: HostInfo::default(),
+            start_time: "1970-01-01T00:00:00Z".into(),
+            end_time: None,
+        };
+        let text = serde_json::to_string_pretty(&info).unwrap();
+        let back: RunInfo = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.link.as_ref().map(|l| l.mps), Some(256));
+        assert_eq!(serde_json::to_string_pretty(&back).unwrap(), text, "written as read");
+        std::fs::write(dir.join("run.json"), text.replace("\"mps\": 256", "\"mps\": 300")).unwrap();
+        let e = crate::RunData::load(&dir).unwrap_err().to_string();
+        assert!(
+            e.contains("run.json") && e.contains("link.mps 300: must be one of 128"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -242,36 +242,4 @@ mod tests {
         assert_eq!(serde_json::from_value::<LinkConfig>(json).ok(), Some(cfg));
         assert!(serde_json::from_value::<LinkConfig>(serde_json::json!({"gen": "Gen3"})).is_err());
     }
-
-    #[test]
-    fn a_bad_link_names_the_file_and_the_key() {
-        use crate::Backend;
-        let dir = std::env::temp_dir().join(format!("pcie-bench-badlink-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let info = RunInfo {
-            tool: "pcieperf".into(),
-            version: "0".into(),
-            command_line: vec![],
-            suite: "quick".into(),
-            seed: 0,
-            backend: crate::SimBackend::from_spec("sim").unwrap().info(),
-            link: LinkConfig::new(&pcie_model::LinkParams::default()).ok(),
-            numa: Numa::default(),
-            iommu: Iommu::default(),
-            host: HostInfo::default(),
-            start_time: "1970-01-01T00:00:00Z".into(),
-            end_time: None,
-        };
-        let text = serde_json::to_string_pretty(&info).unwrap();
-        let back: RunInfo = serde_json::from_str(&text).unwrap();
-        assert_eq!(back.link.as_ref().map(|l| l.mps), Some(256));
-        assert_eq!(serde_json::to_string_pretty(&back).unwrap(), text, "written as read");
-        std::fs::write(dir.join("run.json"), text.replace("\"mps\": 256", "\"mps\": 300")).unwrap();
-        let e = crate::RunData::load(&dir).unwrap_err().to_string();
-        assert!(
-            e.contains("run.json") && e.contains("link.mps 300: must be one of 128"),
-            "{e}"
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }

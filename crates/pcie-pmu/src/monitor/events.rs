@@ -2,7 +2,7 @@
 //! groups), the default payload events, bytes per count and metric from the catalogs,
 //! and narrow unpolled counters.
 
-use super::MonitorError;
+use super::{MonitorError, MAX_EVENTS};
 use crate::catalog::Origin;
 use crate::event_spec::split_event_list;
 use crate::{PcieView, PmuEvent, PmuMetric, ResolvedEvent, System};
@@ -20,9 +20,6 @@ impl From<ResolvedEvent> for Requested {
         Requested { ev, group: None }
     }
 }
-
-/// The most events one command counts (each is a file descriptor per CPU it opens on).
-pub const MAX_EVENTS: usize = 4096;
 
 /// Resolve every event list (a PMU base name may give several events, one per PMU instance: a
 /// group then becomes one group per instance, so each of its events must reach the same PMUs).

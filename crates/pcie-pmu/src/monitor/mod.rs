@@ -8,6 +8,8 @@
 mod counting;
 mod error;
 mod events;
+#[cfg(all(unix, any(test, feature = "fixture")))]
+mod fixture_monitor;
 mod plan;
 mod row;
 mod schedule;
@@ -15,11 +17,16 @@ mod target;
 
 pub use counting::Monitor;
 pub use error::MonitorError;
-pub use events::{payload, payload_events, resolve_events, Requested, MAX_EVENTS};
+pub use events::{payload, payload_events, resolve_events, Requested};
+#[cfg(all(unix, any(test, feature = "fixture")))]
+pub use fixture_monitor::dwc_payload_monitor;
 pub use plan::{LinkModel, Plan, Port, Watch, WrapWarning};
 pub use row::Row;
 pub use schedule::{run, RunSummary, Schedule, Sink};
 pub use target::{add_interval, Target, Trend};
+
+/// The most events one command counts (each is a file descriptor per CPU it opens on).
+pub const MAX_EVENTS: usize = 4096;
 
 #[cfg(all(test, unix))]
 mod tests {

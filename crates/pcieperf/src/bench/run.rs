@@ -72,7 +72,7 @@ pub struct RunArgs {
     raw: bool,
     /// Threads running tests in parallel [default: all cores; 1 for exec backends, which then
     /// start one program per thread]
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     threads: Option<usize>,
     /// One test instead of a suite: LAT_RD, LAT_WRRD, BW_RD, BW_WR, BW_RDWR, LAT_CMD_RD, LAT_CMD_WRRD
     #[arg(long)]

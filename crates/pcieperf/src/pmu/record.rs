@@ -158,7 +158,7 @@ pub fn run(a: &RecordArgs) -> Result<String, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pcie_pmu::fixture::dwc_payload_monitor;
+    use pcie_pmu::monitor::dwc_payload_monitor;
 
     #[test]
     fn rows_go_to_the_file_and_intervals_to_the_charts_only_when_asked() {

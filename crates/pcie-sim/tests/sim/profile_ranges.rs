@@ -8,10 +8,10 @@ use pcie_sim::pmu_host::PmuHost;
 use pcie_sim::{CachePrep, DeviceProfile, HostProfile, Measured, Simulator, TestOp, Workload};
 use proptest::prelude::*;
 
-const E5: &str = include_str!("../../../data/profiles/e5-2637v3.toml");
-const E3: &str = include_str!("../../../data/profiles/e3-1226v3.toml");
-const NFP: &str = include_str!("../../../data/profiles/nfp6000.toml");
-const YITIAN: &str = include_str!("../../../data/profiles/yitian710.toml");
+const E5: &str = include_str!("../../../../data/profiles/e5-2637v3.toml");
+const E3: &str = include_str!("../../../../data/profiles/e3-1226v3.toml");
+const NFP: &str = include_str!("../../../../data/profiles/nfp6000.toml");
+const YITIAN: &str = include_str!("../../../../data/profiles/yitian710.toml");
 
 fn workload(op: TestOp, size: u32, prep: CachePrep, count: u64) -> Workload {
     Workload {

@@ -56,27 +56,69 @@ fn quick_suite_writes_a_loadable_run_directory() {
     std::fs::remove_dir_all(&out).unwrap();
 }
 
+/// Every file of a run directory, name and bytes; `run.json` without what differs between two
+/// runs of the same command by design: its start and end times, and the command line (whose
+/// `-j` and `--out` values the caller checks).
+fn run_dir_files(dir: &Path) -> (Vec<(String, Vec<u8>)>, Vec<String>) {
+    let mut files = Vec::new();
+    let mut command_line = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let mut bytes = std::fs::read(&p).unwrap();
+        if name == "run.json" {
+            let mut info: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            let info = info.as_object_mut().unwrap();
+            for time in ["start_time", "end_time"] {
+                assert!(info.remove(time).is_some_and(|t| t.is_string()), "{time}");
+            }
+            let line = info.remove("command_line").unwrap();
+            command_line = serde_json::from_value(line).unwrap();
+            bytes = serde_json::to_vec_pretty(info).unwrap();
+        }
+        files.push((name, bytes));
+    }
+    files.sort();
+    (files, command_line)
+}
+
 #[test]
-fn same_seed_gives_byte_identical_csvs_whatever_the_thread_count() {
+fn same_seed_gives_byte_identical_run_directories_whatever_the_thread_count() {
     let (a, b) = (scratch("seed-a"), scratch("seed-b"));
-    for (dir, threads) in [(&a, "1"), (&b, "2")] {
-        let o = pcieperf(&[
+    let mut runs = Vec::new();
+    for (dir, threads) in [(&a, "1"), (&b, "4")] {
+        let out = dir.to_str().unwrap();
+        let args = [
             "bench",
             "run",
             "--samples",
             "2000",
             "--seed",
             "9",
-            "--threads",
+            "--cdf",
+            "--raw",
+            "-j",
             threads,
             "--out",
-            dir.to_str().unwrap(),
-        ]);
+            out,
+        ];
+        let o = pcieperf(&args);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let (files, command_line) = run_dir_files(dir);
+        assert_eq!(command_line[1..], args, "run.json's command line is the one typed");
+        runs.push(files);
     }
-    let (fa, fb) = (csv_files(&a), csv_files(&b));
-    assert!(fa.len() >= 6);
-    assert_eq!(fa, fb);
+    let names: Vec<&str> = runs[0].iter().map(|(n, _)| n.as_str()).collect();
+    assert!(names.contains(&"run.json"), "{names:?}");
+    assert!(
+        names.iter().filter(|n| n.ends_with("_raw.csv")).count() >= 2,
+        "{names:?}"
+    );
+    assert!(names.iter().filter(|n| n.ends_with(".csv")).count() >= 8, "{names:?}");
+    for ((name, one), (_, four)) in runs[0].iter().zip(&runs[1]) {
+        assert!(one == four, "{name} differs between -j 1 and -j 4");
+    }
+    assert_eq!(runs[0].len(), runs[1].len());
     let c = scratch("seed-c");
     pcieperf(&[
         "bench",
@@ -85,10 +127,17 @@ fn same_seed_gives_byte_identical_csvs_whatever_the_thread_count() {
         "2000",
         "--seed",
         "10",
+        "--cdf",
+        "--raw",
+        "--threads",
+        "4",
         "--out",
         c.to_str().unwrap(),
     ]);
-    assert_ne!(csv_files(&c), fa, "another seed gives other samples");
+    let (other, _) = run_dir_files(&c);
+    let other_names: Vec<&str> = other.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(other_names, names, "another seed writes the same files");
+    assert_ne!(csv_files(&c), csv_files(&a), "another seed gives other samples");
     for d in [a, b, c] {
         std::fs::remove_dir_all(d).unwrap();
     }

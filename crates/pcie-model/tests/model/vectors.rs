@@ -2,7 +2,7 @@
 
 use pcie_model::{raw, stream, tlp_layer, Generation, LinkConfig, LinkParams, Mode, Op};
 
-const VECTORS: &str = include_str!("../../../data/reference/model-vectors/pcie-model-gen3.csv");
+const VECTORS: &str = include_str!("../../../../data/reference/model-vectors/pcie-model-gen3.csv");
 /// The reference values are rounded to 4 decimals; the issue allows 0.05 %.
 const TOLERANCE: f64 = 0.0005;
 

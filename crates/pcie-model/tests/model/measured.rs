@@ -4,8 +4,8 @@
 use pcie_model::{stream, LinkConfig, LinkParams, Op};
 
 const SWEEPS: [&str; 2] = [
-    include_str!("../../../data/reference/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro/bw_dma_sz_sweep.csv"),
-    include_str!("../../../data/reference/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro-iommu-nosp/bw_dma_sz_sweep.csv"),
+    include_str!("../../../../data/reference/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro/bw_dma_sz_sweep.csv"),
+    include_str!("../../../../data/reference/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro-iommu-nosp/bw_dma_sz_sweep.csv"),
 ];
 
 /// (test, size) -> measured Gb/s (the column says GB/s but holds Gb/s).
