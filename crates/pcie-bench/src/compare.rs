@@ -68,8 +68,7 @@ impl ErrorStats {
     pub fn merge(&mut self, other: &ErrorStats) {
         let points = self.points + other.points;
         if points > 0 {
-            self.mape_pct =
-                (self.mape_pct * self.points as f64 + other.mape_pct * other.points as f64) / points as f64;
+            self.mape_pct = (self.mape_pct * self.points as f64 + other.mape_pct * other.points as f64) / points as f64;
         }
         self.points = points;
         self.max_abs_pct = self.max_abs_pct.max(other.max_abs_pct);

@@ -3,9 +3,7 @@
 
 use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
 use crate::params::{check_tags, CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams};
-use pcie_sim::{
-    mix_seed, CachePrep, DeviceProfile, HostProfile, Measured, ProfileError, Simulator, TestOp, Workload,
-};
+use pcie_sim::{mix_seed, CachePrep, DeviceProfile, HostProfile, Measured, ProfileError, Simulator, TestOp, Workload};
 
 pub const DEFAULT_HOST: &str = "e5-2637v3";
 pub const DEFAULT_DEVICE: &str = "nfp6000";

@@ -63,7 +63,12 @@ pub const KEYS: &[FitKey] = &[
         hi: MAX_NS,
         scale: Scale::Linear,
         step: 10.0,
-        groups: &["lat_dma_sweep_rd", "lat_cmd_sweep_rd", "lat_dma_details", "lat_cmd_sizes"],
+        groups: &[
+            "lat_dma_sweep_rd",
+            "lat_cmd_sweep_rd",
+            "lat_dma_details",
+            "lat_cmd_sizes",
+        ],
         needs_iommu: false,
     },
     FitKey {
@@ -83,7 +88,14 @@ pub const KEYS: &[FitKey] = &[
         hi: MAX_NS,
         scale: Scale::Linear,
         step: 10.0,
-        groups: &["lat_dma_sweep_wrrd", "lat_dma_off_wrrd", "lat_cmd_sweep_wrrd", "lat_dma_details"],
+        groups: &[
+            "lat_dma_sizes",
+            "lat_dma_sweep_wrrd",
+            "lat_dma_off_wrrd",
+            "lat_cmd_sizes",
+            "lat_cmd_sweep_wrrd",
+            "lat_dma_details",
+        ],
         needs_iommu: false,
     },
     FitKey {
@@ -247,7 +259,9 @@ fn lookup<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
 }
 
 fn lookup_mut<'a>(v: &'a mut Value, name: &str) -> Option<&'a mut Value> {
-    name.split('.').try_fold(v, |v, k| v.get_mut(k)).filter(|v| !v.is_null())
+    name.split('.')
+        .try_fold(v, |v, k| v.get_mut(k))
+        .filter(|v| !v.is_null())
 }
 
 #[cfg(test)]

@@ -38,7 +38,9 @@ impl MeasuredRun {
     pub fn load(dir: &Path) -> Result<MeasuredRun, FitError> {
         let input = |m: String| FitError::Input(format!("{}: {m}", dir.display()));
         if !dir.is_dir() {
-            return Err(input("not a directory (give a pcie-bench or pcieperf result directory)".into()));
+            return Err(input(
+                "not a directory (give a pcie-bench or pcieperf result directory)".into(),
+            ));
         }
         let data = RunData::load(dir).map_err(|e| FitError::Input(e.to_string()))?;
         if !data.files.iter().any(|f| !matches!(f.data, ResultData::Cdf(_))) {

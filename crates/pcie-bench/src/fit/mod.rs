@@ -131,7 +131,11 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
     if opts.dirs.is_empty() {
         return Err(FitError::Input("no result directory given".into()));
     }
-    let runs: Vec<MeasuredRun> = opts.dirs.iter().map(|d| MeasuredRun::load(d)).collect::<Result<_, _>>()?;
+    let runs: Vec<MeasuredRun> = opts
+        .dirs
+        .iter()
+        .map(|d| MeasuredRun::load(d))
+        .collect::<Result<_, _>>()?;
     check_consistent(&runs)?;
     for r in &runs {
         check_device(r, &opts.device)?;
@@ -144,7 +148,10 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
             .collect()
     };
     let (search_groups, final_groups) = (select(opts.search_count), select(opts.final_count));
-    let bases: Vec<&str> = runs.iter().flat_map(|r| r.data.files.iter().map(|f| f.base.as_str())).collect();
+    let bases: Vec<&str> = runs
+        .iter()
+        .flat_map(|r| r.data.files.iter().map(|f| f.base.as_str()))
+        .collect();
     for (what, list) in [("--only", &opts.only), ("--holdout", &opts.holdout)] {
         if let Some(unknown) = list.iter().find(|b| !bases.contains(&b.as_str())) {
             let mut known: Vec<&str> = bases.iter().copied().filter(|b| !b.ends_with("_cdf")).collect();
@@ -156,7 +163,10 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
             )));
         }
     }
-    let fitting: Vec<&Group> = search_groups.iter().filter(|g| !opts.holdout.contains(&g.base)).collect();
+    let fitting: Vec<&Group> = search_groups
+        .iter()
+        .filter(|g| !opts.holdout.contains(&g.base))
+        .collect();
     let run_labels: Vec<(String, Iommu)> = runs.iter().map(|r| (r.label.clone(), r.iommu)).collect();
     let base_value = serde_json::to_value(&opts.base).map_err(|e| FitError::Run(e.to_string()))?;
     // The keys the fitting groups identify, each with its groups.
@@ -181,7 +191,11 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
         wanted.dedup();
         return Err(FitError::Input(format!(
             "too few groups to identify any host parameter: the fit has {}; it needs at least one of {} (by prefix)",
-            if groups.is_empty() { "none".into() } else { groups.join(", ") },
+            if groups.is_empty() {
+                "none".into()
+            } else {
+                groups.join(", ")
+            },
             wanted.join(", ")
         )));
     }
@@ -206,7 +220,9 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
     for pass in 0..PASSES {
         let frac = if pass == 0 { 0.3 } else { 0.1 };
         for (key, gs) in &plan {
-            let Some(start) = keys::get(&current, key.name) else { continue };
+            let Some(start) = keys::get(&current, key.name) else {
+                continue;
+            };
             let tests: usize = gs.iter().map(|g| g.tests.len()).sum();
             let mut failure = None;
             let mut loss = |x: f64| -> f64 {
@@ -227,7 +243,11 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
                     }
                 };
                 let l = scores.iter().map(GroupScore::loss).sum::<f64>() / scores.len() as f64;
-                report_progress(&mut state, tests, format!("pass {} {} = {x:.4}: loss {l:.2}", pass + 1, key.name));
+                report_progress(
+                    &mut state,
+                    tests,
+                    format!("pass {} {} = {x:.4}: loss {l:.2}", pass + 1, key.name),
+                );
                 l
             };
             let (best, _) = search::minimise(key, start, frac, &mut loss);
@@ -277,7 +297,11 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
                     "kept from {}: no group given identifies it (it needs {}{})",
                     opts.base.name,
                     k.groups.join(", "),
-                    if k.needs_iommu { ", measured with the IOMMU on" } else { "" }
+                    if k.needs_iommu {
+                        ", measured with the IOMMU on"
+                    } else {
+                        ""
+                    }
                 ),
                 (Some(_), Some(_)) => String::new(),
             };
@@ -338,7 +362,10 @@ fn write_profile(
         sources.push(Value::from(format!("measurements: {}", runs.join(", "))));
     }
     let header = vec![
-        format!("Host profile fitted by `pcieperf sim fit` (seed {}, {simulations} simulations)", opts.seed),
+        format!(
+            "Host profile fitted by `pcieperf sim fit` (seed {}, {simulations} simulations)",
+            opts.seed
+        ),
         format!("from {} with device profile {},", runs.join(", "), opts.device.name),
         format!(
             "starting from host profile {}. Keys marked \"fitted\" were searched within the loader's ranges;",
@@ -347,7 +374,9 @@ fn write_profile(
         "every other value is the base's. Load it with --backend sim:THIS.toml,DEVICE.".into(),
     ];
     let comment = |dotted: &str| -> Option<String> {
-        let k = keys.iter().find(|k| k.name == dotted || k.name.starts_with(&format!("{dotted}.")))?;
+        let k = keys
+            .iter()
+            .find(|k| k.name == dotted || k.name.starts_with(&format!("{dotted}.")))?;
         Some(match k.fitted {
             Some(x) => format!(
                 "fitted ({}): {x} from {} by {}",

@@ -29,17 +29,26 @@ pub fn checked(profile: &Value) -> Result<HostProfile, ProfileError> {
     from_toml("candidate", &to_toml(profile, &[], &|_| None))
 }
 
-fn is_leaf(v: &Value) -> bool {
+/// Written on its key's line: a number, string or list of them, or (below the top level, where
+/// every object is a `[table]`) an object of such values, as an inline table.
+fn is_leaf(v: &Value, top: bool) -> bool {
     match v {
-        Value::Object(o) => o.values().all(|x| !x.is_object() && !x.is_array()),
+        Value::Object(o) => !top && o.values().all(|x| !x.is_object() && !x.is_array()),
         Value::Array(a) => a.iter().all(|x| !x.is_object()),
         _ => true,
     }
 }
 
 fn table(out: &mut String, path: &str, o: &Map<String, Value>, comment: &dyn Fn(&str) -> Option<String>) {
-    let dotted = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
-    for (k, v) in o.iter().filter(|(_, v)| !v.is_null() && is_leaf(v)) {
+    let dotted = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    let top = path.is_empty();
+    for (k, v) in o.iter().filter(|(_, v)| !v.is_null() && is_leaf(v, top)) {
         let line = format!("{k} = {}", value(v));
         let full = dotted(k);
         match comment(&full) {
@@ -47,7 +56,7 @@ fn table(out: &mut String, path: &str, o: &Map<String, Value>, comment: &dyn Fn(
             None => out.push_str(&format!("{line}\n")),
         }
     }
-    for (k, v) in o.iter().filter(|(_, v)| !is_leaf(v)) {
+    for (k, v) in o.iter().filter(|(_, v)| !is_leaf(v, top)) {
         match v {
             Value::Object(inner) => {
                 out.push_str(&format!("\n[{}]\n", dotted(k)));
@@ -92,12 +101,16 @@ mod tests {
         for name in pcie_sim::builtin_hosts() {
             let p = HostProfile::load(name).unwrap();
             let v = serde_json::to_value(&p).unwrap();
-            let text = to_toml(&v, &["a header".into()], &|k| (k == "memory.dram").then(|| "fitted".into()));
+            let text = to_toml(&v, &["a header".into()], &|k| {
+                (k == "memory.dram").then(|| "fitted".into())
+            });
             assert!(text.starts_with("# a header\n"), "{text}");
             let back = from_toml("x.toml", &text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
             assert_eq!(back, p, "{name}");
             if p.memory.dram.mode_ns > 0.0 {
-                assert!(text.lines().any(|l| l.starts_with("dram = {") && l.ends_with("# fitted")));
+                assert!(text
+                    .lines()
+                    .any(|l| l.starts_with("dram = {") && l.ends_with("# fitted")));
             }
         }
     }

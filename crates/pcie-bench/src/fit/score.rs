@@ -304,7 +304,13 @@ impl GroupScore {
         }
         for c in &self.cdfs {
             push(
-                format!("KS {} {} B {} {:?}", c.key.test.name(), c.key.size, c.key.window, c.key.cache),
+                format!(
+                    "KS {} {} B {} {:?}",
+                    c.key.test.name(),
+                    c.key.size,
+                    c.key.window,
+                    c.key.cache
+                ),
                 c.ks,
                 0.15,
             );
@@ -322,4 +328,47 @@ pub fn calibrated(base: &str) -> bool {
         || base.starts_with("bw_dma_off")
         || base == "lat_dma_details"
         || base.starts_with("lat_cmd")
+}
+
+/// A group's errors for one test kind, over its cache states: what the fit's table shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct KindErrors {
+    pub kind: TestKind,
+    pub median: ErrorStats,
+    pub min: ErrorStats,
+    pub p95: ErrorStats,
+    pub bw: ErrorStats,
+    /// Largest KS distance of the kind's CDF sections, where the group has them.
+    pub ks_max: Option<f64>,
+}
+
+impl GroupScore {
+    /// The slices merged per test kind.
+    pub fn by_kind(&self) -> Vec<KindErrors> {
+        let mut out: Vec<KindErrors> = Vec::new();
+        for s in &self.slices {
+            let i = match out.iter().position(|k| k.kind == s.kind) {
+                Some(i) => i,
+                None => {
+                    let e = ErrorStats::default();
+                    let ks = self.cdfs.iter().filter(|c| c.key.test == s.kind).map(|c| c.ks);
+                    out.push(KindErrors {
+                        kind: s.kind,
+                        median: e,
+                        min: e,
+                        p95: e,
+                        bw: e,
+                        ks_max: ks.reduce(f64::max),
+                    });
+                    out.len() - 1
+                }
+            };
+            let k = &mut out[i];
+            k.median.merge(&s.median);
+            k.min.merge(&s.min);
+            k.p95.merge(&s.p95);
+            k.bw.merge(&s.bw);
+        }
+        out
+    }
 }

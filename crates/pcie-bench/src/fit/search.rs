@@ -1,7 +1,7 @@
 //! The one-dimensional search a fit runs per key: bracket the minimum by stepping from the
 //! current value (doubling the step while the loss falls, inside the loader's range), then
 //! narrow the bracket by golden-section steps. Deterministic: the same losses give the same
-//! points, and the result is the best point evaluated (never worse than the start).
+//! points, and the result is the best point evaluated, if clearly better than the start.
 
 use super::keys::{FitKey, Scale};
 
@@ -87,12 +87,23 @@ pub fn minimise(key: &FitKey, start: f64, frac: f64, loss: &mut dyn FnMut(f64) -
             f2 = f(x2);
         }
     }
-    // The best point seen; of equal ones, the closest to the start.
+    // The best point seen, if it beats the start by more than the losses' noise (a key the
+    // data does not pin down stays where it was); of equal ones, the closest to the start.
     let x0 = from_u(key, u0);
-    seen.into_iter()
+    let best = seen
+        .into_iter()
         .min_by(|p, q| p.1.total_cmp(&q.1).then((p.0 - x0).abs().total_cmp(&(q.0 - x0).abs())))
-        .unwrap_or((x0, f0))
+        .unwrap_or((x0, f0));
+    if best.1 < f0 - (NOISE * f0).max(NOISE) {
+        best
+    } else {
+        (x0, f0)
+    }
 }
+
+/// Improvements of the loss smaller than this share of it (or than this many percentage
+/// points) are taken for noise: the simulated counts are reduced while searching.
+const NOISE: f64 = 0.01;
 
 #[cfg(test)]
 mod tests {
