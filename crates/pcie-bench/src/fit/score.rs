@@ -142,7 +142,7 @@ fn summarise(o: Outcome) -> Result<Simulated, String> {
     }
 }
 
-fn slice<'a>(slices: &'a mut Vec<SliceErrors>, kind: TestKind, cache: CacheState) -> &'a mut SliceErrors {
+fn slice(slices: &mut Vec<SliceErrors>, kind: TestKind, cache: CacheState) -> &mut SliceErrors {
     let i = match slices.iter().position(|s| s.kind == kind && s.cache == cache) {
         Some(i) => i,
         None => {
