@@ -294,7 +294,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
             let note = match (base, gs) {
                 (None, _) => format!("the base host {} has no such mechanism", opts.base.name),
                 (Some(_), None) => format!(
-                    "kept from {}: no group given identifies it (it needs {}{})",
+                    "kept from {}: no group the fit uses identifies it (it needs {}{})",
                     opts.base.name,
                     k.groups.join(", "),
                     if k.needs_iommu {
