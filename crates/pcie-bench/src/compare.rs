@@ -63,6 +63,16 @@ impl ErrorStats {
         self.mape_pct += (abs - self.mape_pct) / self.points as f64;
         self.max_abs_pct = self.max_abs_pct.max(abs);
     }
+
+    /// Adds another set's points, as if each had been added here.
+    pub fn merge(&mut self, other: &ErrorStats) {
+        let points = self.points + other.points;
+        if points > 0 {
+            self.mape_pct = (self.mape_pct * self.points as f64 + other.mape_pct * other.points as f64) / points as f64;
+        }
+        self.points = points;
+        self.max_abs_pct = self.max_abs_pct.max(other.max_abs_pct);
+    }
 }
 
 /// `(other − first) / first × 100`.
@@ -357,5 +367,14 @@ mod tests {
         assert!((e.mape_pct - abs.iter().sum::<f64>() / 4.0).abs() < 1e-12);
         assert_eq!(e.max_abs_pct, abs.iter().copied().fold(0.0, f64::max));
         assert_eq!(diff_pct(50.0, 45.0), -10.0);
+        // Merging two halves gives the whole.
+        let (mut a, mut b) = (ErrorStats::default(), ErrorStats::default());
+        for (i, (measured, sim)) in pairs.into_iter().enumerate() {
+            [&mut a, &mut b][i % 2].add(diff_pct(measured, sim));
+        }
+        a.merge(&b);
+        assert_eq!(a.points, 4);
+        assert!((a.mape_pct - e.mape_pct).abs() < 1e-12);
+        assert_eq!(a.max_abs_pct, e.max_abs_pct);
     }
 }

@@ -4,7 +4,8 @@
 //! run's options ([`OpenOptions::open`]), the host-side services real devices need, statistics
 //! ([`LatencyStats`], [`BandwidthStats`], [`ks_distance`]), run directories ([`RunWriter`], [`RunData`], `run.json` as [`RunInfo`] with a typed link),
 //! how far one run is from another ([`compare`], [`ErrorStats`]) and the chart set of a run
-//! ([`ChartSet`], drawn with `pcie-report`).
+//! ([`ChartSet`], drawn with `pcie-report`), and a simulated host fitted to measurements
+//! ([`fit::fit`], `pcieperf sim fit`).
 //!
 //! Also here, for programs built on it: a suite planned for a backend ([`suite::SuitePlan`], with
 //! each test's relative cost and the per-base summary `bench run` prints) and the device side
@@ -30,6 +31,7 @@ pub mod backend;
 pub mod charts;
 pub mod compare;
 pub mod exec;
+pub mod fit;
 pub mod gpu;
 pub mod host;
 pub mod open;

@@ -3,7 +3,7 @@
 
 use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
 use crate::params::{check_tags, CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams};
-use pcie_sim::{mix_seed, CachePrep, Measured, ProfileError, Simulator, TestOp, Workload};
+use pcie_sim::{mix_seed, CachePrep, DeviceProfile, HostProfile, Measured, ProfileError, Simulator, TestOp, Workload};
 
 pub const DEFAULT_HOST: &str = "e5-2637v3";
 pub const DEFAULT_DEVICE: &str = "nfp6000";
@@ -50,7 +50,12 @@ impl SimBackend {
             None if rest.is_empty() => (DEFAULT_HOST, DEFAULT_DEVICE),
             None => (rest, DEFAULT_DEVICE),
         };
-        let sim = Simulator::load(host, device)?;
+        SimBackend::from_profiles(HostProfile::load(host)?, DeviceProfile::load(device)?)
+    }
+
+    /// A host and device given as profiles (a fit's candidates), checked as a pair.
+    pub fn from_profiles(host: HostProfile, device: DeviceProfile) -> Result<SimBackend, ProfileError> {
+        let sim = Simulator::new(host, device)?;
         Ok(SimBackend {
             name: format!("sim:{},{}", sim.host.name, sim.device.name),
             sim,

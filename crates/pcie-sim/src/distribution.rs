@@ -2,10 +2,10 @@
 
 use crate::rng::Rng;
 use crate::time::{ps, Ps};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// A latency that varies: triangular between `min_ns` and `max_ns`, most likely `mode_ns`.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Spread {
     pub min_ns: f64,
@@ -14,7 +14,7 @@ pub struct Spread {
 }
 
 /// A rare extra delay: with probability `prob`, uniform between `min_ns` and `max_ns`.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tail {
     pub prob: f64,

@@ -7,6 +7,7 @@ mod output;
 mod pmu;
 mod shell;
 mod signals;
+mod sim;
 
 use clap::{Parser, Subcommand};
 use error::CliError;
@@ -35,6 +36,9 @@ enum Command {
     /// PCIe PMUs on Linux: discovery, root ports, events and metrics
     #[command(subcommand)]
     Pmu(pmu::PmuCmd),
+    /// The simulator of your own host: a host profile fitted to your measurements
+    #[command(subcommand)]
+    Sim(sim::SimCmd),
     /// Print a shell completion script (bash, zsh or fish) on stdout
     Completions(shell::CompletionsArgs),
     /// Print the man page (roff) of pcieperf or of one of its commands on stdout
@@ -46,6 +50,7 @@ fn run(cli: &Cli) -> Result<String, CliError> {
         Command::Model(cmd) => model::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Pmu(cmd) => pmu::run(cmd),
+        Command::Sim(cmd) => sim::run(cmd),
         Command::Completions(args) => shell::completions(args),
         Command::Man(args) => shell::man(args),
     }

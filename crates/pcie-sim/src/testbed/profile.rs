@@ -1,16 +1,17 @@
 //! Host and device profiles: every parameter the simulator uses, as TOML data with its source.
 //! Built-in profiles are embedded; a path loads a user's file. Loading validates every value
-//! and names the file and key of anything wrong.
+//! and names the file and key of anything wrong. Profiles also serialize (serde), so a
+//! program can write one back as TOML, as `pcieperf sim fit` does.
 
 use crate::distribution::{Spread, Tail};
 use crate::profile_file::{
     above_zero, between, chars, count, load, one_of, parse, spread, tail, words, Checked, ProfileError, MAX_LINE_NS,
     MAX_NS, MAX_REQUEST_NS,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The root port's side of the link.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostLink {
     pub max_mps: u32,
@@ -20,7 +21,7 @@ pub struct HostLink {
 }
 
 /// The root complex's request pipeline.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RootComplex {
     /// Traversal of a read request from the port to the coherent fabric and of its data back.
@@ -59,7 +60,7 @@ pub struct RootComplex {
 }
 
 /// Caches and memory.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Memory {
     pub llc_bytes: u64,
@@ -81,14 +82,14 @@ pub struct Memory {
 }
 
 /// Cores: reading a line a core holds modified snoops the core, which may be asleep.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cpu {
     pub wake: Tail,
 }
 
 /// IOMMU address translation.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct IommuProfile {
     pub iotlb_entries: u32,
@@ -108,7 +109,7 @@ pub struct IommuProfile {
 }
 
 /// One low-power state of the uncore (root complex and the ring behind it).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PowerState {
     pub name: String,
@@ -119,7 +120,7 @@ pub struct PowerState {
 }
 
 /// Power management of the uncore: states entered after idle times, left on the next request.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Power {
     /// The power controller looks at the idle time once per tick, so a request finds the
@@ -132,7 +133,7 @@ pub struct Power {
 }
 
 /// A host: CPU, root complex, memory, IOMMU.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostProfile {
     pub name: String,
@@ -158,7 +159,7 @@ fn two_sockets() -> u32 {
 }
 
 /// The device's side of the link.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceLink {
     pub gen: u32,
@@ -170,7 +171,7 @@ pub struct DeviceLink {
 
 /// The DMA engines: one moving data from the host (reads), one to the host (writes), sharing
 /// the device's internal bus.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Dma {
     /// Threads issuing DMAs in bandwidth tests, one DMA outstanding each.
@@ -217,7 +218,7 @@ pub struct Dma {
 }
 
 /// The direct command path (device-initiated PCIe reads/writes through a BAR window).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cmd {
     pub issue_ns: f64,
@@ -249,7 +250,7 @@ pub struct Cmd {
 }
 
 /// The device's timestamp counter.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Clock {
     pub mhz: f64,
@@ -258,7 +259,7 @@ pub struct Clock {
 }
 
 /// A DMA-capable device.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceProfile {
     pub name: String,

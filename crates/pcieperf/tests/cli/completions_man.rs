@@ -7,7 +7,7 @@ use common::{ok, refused};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-const TOP_LEVEL: [&str; 5] = ["model", "bench", "pmu", "completions", "man"];
+const TOP_LEVEL: [&str; 6] = ["model", "bench", "pmu", "sim", "completions", "man"];
 
 /// True where `program` runs on this host; otherwise says the check is skipped.
 fn have(program: &str, what: &str) -> bool {

@@ -1,0 +1,296 @@
+//! The host parameters a fit may change: the simulator's own mechanisms, each with the groups
+//! of pcie-bench's suite that identify it (from the hand calibration of the E5-2637 v3, see
+//! docs/simulator.md) and its range, which is the one the profile loader checks.
+//!
+//! A profile is handled as its serde value, so a key is read and set by its dotted name and
+//! every candidate goes back through the loader's checks ([`super::profile_toml`]).
+
+use crate::params::Iommu;
+use serde_json::Value;
+
+/// How a key's value is searched.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scale {
+    /// A time in ns, searched as it is.
+    Linear,
+    /// A whole number, searched on its logarithm (IO-TLB entries: 8, 16, 32, ...).
+    Log2,
+}
+
+/// One fittable key.
+#[derive(Debug, Clone, Copy)]
+pub struct FitKey {
+    /// Dotted name in the profile; a spread (`memory.dram`) moves as a whole, its mode named.
+    pub name: &'static str,
+    /// The mechanism, as the fit's messages and the written profile's comments name it.
+    pub mechanism: &'static str,
+    /// Bounds the loader allows (and the search keeps to).
+    pub lo: f64,
+    pub hi: f64,
+    pub scale: Scale,
+    /// The first step of its search where the value is 0 or small (in ns, or doublings for
+    /// [`Scale::Log2`]); otherwise 30 % of the value.
+    pub step: f64,
+    /// Groups (result table bases, by prefix) that identify it ...
+    pub groups: &'static [&'static str],
+    /// ... and only when measured with the IOMMU on.
+    pub needs_iommu: bool,
+}
+
+/// 1 ms, 100 µs and 10 µs: the loader's limits per event, per request and per line
+/// (`pcie_sim::profile_file`).
+const MAX_NS: f64 = 1e6;
+const MAX_REQUEST_NS: f64 = 1e5;
+const MAX_LINE_NS: f64 = 1e4;
+
+/// In dependency order: the read latencies first (every other latency builds on them), then
+/// the write path, the IOMMU, the throughput limits, the tails.
+pub const KEYS: &[FitKey] = &[
+    FitKey {
+        name: "memory.llc_hit",
+        mechanism: "latency of a line a core holds (LLC hit)",
+        lo: 0.0,
+        hi: MAX_NS,
+        scale: Scale::Linear,
+        step: 10.0,
+        groups: &["lat_dma_sizes", "lat_dma_sweep_rd", "lat_dma_details", "lat_dma_off_rd"],
+        needs_iommu: false,
+    },
+    FitKey {
+        name: "memory.dram",
+        mechanism: "latency of a line in DRAM",
+        lo: 0.0,
+        hi: MAX_NS,
+        scale: Scale::Linear,
+        step: 10.0,
+        groups: &[
+            "lat_dma_sweep_rd",
+            "lat_cmd_sweep_rd",
+            "lat_dma_details",
+            "lat_cmd_sizes",
+        ],
+        needs_iommu: false,
+    },
+    FitKey {
+        name: "memory.io_line",
+        mechanism: "latency of a line DDIO allocated for the device",
+        lo: 0.0,
+        hi: MAX_NS,
+        scale: Scale::Linear,
+        step: 10.0,
+        groups: &["lat_cmd_sweep_rd", "lat_cmd_details"],
+        needs_iommu: false,
+    },
+    FitKey {
+        name: "root_complex.write_commit_ns",
+        mechanism: "posted write commit (a write visible to the read behind it)",
+        lo: 0.0,
+        hi: MAX_NS,
+        scale: Scale::Linear,
+        step: 10.0,
+        groups: &[
+            "lat_dma_sizes",
+            "lat_dma_sweep_wrrd",
+            "lat_dma_off_wrrd",
+            "lat_cmd_sizes",
+            "lat_cmd_sweep_wrrd",
+            "lat_dma_details",
+        ],
+        needs_iommu: false,
+    },
+    FitKey {
+        name: "root_complex.write_merge_ns",
+        mechanism: "merge read of a partial line in DRAM",
+        lo: 0.0,
+        hi: MAX_NS,
+        scale: Scale::Linear,
+        step: 10.0,
+        groups: &["lat_cmd_sweep_wrrd", "lat_cmd_off_wrrd"],
+        needs_iommu: false,
+    },
+    FitKey {
+        name: "root_complex.write_own_llc_ns",
+        mechanism: "write ownership of a line in the LLC",
+        lo: 0.0,
+        hi: MAX_NS,
+        scale: Scale::Linear,
+        step: 10.0,
+        groups: &["lat_dma_sweep_wrrd", "lat_dma_details"],
+        needs_iommu: true,
+    },
+    FitKey {
+        name: "iommu.walk_ns",
+        mechanism: "IO-TLB miss page walk",
+        lo: 1.0,
+        hi: MAX_NS,
+        scale: Scale::Linear,
+        step: 10.0,
+        groups: &["lat_dma_sweep", "lat_cmd_sweep", "lat_dma_details"],
+        needs_iommu: true,
+    },
+    FitKey {
+        name: "iommu.iotlb_entries",
+        mechanism: "IO-TLB reach",
+        lo: 1.0,
+        hi: 65536.0,
+        scale: Scale::Log2,
+        step: 1.0,
+        groups: &["lat_dma_sweep", "bw_dma_win_sweep"],
+        needs_iommu: true,
+    },
+    FitKey {
+        name: "iommu.walk_busy_ns",
+        mechanism: "page walk occupancy of the fabric path",
+        lo: 0.0,
+        hi: MAX_NS,
+        scale: Scale::Linear,
+        step: 5.0,
+        groups: &["bw_dma_win_sweep_rd"],
+        needs_iommu: true,
+    },
+    FitKey {
+        name: "root_complex.request_ns",
+        mechanism: "read pipeline per request",
+        lo: 0.01,
+        hi: MAX_REQUEST_NS,
+        scale: Scale::Linear,
+        step: 1.0,
+        groups: &["bw_dma_sz_sweep", "bw_dma_win_sweep_rd", "bw_dma_off_rd"],
+        needs_iommu: false,
+    },
+    FitKey {
+        name: "root_complex.line_ns",
+        mechanism: "read pipeline per line",
+        lo: 0.01,
+        hi: MAX_LINE_NS,
+        scale: Scale::Linear,
+        step: 0.25,
+        groups: &["bw_dma_sz_sweep", "bw_dma_win_sweep_rd"],
+        needs_iommu: false,
+    },
+    FitKey {
+        name: "root_complex.write_line_ns",
+        mechanism: "posted write path per line",
+        lo: 0.01,
+        hi: MAX_LINE_NS,
+        scale: Scale::Linear,
+        step: 0.25,
+        groups: &["bw_dma_sz_sweep", "bw_dma_win_sweep_wr", "bw_dma_off_wr"],
+        needs_iommu: false,
+    },
+    FitKey {
+        name: "memory.dram_tail.prob",
+        mechanism: "DRAM latency tail (refresh, bank conflicts)",
+        lo: 0.0,
+        hi: 1.0,
+        scale: Scale::Linear,
+        step: 0.01,
+        groups: &["lat_dma_details", "lat_cmd_details"],
+        needs_iommu: false,
+    },
+    FitKey {
+        name: "power.tick_ns",
+        mechanism: "uncore power states (the controller's tick)",
+        lo: 1.0,
+        hi: MAX_NS,
+        scale: Scale::Linear,
+        step: 50.0,
+        groups: &["lat_dma_sizes", "lat_dma_details", "lat_dma_sweep_rd"],
+        needs_iommu: false,
+    },
+];
+
+/// A measured group identifies `key` when its base starts with one of the key's groups and,
+/// for an IOMMU mechanism, it was measured with the IOMMU on.
+pub fn identifies(key: &FitKey, base: &str, iommu: Iommu) -> bool {
+    // A CDF table belongs to its latency table, which is what is simulated.
+    (!key.needs_iommu || iommu != Iommu::Off) && key.groups.iter().any(|g| base.starts_with(g))
+}
+
+/// The value at a dotted name, where the profile has it as a number; a spread reads as its
+/// mode.
+pub fn get(profile: &Value, name: &str) -> Option<f64> {
+    let v = lookup(profile, name)?;
+    match v {
+        Value::Object(o) => o.get("mode_ns")?.as_f64(),
+        v => v.as_f64(),
+    }
+}
+
+/// Sets the dotted name to `value` (a spread moves whole so its mode lands there; its lower
+/// end stops at 0). Returns false where the profile has no such number.
+pub fn set(profile: &mut Value, name: &str, value: f64, scale: Scale) -> bool {
+    let Some(v) = lookup_mut(profile, name) else {
+        return false;
+    };
+    match v {
+        Value::Object(o) => {
+            let Some(mode) = o.get("mode_ns").and_then(Value::as_f64) else {
+                return false;
+            };
+            let shift = value - mode;
+            for k in ["min_ns", "mode_ns", "max_ns"] {
+                if let Some(x) = o.get(k).and_then(Value::as_f64) {
+                    o.insert(k.into(), number((x + shift).max(0.0)));
+                }
+            }
+            true
+        }
+        Value::Number(n) if n.is_f64() => {
+            *v = number(value);
+            true
+        }
+        Value::Number(_) if scale == Scale::Log2 => {
+            *v = Value::from(value.round() as u64);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A number rounded to 0.01 ns (or 1e-6 for a probability), so the written profile is short.
+fn number(x: f64) -> Value {
+    let q = if x.abs() < 1.0 { 1e6 } else { 100.0 };
+    Value::from((x * q).round() / q)
+}
+
+fn lookup<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
+    name.split('.').try_fold(v, |v, k| v.get(k)).filter(|v| !v.is_null())
+}
+
+fn lookup_mut<'a>(v: &'a mut Value, name: &str) -> Option<&'a mut Value> {
+    name.split('.')
+        .try_fold(v, |v, k| v.get_mut(k))
+        .filter(|v| !v.is_null())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pcie_sim::HostProfile;
+
+    #[test]
+    fn keys_read_and_set_by_dotted_name_and_spreads_move_whole() {
+        let mut v = serde_json::to_value(HostProfile::load("e5-2637v3").unwrap()).unwrap();
+        assert_eq!(get(&v, "memory.dram"), Some(208.0));
+        assert!(set(&mut v, "memory.dram", 200.0, Scale::Linear));
+        assert_eq!(v["memory"]["dram"]["min_ns"], 187.0);
+        assert_eq!(v["memory"]["dram"]["max_ns"], 210.0);
+        assert!(set(&mut v, "iommu.iotlb_entries", 127.6, Scale::Log2));
+        assert_eq!(v["iommu"]["iotlb_entries"], 128);
+        // The E5 has no power states: nothing to set.
+        assert_eq!(get(&v, "power.tick_ns"), None);
+        assert!(!set(&mut v, "power.tick_ns", 5.0, Scale::Linear));
+        for k in KEYS {
+            assert!(k.lo < k.hi, "{}", k.name);
+        }
+    }
+
+    #[test]
+    fn iommu_mechanisms_need_a_run_with_the_iommu() {
+        let walk = KEYS.iter().find(|k| k.name == "iommu.walk_ns").unwrap();
+        assert!(!identifies(walk, "lat_dma_sweep_rd_rnd_64", Iommu::Off));
+        assert!(identifies(walk, "lat_dma_sweep_rd_rnd_64", Iommu::Pages4K));
+        assert!(!identifies(walk, "bw_dma_sz_sweep", Iommu::Pages4K));
+    }
+}

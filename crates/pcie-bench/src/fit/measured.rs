@@ -1,0 +1,234 @@
+//! The measurements a fit reads: result directories (pcie-bench's or ours), what each was run
+//! with (its IOMMU mode), and the checks that they belong together and to the device profile.
+
+use super::FitError;
+use crate::host::KernelIommu;
+use crate::params::{Iommu, Numa, TestParams};
+use crate::results::{CdfSection, ResultData, RunData};
+use pcie_sim::DeviceProfile;
+use std::path::Path;
+
+/// One measured result directory.
+#[derive(Debug, Clone)]
+pub struct MeasuredRun {
+    /// How reports name it: the directory's last component.
+    pub label: String,
+    pub iommu: Iommu,
+    /// The CPU the run names (`run.json`, or pcie-bench's `sys-cpuinfo.txt`), if it says.
+    pub cpu: Option<String>,
+    pub data: RunData,
+}
+
+/// One output group (a result table) of one run, as tests to simulate.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// Index into the runs.
+    pub run: usize,
+    pub base: String,
+    /// One test per measured row, in the file's order.
+    pub tests: Vec<TestParams>,
+    /// The table itself.
+    pub measured: ResultData,
+    /// `<base>_cdf`'s sections, one per latency row, where the run has them.
+    pub cdf: Option<Vec<CdfSection>>,
+}
+
+impl MeasuredRun {
+    /// Loads `dir`, refusing one that holds no latency or bandwidth table.
+    pub fn load(dir: &Path) -> Result<MeasuredRun, FitError> {
+        let input = |m: String| FitError::Input(format!("{}: {m}", dir.display()));
+        if !dir.is_dir() {
+            return Err(input(
+                "not a directory (give a pcie-bench or pcieperf result directory)".into(),
+            ));
+        }
+        let data = RunData::load(dir).map_err(|e| FitError::Input(e.to_string()))?;
+        if !data.files.iter().any(|f| !matches!(f.data, ResultData::Cdf(_))) {
+            return Err(input(
+                "no latency or bandwidth result table (CSV with Med(ns) or Trans/s columns): not a pcie-bench or pcieperf result directory".into(),
+            ));
+        }
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+        let (iommu, cpu) = match &data.info {
+            Some(info) => (info.iommu, Some(info.host.cpu_model.clone())),
+            // pcie-bench kept the kernel command line and /proc/cpuinfo beside its tables.
+            None => (
+                read("sys-kernel-cmdline.txt").map_or(Iommu::Off, |c| iommu_of(&c)),
+                read("sys-cpuinfo.txt").and_then(|c| {
+                    c.lines()
+                        .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "model name"))
+                        .map(|(_, v)| v.trim().to_string())
+                }),
+            ),
+        };
+        let label = dir
+            .file_name()
+            .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+        Ok(MeasuredRun {
+            label,
+            iommu,
+            cpu: cpu.filter(|c| c != "unknown" && !c.is_empty()),
+            data,
+        })
+    }
+
+    /// The run's groups as tests of `count` samples or DMAs at most (the measured count where
+    /// it is smaller).
+    pub fn groups(&self, run: usize, count: u64) -> Vec<Group> {
+        let mut out = Vec::new();
+        for f in &self.data.files {
+            let keys: Vec<(crate::results::RowKey, u64)> = match &f.data {
+                ResultData::Latency(rows) => rows.iter().map(|r| (r.key, r.samples)).collect(),
+                ResultData::Bandwidth(rows) => rows.iter().map(|r| (r.key, r.trans)).collect(),
+                ResultData::Cdf(_) => continue,
+            };
+            let tests = keys
+                .iter()
+                .map(|(k, n)| TestParams {
+                    kind: k.test,
+                    size: k.size,
+                    window: k.window,
+                    host_offset: k.host_offset,
+                    device_offset: k.device_offset,
+                    pattern: k.pattern,
+                    cache: k.cache,
+                    count: (*n).clamp(1, count.max(1)),
+                    numa: Numa::default(),
+                    iommu: self.iommu,
+                })
+                .collect();
+            let cdf = match self.data.get(&format!("{}_cdf", f.base)) {
+                Some(ResultData::Cdf(s)) if s.len() == keys.len() => Some(s.clone()),
+                _ => None,
+            };
+            out.push(Group {
+                run,
+                base: f.base.clone(),
+                tests,
+                measured: f.data.clone(),
+                cdf,
+            });
+        }
+        out
+    }
+}
+
+/// The IOMMU mode a kernel command line sets: on with super pages off (`sp_off`) is 4 KB
+/// pages, on otherwise 2 MB super pages, and off when not on or in passthrough.
+fn iommu_of(cmdline: &str) -> Iommu {
+    let k = KernelIommu::parse(cmdline, vec![]);
+    if k.enabled != Some(true) || k.passthrough == Some(true) {
+        return Iommu::Off;
+    }
+    let sp_off = k.params.values().any(|v| v.split(',').any(|f| f == "sp_off"));
+    if sp_off {
+        Iommu::Pages4K
+    } else {
+        Iommu::Super2M
+    }
+}
+
+/// Refuses runs that cannot be fitted together: another CPU, or the same table measured twice
+/// under one IOMMU mode.
+pub fn check_consistent(runs: &[MeasuredRun]) -> Result<(), FitError> {
+    for (i, a) in runs.iter().enumerate() {
+        for b in &runs[i + 1..] {
+            if let (Some(x), Some(y)) = (&a.cpu, &b.cpu) {
+                if x != y {
+                    return Err(FitError::Input(format!(
+                        "inconsistent runs: {} was measured on \"{x}\", {} on \"{y}\": one host per fit",
+                        a.label, b.label
+                    )));
+                }
+            }
+            if a.iommu == b.iommu {
+                if let Some(f) = a.data.files.iter().find(|f| b.data.get(&f.base).is_some()) {
+                    return Err(FitError::Input(format!(
+                        "inconsistent runs: {} and {} both hold {} with the IOMMU {}: give one run per IOMMU mode",
+                        a.label,
+                        b.label,
+                        f.base,
+                        a.iommu.name()
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a device profile the measurements cannot come from: latencies that are not whole
+/// ticks of its timestamp counter, transfers beyond its DMA limit, or another link than the
+/// one `run.json` records.
+pub fn check_device(run: &MeasuredRun, device: &DeviceProfile) -> Result<(), FitError> {
+    let mismatch = |why: String| {
+        Err(FitError::Input(format!(
+            "device profile {} does not match the device measured in {}: {why}",
+            device.name, run.label
+        )))
+    };
+    if let Some(link) = run.data.info.as_ref().and_then(|i| i.link.as_ref()) {
+        let (gen, lanes) = (u32::from(link.gen.number()), link.lanes);
+        if gen != device.link.gen || lanes != device.link.lanes {
+            return mismatch(format!(
+                "the run's link is Gen{gen} x{lanes}, the profile's Gen{} x{}",
+                device.link.gen, device.link.lanes
+            ));
+        }
+    }
+    let largest = run.data.files.iter().flat_map(|f| sizes(&f.data)).max().unwrap_or(0);
+    if largest > device.dma.max_transfer {
+        return mismatch(format!(
+            "transfers of {largest} B were measured, the profile's dma.max_transfer is {}",
+            device.dma.max_transfer
+        ));
+    }
+    let tick = f64::from(device.clock.tick_cycles) * 1000.0 / device.clock.mhz;
+    let mins: Vec<f64> = run
+        .data
+        .files
+        .iter()
+        .flat_map(|f| match &f.data {
+            ResultData::Latency(rows) => rows.iter().map(|r| r.min_ns).collect(),
+            _ => vec![],
+        })
+        .collect();
+    // A device with a fine counter (about 1 ns or less) can read any value.
+    if tick > 1.5 && !mins.is_empty() {
+        let off_tick = |v: &f64| {
+            let t = v / tick;
+            (t - t.round()).abs() > 0.05
+        };
+        let off = mins.iter().filter(|v| off_tick(v)).count();
+        if off * 10 > mins.len() {
+            return mismatch(format!(
+                "{off} of {} latency minima are not whole ticks of its counter ({tick:.2} ns: clock.mhz {}, tick_cycles {})",
+                mins.len(),
+                device.clock.mhz,
+                device.clock.tick_cycles
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn sizes(data: &ResultData) -> Vec<u32> {
+    match data {
+        ResultData::Latency(rows) => rows.iter().map(|r| r.key.size).collect(),
+        ResultData::Bandwidth(rows) => rows.iter().map(|r| r.key.size).collect(),
+        ResultData::Cdf(_) => vec![],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iommu_mode_from_the_kernel_command_line() {
+        assert_eq!(iommu_of("ro quiet"), Iommu::Off);
+        assert_eq!(iommu_of("ro intel_iommu=on,sp_off quiet"), Iommu::Pages4K);
+        assert_eq!(iommu_of("intel_iommu=on"), Iommu::Super2M);
+        assert_eq!(iommu_of("intel_iommu=on iommu=pt"), Iommu::Off);
+    }
+}
