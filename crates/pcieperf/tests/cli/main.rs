@@ -21,6 +21,8 @@ mod hostile_cli;
 mod model_cli;
 #[path = "netfpga_cli.rs"]
 mod netfpga_cli;
+#[path = "output_paths_cli.rs"]
+mod output_paths_cli;
 #[path = "pmu_cli.rs"]
 mod pmu_cli;
 #[path = "pmu_limits_cli.rs"]
