@@ -47,3 +47,5 @@ mod pmu_validate_fio;
 mod report_browser;
 #[path = "report_cli.rs"]
 mod report_cli;
+#[path = "sim_fit_cli.rs"]
+mod sim_fit_cli;
