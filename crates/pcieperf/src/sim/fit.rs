@@ -2,7 +2,7 @@
 //! and after, and writes the fitted profile (`pcie_bench::fit` does the work).
 
 use crate::error::CliError;
-use crate::output::{json, write_atomically, Cell, Format, Table};
+use crate::output::{check_files, json, write_file, Cell, Format, Table};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pcie_bench::compare::ErrorStats;
@@ -61,6 +61,7 @@ pub fn run(a: &FitArgs) -> Result<String, CliError> {
             return Err(usage(format!("{name} {n}: must be from {} to {}", COUNTS.0, COUNTS.1)));
         }
     }
+    check_files(&[("-o", Some(a.output.as_path()))])?;
     let device = DeviceProfile::load(&a.device).map_err(|e| usage(format!("--device {e}")))?;
     let base = HostProfile::load(&a.base).map_err(|e| usage(format!("--base {e}")))?;
     let name: String = a
@@ -99,7 +100,7 @@ pub fn run(a: &FitArgs) -> Result<String, CliError> {
         FitError::Input(m) => CliError::Usage(m),
         FitError::Run(m) => CliError::Runtime(m),
     })?;
-    write_atomically(&a.output, &report.profile_toml)?;
+    write_file(&a.output, &report.profile_toml)?;
     Ok(match a.format {
         Format::Json => json(&report),
         Format::Csv => errors_table(&report).to_csv(),
