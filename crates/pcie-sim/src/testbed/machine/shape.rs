@@ -150,7 +150,9 @@ impl Shapes {
         let read_busy = c.read_dma
             + c.read_request * requests.len() as u64
             + c.read_full_line * full_lines
-            + c.read_line * (lines - full_lines)
+            // An unaligned DMA's requests can touch one line more than its size fills: all of
+            // them in full blocks leaves no line at the slower price (not minus one).
+            + c.read_line * lines.saturating_sub(full_lines)
             + slow(c.read_slow);
         let tlps = (self.writes.len() - writes_at) as u64;
         let write_busy = c.write_dma + c.write_tlp * tlps + c.write_line_dev * lines + slow(c.write_slow);
