@@ -20,7 +20,7 @@ pub use plan::Engine;
 
 use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
 use crate::host::{node_cpus, Bdf, CacheSteps, DeviceRecord, DmaBuffer};
-use crate::params::{CacheState, Iommu, Numa, Pattern, TestKind, TestParams, BUFFER_BYTES};
+use crate::params::{sample, CacheState, TestKind, TestParams, BUFFER_BYTES};
 use driver::{CopyDirection, DeviceBuffer, Function, Gate, GpuDevice, Mapped, Module, Streams};
 use link::{LinkRecord, Readers};
 use pcie_model::LinkConfig;
@@ -334,22 +334,6 @@ fn read_link(root: &Path, bdf: &str) -> Readers {
     }
 }
 
-/// The test a dry run times: kind's 64 B samples in an 8 KB window.
-fn calibration_test(kind: TestKind) -> TestParams {
-    TestParams {
-        kind,
-        size: 64,
-        window: 8192,
-        host_offset: 0,
-        device_offset: 0,
-        pattern: Pattern::Rand,
-        cache: CacheState::HWarm,
-        count: CALIBRATION_SAMPLES,
-        numa: Numa::default(),
-        iommu: Iommu::Off,
-    }
-}
-
 impl Gpu {
     /// Reads the link while the gate keeps the GPU busy.
     fn busy_link(&self, root: &Path, bdf: &str) -> Result<Readers, driver::DriverError> {
@@ -364,7 +348,7 @@ impl Gpu {
         let mut ticks = [0u32; 2];
         let mut ns = [0f64; 2];
         for (kind, test) in [TestKind::LatRd, TestKind::LatWrRd].into_iter().enumerate() {
-            let (samples, cycle_ps) = self.latency_samples(&calibration_test(test), 0, kind as u32, true)?;
+            let (samples, cycle_ps) = self.latency_samples(&sample(test, CALIBRATION_SAMPLES), 0, kind as u32, true)?;
             ticks[kind] = plan::overhead_ticks(&samples.cycles);
             ns[kind] = ticks[kind] as f64 * cycle_ps / 1000.0;
         }
@@ -637,8 +621,8 @@ mod tests {
     }
 
     #[test]
-    fn calibration_runs_the_kinds_at_64_bytes() {
-        let t = calibration_test(TestKind::LatWrRd);
+    fn calibration_runs_the_kinds_at_64_bytes_within_the_sm_limits() {
+        let t = sample(TestKind::LatWrRd, CALIBRATION_SAMPLES);
         assert_eq!((t.kind, t.size, t.count), (TestKind::LatWrRd, 64, CALIBRATION_SAMPLES));
         assert!(t.check(SM_MAX_TRANSFER).is_ok());
     }

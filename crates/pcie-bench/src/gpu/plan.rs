@@ -338,8 +338,14 @@ mod tests {
             for size in 1..=300 {
                 let s = Stores::split(off, size);
                 assert_eq!(s.head + s.body + s.tail, size, "{off} {size}");
-                assert!(s.head < 16 && s.tail < 16 && s.body.is_multiple_of(16), "{off} {size}: {s:?}");
-                assert!(s.body == 0 || (off + s.head).is_multiple_of(16), "the body is 16-byte aligned");
+                assert!(
+                    s.head < 16 && s.tail < 16 && s.body.is_multiple_of(16),
+                    "{off} {size}: {s:?}"
+                );
+                assert!(
+                    s.body == 0 || (off + s.head).is_multiple_of(16),
+                    "the body is 16-byte aligned"
+                );
             }
         }
     }
