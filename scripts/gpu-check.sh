@@ -1,43 +1,141 @@
 #!/usr/bin/env bash
-# The GPU backend's acceptance measurements, for a machine with an NVIDIA GPU (run from the
-# repository root with a release build: PCIEPERF=path/to/pcieperf). Writes everything under
-# $OUT (default gpu-check/): nvidia-smi -q, PyTorch's pinned copy bandwidth (256 MiB), the quick
-# suite with both engines, LAT_RD 64 B twice, sm BW at 4 KiB and ce BW at 2 MiB, and the model
-# for the link run.json records.
+# The GPU backend's acceptance run (issue 20), for a machine with an NVIDIA GPU. One command,
+# from the repository root, with a release build:
+#
+#     OUT=gpu-check PCIEPERF=target/release/pcieperf scripts/gpu-check.sh
+#
+# Measures, each result under $OUT (default gpu-check/):
+#   nvidia-smi-q.txt, nvidia-smi-pcie.txt   nvidia-smi -q and its PCI section
+#   torch-copy-bw.json (+ .stderr)          PyTorch's pinned 256 MiB H2D/D2H copies (CUDA events)
+#   quick-sm/, quick-ce/                    the quick suite on the GPU's threads and copy engines
+#   lat-rd-64-run{1,2}.json                 LAT_RD 64 B, twice
+#   sm-BW_{RD,WR,RDWR}-4k.json              sm bandwidth at 4 KiB
+#   ce-BW_{RD,WR}-2m.json                   ce bandwidth at 2 MiB
+#   model.csv                               `model bw` for the link quick-sm/run.json records
+#   report-sm.html, report-ce.html          bench report of each quick run
+#   <step>.stderr, commands.txt             each step's stderr, every command run
+#   summary.txt                             one line per step, the targets, a last line
+# and exits 0 only when every step ran and every target passed (scripts/gpu-check-summary.py).
+#
+# Time: every step runs under `timeout` with its budget below (seconds; the kill after the
+# grace is inside the budget), so the script ends within BUDGET = 325 s plus a few seconds of
+# its own, inside the 6 minutes a device session can give one run, with room for a rerun.
+T_SMI=10 T_TORCH=40 T_QUICK_SM=75 T_QUICK_CE=60 T_LAT=15 T_SM_BW=15 T_CE_BW=15 T_MODEL=8 T_REPORT=10 T_SUMMARY=7
+BUDGET=$((T_SMI + T_TORCH + T_QUICK_SM + T_QUICK_CE + 2 * T_LAT + 3 * T_SM_BW + 2 * T_CE_BW + T_MODEL + 2 * T_REPORT + T_SUMMARY))
+MAX_BUDGET=330
+GRACE=2
+# Sizes of the model: the quick suite's bandwidth sizes, sm's 4 KiB and ce's 2 MiB.
+MODEL_SIZES=16,64,65,128,129,256,257,512,513,1024,1025,2048,4096,2097152
+
 set -u
 OUT=${OUT:-gpu-check}
 B=${PCIEPERF:-target/release/pcieperf}
+HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
-run() { echo "+ $*" >>"$OUT/commands.txt"; "$@"; }
+SUMMARY=$OUT/summary.txt
+: >"$SUMMARY"
+: >"$OUT/commands.txt"
+FAILED=0
+START_NS=$(date +%s%N)
 
-nvidia-smi -q >"$OUT/nvidia-smi-q.txt" 2>&1
-awk '/PCI$/,/Bridge Chip|Fan Speed/' "$OUT/nvidia-smi-q.txt" >"$OUT/nvidia-smi-pcie.txt"
-run python3 scripts/torch-copy-bw.py 256 >"$OUT/torch-copy-bw.json" 2>&1
+say() { echo "$*" | tee -a "$SUMMARY"; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-for engine in sm ce; do
-    start=$(date +%s.%N)
-    run "$B" bench run --backend cuda --engine "$engine" --suite quick --out "$OUT/quick-$engine" \
-        >"$OUT/quick-$engine.txt" 2>&1
-    echo "quick $engine: rc $? in $(echo "$(date +%s.%N) - $start" | bc) s" >>"$OUT/summary.txt"
-done
+# step NAME BUDGET STDOUT_FILE COMMAND...: runs COMMAND under timeout, stdout to STDOUT_FILE,
+# stderr to $OUT/NAME.stderr; one summary line, ok or FAILED with the exit status.
+step() {
+    local name=$1 budget=$2 stdout=$3
+    shift 3
+    echo "+ [$name, ${budget} s] $*" >>"$OUT/commands.txt"
+    local t0 rc
+    t0=$(now_ms)
+    timeout -k "$GRACE" "$((budget - GRACE))" "$@" >"$stdout" 2>"$OUT/$name.stderr"
+    rc=$?
+    local ms=$(($(now_ms) - t0))
+    local took
+    took="$((ms / 1000)).$(printf %03d $((ms % 1000))) s"
+    if [ "$rc" -eq 0 ]; then
+        say "ok      $name ($took)"
+    else
+        FAILED=$((FAILED + 1))
+        local why="exit $rc"
+        if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then why="timed out after $((budget - GRACE)) s"; fi
+        say "FAILED  $name ($why, $took): $(tail -n 1 "$OUT/$name.stderr" 2>/dev/null)"
+    fi
+    return "$rc"
+}
+
+finish() {
+    local elapsed=$((($(date +%s%N) - START_NS) / 1000000000))
+    say "$1 ($FAILED failed steps, $elapsed s, budget $BUDGET s): $OUT"
+    exit "$2"
+}
+
+if [ "$BUDGET" -gt "$MAX_BUDGET" ]; then
+    say "FAILED: the steps' budgets add up to $BUDGET s, over $MAX_BUDGET s"
+    finish "FAILED" 2
+fi
+if [ ! -x "$B" ]; then
+    say "FAILED: pcieperf binary $B missing or not executable (cargo build --release, or set PCIEPERF)"
+    finish "FAILED" 2
+fi
+
+# The link state first, before anything loads the GPU.
+if step nvidia-smi "$T_SMI" "$OUT/nvidia-smi-q.txt" nvidia-smi -q; then
+    awk '/^    PCI$/ { p = 1; print; next } p && /^    [^ ]/ { exit } p { print }' \
+        "$OUT/nvidia-smi-q.txt" >"$OUT/nvidia-smi-pcie.txt"
+    if [ ! -s "$OUT/nvidia-smi-pcie.txt" ]; then
+        FAILED=$((FAILED + 1))
+        say "FAILED  nvidia-smi PCI section: not found in nvidia-smi-q.txt"
+    fi
+fi
+step torch "$T_TORCH" "$OUT/torch-copy-bw.json" python3 "$HERE/torch-copy-bw.py" 256
+
+# `timeout` runs programs, not shell functions: every step names the binary.
+cuda=("$B" bench run --backend cuda)
+step quick-sm "$T_QUICK_SM" "$OUT/quick-sm.txt" "${cuda[@]}" --engine sm --suite quick --out "$OUT/quick-sm"
+# ce: 50,000 copies per point (queueing takes the host about 1 ms per 512 copies).
+step quick-ce "$T_QUICK_CE" "$OUT/quick-ce.txt" "${cuda[@]}" --engine ce --suite quick --samples 50000 --out "$OUT/quick-ce"
 for i in 1 2; do
-    run "$B" bench run --backend cuda --test LAT_RD --size 64 --window 8k --format json \
-        >"$OUT/lat-rd-64-run$i.json" 2>&1
+    step "lat-rd-64-run$i" "$T_LAT" "$OUT/lat-rd-64-run$i.json" \
+        "${cuda[@]}" --engine sm --test LAT_RD --size 64 --window 8k --samples 200000 --format json
 done
 for t in BW_RD BW_WR BW_RDWR; do
-    run "$B" bench run --backend cuda --engine sm --test $t --size 4096 --window 64M --format json \
-        >"$OUT/sm-$t-4k.json" 2>&1
+    step "sm-$t-4k" "$T_SM_BW" "$OUT/sm-$t-4k.json" \
+        "${cuda[@]}" --engine sm --test "$t" --size 4096 --window 64M --samples 2000000 --format json
 done
 for t in BW_RD BW_WR; do
-    run "$B" bench run --backend cuda --engine ce --test $t --size 2097152 --window 64M --samples 512 \
-        --format json >"$OUT/ce-$t-2m.json" 2>&1
+    step "ce-$t-2m" "$T_CE_BW" "$OUT/ce-$t-2m.json" \
+        "${cuda[@]}" --engine ce --test "$t" --size 2097152 --window 64M --samples 512 --format json
 done
-link=$(python3 -c 'import json,sys; l=json.load(open(sys.argv[1]))["link"]; print(l["gen"], l["lanes"], l["mps"], l["mrrs"])' \
-    "$OUT/quick-sm/run.json" 2>/dev/null)
-if [ -n "$link" ]; then
-    set -- $link
-    run "$B" model bw --gen "${1#Gen}" --lanes "$2" --mps "$3" --mrrs "$4" --sizes 64,256,1024,4096 --format csv \
-        >"$OUT/model.csv" 2>&1
+
+# The model for the link the sm run recorded (3 s of T_MODEL to read it; a null link fails the
+# step with the reason run.json gives).
+if link=$(timeout 3 python3 - "$OUT/quick-sm/run.json" 2>"$OUT/link.stderr" <<'EOF'
+import json, sys
+info = json.load(open(sys.argv[1]))
+l = info.get("link")
+if not l:
+    device = info.get("backend", {}).get("description", {}).get("device", {})
+    sys.exit("run.json records no link: " + str(device.get("link", {}).get("note", "no reason recorded")))
+print("--gen", str(l["gen"]).removeprefix("Gen"), "--lanes", l["lanes"], "--mps", l["mps"], "--mrrs", l["mrrs"])
+EOF
+); then
+    # shellcheck disable=SC2086 # the link's options, split into words on purpose
+    step model "$((T_MODEL - 3))" "$OUT/model.csv" "$B" model bw $link --sizes "$MODEL_SIZES" --format csv
+else
+    FAILED=$((FAILED + 1))
+    say "FAILED  model: no link in quick-sm/run.json: $(tail -n 1 "$OUT/link.stderr")"
 fi
-run "$B" bench report "$OUT/quick-sm" --compare "$OUT/quick-ce" --html "$OUT/report.html" >"$OUT/report.txt" 2>&1
-echo "done: $OUT"
+for e in sm ce; do
+    step "report-$e" "$T_REPORT" "$OUT/report-$e.txt" "$B" bench report "$OUT/quick-$e" --html "$OUT/report-$e.html"
+done
+
+elapsed=$((($(date +%s%N) - START_NS) / 1000000000))
+step summary "$T_SUMMARY" "$OUT/targets.txt" python3 "$HERE/gpu-check-summary.py" "$OUT" "$elapsed"
+cat "$OUT/targets.txt" >>"$SUMMARY"
+cat "$OUT/targets.txt"
+if [ "$FAILED" -gt 0 ]; then
+    finish "FAILED" 1
+fi
+finish "PASSED" 0

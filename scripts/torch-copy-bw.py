@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch's own pinned copy bandwidth, the independent reference for `--backend cuda --engine ce`:
-256 MiB pinned host buffer (torch.empty(..., pin_memory=True)), host-to-device with
-.to('cuda', non_blocking=True) and device-to-host with copy_(non_blocking=True), timed with CUDA
-events, best and median of 20 copies after 3 warm-ups. Prints one JSON object."""
+256 MiB pinned host buffer (torch.empty(..., pin_memory=True)), host-to-device and device-to-host
+with copy_(non_blocking=True) between it and a device tensor allocated once, timed with CUDA
+events, best and median of 20 copies after 3 warm-ups. Prints one JSON object on stdout (Gb/s
+and GB/s); PyTorch's warnings go to stderr, which gpu-check.sh keeps apart."""
 import json
 import statistics
 import sys
@@ -31,7 +32,7 @@ def main():
     dev = torch.empty(size, dtype=torch.uint8, device="cuda")
     out = {"bytes": size, "device": torch.cuda.get_device_name(0)}
     for name, copy in (
-        ("h2d", lambda: host.to("cuda", non_blocking=True)),
+        ("h2d", lambda: dev.copy_(host, non_blocking=True)),
         ("d2h", lambda: host.copy_(dev, non_blocking=True)),
     ):
         t = timed(copy)

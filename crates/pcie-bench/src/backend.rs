@@ -74,5 +74,8 @@ pub trait Backend: Sync {
     fn supports(&self, _test: &TestParams) -> bool {
         true
     }
+    /// Called once when a run's tests are done, before `run.json` is completed: a backend may
+    /// read its device's state again (a GPU its link), which `info` then reports.
+    fn finish(&self) {}
     fn run(&self, test: &TestParams, seed: u64) -> Result<Outcome, BackendError>;
 }

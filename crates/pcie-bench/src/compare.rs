@@ -5,6 +5,8 @@
 //! simulator run and a pcie-bench data directory of the same suite line up. Differences are
 //! `(other − first) / first`; the mean absolute percentage error per file, test, cache state and
 //! metric is [`ErrorStats`], and CDFs are compared by their Kolmogorov–Smirnov distance.
+//! Runs whose rows mean different things are not compared at all: a GPU's copy-engine run
+//! (`--engine ce`: one copy per transfer, queued by the driver) against DMAs a device issues.
 
 use crate::params::{CacheState, TestKind};
 use crate::results::{ResultData, RowKey, RunData};
@@ -112,6 +114,26 @@ pub struct RunComparison {
     pub differences: Vec<Difference>,
     /// Points of the first run with no counterpart in the other, plus the reverse.
     pub unmatched: usize,
+    /// Why the runs were not compared (their rows measure different transfers); then there
+    /// are no differences.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
+/// What a run's rows measure: copies by a GPU's copy engines (`--engine ce`, recorded in
+/// `run.json` as the device's `engine`) or DMAs a device issues (pcie-bench's devices, the
+/// simulator, a GPU's threads with `--engine sm`).
+pub fn transfers(run: &RunData) -> &'static str {
+    let engine = run
+        .info
+        .as_ref()
+        .and_then(|i| i.backend.description.get("device"))
+        .and_then(|d| d.get("engine"))
+        .and_then(|e| e.as_str());
+    match engine {
+        Some("ce") => "copies by a GPU's copy engines (--engine ce)",
+        _ => "DMAs a device issues",
+    }
 }
 
 fn metrics(data: &ResultData, i: usize) -> Vec<(RowKey, Metric, f64)> {
@@ -189,6 +211,21 @@ fn cdf_distances(first: &RunData, other: &RunData) -> Vec<CdfDistance> {
 
 /// Compares `other` with `first`.
 pub fn compare(first: &RunData, other: &RunData, names: (&str, &str)) -> RunComparison {
+    let (ta, tb) = (transfers(first), transfers(other));
+    if ta != tb {
+        return RunComparison {
+            first: names.0.to_string(),
+            other: names.1.to_string(),
+            summary: Vec::new(),
+            cdfs: Vec::new(),
+            differences: Vec::new(),
+            unmatched: 0,
+            refused: Some(format!(
+                "not compared: {}'s rows are {ta}, {}'s are {tb}; the same test and size mean different transfers",
+                names.0, names.1
+            )),
+        };
+    }
     let a = points(first);
     let b = points(other);
     let key = |(f, k, m, _): &(String, RowKey, Metric, f64)| (f.clone(), *k, *m);
@@ -240,6 +277,7 @@ pub fn compare(first: &RunData, other: &RunData, names: (&str, &str)) -> RunComp
         cdfs: cdf_distances(first, other),
         differences,
         unmatched,
+        refused: None,
     }
 }
 
@@ -298,6 +336,53 @@ mod tests {
                 .collect(),
             netfpga: false,
         }
+    }
+
+    /// A run of `backend` whose run.json records `description`.
+    fn recorded(files: Vec<(&str, ResultData)>, description: serde_json::Value) -> RunData {
+        let mut r = run(files);
+        r.info = Some(crate::RunInfo {
+            tool: "pcieperf".into(),
+            version: "0".into(),
+            command_line: vec![],
+            suite: "quick".into(),
+            seed: 0,
+            backend: crate::BackendInfo {
+                name: "cuda".into(),
+                description,
+                max_transfer: 4096,
+            },
+            link: None,
+            numa: Default::default(),
+            iommu: Default::default(),
+            host: Default::default(),
+            start_time: "1970-01-01T00:00:00Z".into(),
+            end_time: None,
+        });
+        r
+    }
+
+    #[test]
+    fn copy_engine_rows_are_not_compared_with_dma_rows() {
+        let files = || vec![("bw", ResultData::Bandwidth(vec![bw(64, 20.0), bw(128, 40.0)]))];
+        let sm = recorded(files(), serde_json::json!({"device": {"engine": "sm"}}));
+        let ce = recorded(files(), serde_json::json!({"device": {"engine": "ce"}}));
+        let sim = run(files());
+        let c = compare(&sm, &ce, ("quick-sm", "quick-ce"));
+        assert_eq!(
+            c.refused.as_deref(),
+            Some(
+                "not compared: quick-sm's rows are DMAs a device issues, quick-ce's are copies by a GPU's \
+                 copy engines (--engine ce); the same test and size mean different transfers"
+            )
+        );
+        assert!(c.differences.is_empty() && c.summary.is_empty() && c.unmatched == 0);
+        assert!(compare(&ce, &sim, ("a", "b")).refused.is_some());
+        // Like with like is compared: two ce runs, or a GPU's threads against the simulator.
+        assert_eq!(compare(&ce, &ce, ("a", "b")).differences.len(), 2);
+        let c = compare(&sim, &sm, ("a", "b"));
+        assert!(c.refused.is_none() && c.differences.len() == 2);
+        assert!(serde_json::to_value(&c).unwrap().get("refused").is_none());
     }
 
     #[test]

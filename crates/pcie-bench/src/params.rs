@@ -444,8 +444,8 @@ impl fmt::Display for ParamError {
 
 impl std::error::Error for ParamError {}
 
-/// A typical test point for unit tests: 64 B, 8 KB window, random, host-warm.
-#[cfg(test)]
+/// A typical test point: 64 B, 8 KB window, random, host-warm (unit tests, and the GPU's
+/// dry run of its latency loop).
 pub(crate) fn sample(kind: TestKind, count: u64) -> TestParams {
     TestParams {
         kind,

@@ -199,15 +199,21 @@ impl ChartSet {
             .map(|o| compare(first, o, (&name, &dir_name(&o.dir))))
             .collect();
         if !others.is_empty() {
-            let other_charts: Vec<Vec<RunChart>> = others.iter().map(|o| draw(o, &model_link(o)).0).collect();
+            // A run not compared is not drawn over the first either.
+            let other_charts: Vec<Vec<RunChart>> = others
+                .iter()
+                .zip(&comparisons)
+                .map(|(o, c)| match c.refused {
+                    None => draw(o, &model_link(o)).0,
+                    Some(_) => Vec::new(),
+                })
+                .collect();
             overlay::overlay(&mut charts, &other_charts);
             let mut runs = vec![format!("A = {name} (the reference for differences)")];
-            runs.extend(
-                comparisons
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| format!("{} = {}", run_letter(i + 1), c.other)),
-            );
+            runs.extend(comparisons.iter().enumerate().map(|(i, c)| {
+                let refused = c.refused.as_ref().map(|r| format!(" ({r})")).unwrap_or_default();
+                format!("{} = {}{refused}", run_letter(i + 1), c.other)
+            }));
             description.insert(0, format!("Runs compared: {}.", runs.join("; ")));
         }
         ChartSet {

@@ -194,6 +194,19 @@ pub struct Function(sys::CUfunction);
 impl Function {
     /// Launches on the default stream and waits for the kernel to finish.
     pub fn launch(&self, blocks: u32, threads: u32, args: &[(&str, Arg)]) -> Result<(), DriverError> {
+        self.enqueue(std::ptr::null_mut(), blocks, threads, args)?;
+        // SAFETY: a plain driver call.
+        check("cuCtxSynchronize (kernel)", unsafe { sys::cuCtxSynchronize() })
+    }
+
+    /// Queues the kernel on `stream` and returns at once.
+    pub fn enqueue(
+        &self,
+        stream: sys::CUstream,
+        blocks: u32,
+        threads: u32,
+        args: &[(&str, Arg)],
+    ) -> Result<(), DriverError> {
         let mut values: Vec<u64> = args
             .iter()
             .map(|(_, a)| match a {
@@ -217,43 +230,185 @@ impl Function {
                     1,
                     1,
                     0,
-                    std::ptr::null_mut(),
+                    stream,
                     pointers.as_mut_ptr(),
                     std::ptr::null_mut(),
                 ),
-            )?;
-            check("cuCtxSynchronize (kernel)", sys::cuCtxSynchronize())
+            )
         }
     }
 }
 
 impl Function {
     /// Launches and returns the kernel's run time in milliseconds, from events recorded on the
-    /// GPU just before and after it (the GPU's own clock, 0.5 us resolution).
-    pub fn launch_timed(&self, blocks: u32, threads: u32, args: &[(&str, Arg)]) -> Result<f64, DriverError> {
-        let mut events = [std::ptr::null_mut(); 2];
-        // SAFETY: events created here and destroyed below; the null stream is the default one.
+    /// GPU right before and after it, queued behind `gate` (the GPU's own clock, 0.5 us
+    /// resolution; neither the launch's submission nor a host round trip is in the figure).
+    pub fn launch_timed(
+        &self,
+        gate: &Gate,
+        blocks: u32,
+        threads: u32,
+        args: &[(&str, Arg)],
+    ) -> Result<f64, DriverError> {
+        let null = [std::ptr::null_mut()];
+        gate.time(&null, || self.enqueue(null[0], blocks, threads, args))
+    }
+}
+
+/// A word pair in pinned host memory mapped into the GPU: the host opens the gate by writing
+/// word 0, the gate kernel writes what it saw into word 1.
+struct HostFlag {
+    host: *mut u32,
+    device: sys::CUdeviceptr,
+}
+
+impl HostFlag {
+    fn new() -> Result<HostFlag, DriverError> {
+        let mut host = std::ptr::null_mut();
+        let flags = sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE;
+        // SAFETY: out-pointers to locals; freed in Drop.
         unsafe {
-            for e in &mut events {
-                check("cuEventCreate", sys::cuEventCreate(e, 0))?;
+            check("cuMemHostAlloc", sys::cuMemHostAlloc(&mut host, 8, flags))?;
+            let mut device = 0;
+            if let Err(e) = check(
+                "cuMemHostGetDevicePointer",
+                sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0),
+            ) {
+                sys::cuMemFreeHost(host);
+                return Err(e);
             }
-            let timed = (|| {
-                check("cuEventRecord", sys::cuEventRecord(events[0], std::ptr::null_mut()))?;
-                self.launch(blocks, threads, args)?;
-                check("cuEventRecord", sys::cuEventRecord(events[1], std::ptr::null_mut()))?;
-                check("cuEventSynchronize", sys::cuEventSynchronize(events[1]))?;
-                let mut ms = 0f32;
-                check(
-                    "cuEventElapsedTime",
-                    sys::cuEventElapsedTime(&mut ms, events[0], events[1]),
-                )?;
-                Ok(ms as f64)
-            })();
-            for e in events {
+            Ok(HostFlag {
+                host: host.cast(),
+                device,
+            })
+        }
+    }
+
+    fn word(&self, i: usize) -> &std::sync::atomic::AtomicU32 {
+        // SAFETY: an 8-byte, 4-aligned allocation alive while `self` is; the GPU reads and
+        // writes it with system-scope volatile accesses.
+        unsafe { &*self.host.add(i).cast::<std::sync::atomic::AtomicU32>() }
+    }
+}
+
+impl Drop for HostFlag {
+    fn drop(&mut self) {
+        // SAFETY: frees the allocation made in `new`.
+        unsafe {
+            sys::cuMemFreeHost(self.host.cast());
+        }
+    }
+}
+
+/// Holds a stream with the gate kernel while the host queues work behind it, then opens it:
+/// the work then runs back to back on the GPU, and events around it time the GPU alone.
+pub struct Gate {
+    kernel: Function,
+    flag: HostFlag,
+}
+
+impl Gate {
+    pub fn new(kernel: Function) -> Result<Gate, DriverError> {
+        Ok(Gate {
+            kernel,
+            flag: HostFlag::new()?,
+        })
+    }
+
+    /// Queues the gate on `stream`, closed; it opens by itself after `timeout_ns`.
+    fn hold(&self, stream: sys::CUstream, timeout_ns: u64) -> Result<(), DriverError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.flag.word(0).store(0, SeqCst);
+        self.flag.word(1).store(0, SeqCst);
+        let args = [("flag", Arg::U64(self.flag.device)), ("timeout", Arg::U64(timeout_ns))];
+        self.kernel.enqueue(stream, 1, 1, &args)
+    }
+
+    fn open(&self) {
+        self.flag.word(0).store(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the host opened the gate (false: its timeout did), once the stream passed it.
+    fn opened_by_host(&self) -> bool {
+        self.flag.word(1).load(std::sync::atomic::Ordering::SeqCst) != 0
+    }
+
+    /// Keeps the GPU busy (the gate spinning, at most `most_ns`) while `during` runs on the
+    /// host, then opens and waits: a GPU lowers its link speed when idle.
+    pub fn busy<T>(&self, most_ns: u64, during: impl FnOnce() -> T) -> Result<T, DriverError> {
+        self.hold(std::ptr::null_mut(), most_ns)?;
+        let out = during();
+        self.open();
+        // SAFETY: a plain driver call.
+        check("cuCtxSynchronize (gate)", unsafe { sys::cuCtxSynchronize() })?;
+        Ok(out)
+    }
+
+    /// Milliseconds the GPU spends on what `queue` puts on `streams`: the gate holds
+    /// streams[0], a start event follows it (the other streams wait for that event), `queue`
+    /// runs, each stream records an end event, the gate opens; the figure runs from the start
+    /// event to the last end event. Fails when the gate opened by its timeout (the host could
+    /// not queue the work ahead of the GPU, so the figure would include the host).
+    fn time(
+        &self,
+        streams: &[sys::CUstream],
+        queue: impl FnOnce() -> Result<(), DriverError>,
+    ) -> Result<f64, DriverError> {
+        let event = || -> Result<sys::CUevent, DriverError> {
+            let mut e = std::ptr::null_mut();
+            // SAFETY: out-pointer to a local; destroyed below.
+            check("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, 0) })?;
+            Ok(e)
+        };
+        let start = event()?;
+        let ends: Vec<sys::CUevent> = match streams.iter().map(|_| event()).collect() {
+            Ok(e) => e,
+            Err(e) => {
+                // SAFETY: created above.
+                unsafe { sys::cuEventDestroy_v2(start) };
+                return Err(e);
+            }
+        };
+        // SAFETY: events and streams are live; the gate's flag outlives the kernel (we wait).
+        let result = unsafe {
+            (|| {
+                self.hold(streams[0], super::plan::GATE_TIMEOUT_NS)?;
+                check("cuEventRecord", sys::cuEventRecord(start, streams[0]))?;
+                for s in &streams[1..] {
+                    check("cuStreamWaitEvent", sys::cuStreamWaitEvent(*s, start, 0))?;
+                }
+                let queued = queue();
+                for (s, e) in streams.iter().zip(&ends) {
+                    check("cuEventRecord", sys::cuEventRecord(*e, *s))?;
+                }
+                self.open();
+                let mut longest = 0f64;
+                for e in &ends {
+                    check("cuEventSynchronize", sys::cuEventSynchronize(*e))?;
+                    let mut ms = 0f32;
+                    check("cuEventElapsedTime", sys::cuEventElapsedTime(&mut ms, start, *e))?;
+                    longest = longest.max(ms as f64);
+                }
+                queued?;
+                if !self.opened_by_host() {
+                    return Err(DriverError(format!(
+                        "the gate opened after its {} s timeout before the host had queued the work: \
+                         the figure would time the host, not the GPU",
+                        super::plan::GATE_TIMEOUT_NS as f64 / 1e9
+                    )));
+                }
+                Ok(longest)
+            })()
+        };
+        // SAFETY: created above, no longer used by queued work (synchronised, or the error
+        // path, where destroying a pending event is allowed and deferred by the driver).
+        unsafe {
+            sys::cuEventDestroy_v2(start);
+            for e in ends {
                 sys::cuEventDestroy_v2(e);
             }
-            timed
         }
+        result
     }
 }
 
@@ -364,28 +519,18 @@ impl Streams {
         Ok(Streams { streams })
     }
 
-    /// Runs `copies` (direction, host pointer, device pointer, bytes) round-robin over the
-    /// streams, all released together after a start event, and returns the milliseconds from
-    /// that event to the last stream's end event (the GPU's own timestamps).
+    /// Milliseconds the copy engines spend on `copies` (direction, host pointer, device
+    /// pointer, bytes), queued round-robin over the streams behind `gate` (at most
+    /// [`super::plan::CE_BATCH`] of them, so the driver queues them all while the gate holds).
     ///
     /// # Safety
     /// Every host pointer must be pinned (registered) memory valid for its bytes.
     pub unsafe fn time_copies(
         &self,
+        gate: &Gate,
         copies: impl Iterator<Item = (CopyDirection, *mut u8, sys::CUdeviceptr, usize)>,
     ) -> Result<f64, DriverError> {
-        let event = |flags| -> Result<sys::CUevent, DriverError> {
-            let mut e = std::ptr::null_mut();
-            check("cuEventCreate", sys::cuEventCreate(&mut e, flags))?;
-            Ok(e)
-        };
-        let start = event(0)?;
-        let ends: Vec<sys::CUevent> = (0..self.streams.len()).map(|_| event(0)).collect::<Result<_, _>>()?;
-        let result = (|| {
-            check("cuEventRecord", sys::cuEventRecord(start, self.streams[0]))?;
-            for s in &self.streams[1..] {
-                check("cuStreamWaitEvent", sys::cuStreamWaitEvent(*s, start, 0))?;
-            }
+        gate.time(&self.streams, || {
             for (i, (dir, host, dev, bytes)) in copies.enumerate() {
                 let s = self.streams[i % self.streams.len()];
                 match dir {
@@ -399,23 +544,8 @@ impl Streams {
                     )?,
                 }
             }
-            let mut longest = 0f64;
-            for (s, e) in self.streams.iter().zip(&ends) {
-                check("cuEventRecord", sys::cuEventRecord(*e, *s))?;
-            }
-            for e in &ends {
-                check("cuEventSynchronize", sys::cuEventSynchronize(*e))?;
-                let mut ms = 0f32;
-                check("cuEventElapsedTime", sys::cuEventElapsedTime(&mut ms, start, *e))?;
-                longest = longest.max(ms as f64);
-            }
-            Ok(longest)
-        })();
-        sys::cuEventDestroy_v2(start);
-        for e in ends {
-            sys::cuEventDestroy_v2(e);
-        }
-        result
+            Ok(())
+        })
     }
 }
 

@@ -2,30 +2,44 @@
 //! host-side DMA buffer (huge pages, NUMA binding, pcie-bench's cache steps) over its real PCIe
 //! link, either from its own threads (`sm`: the buffer pinned and mapped into the GPU, kernels
 //! in kernels.ptx) or with its copy engines (`ce`: `cuMemcpy*Async` on several streams).
+//! Timed work is queued behind a gate kernel, so the GPU's events time the GPU and never the
+//! host's submission; latency samples lose the loop's own fixed cost, measured by a dry run;
+//! the link is read while the GPU is busy, at open and at the end of the run.
 //!
-//! The driver API is loaded at run time, so pcieperf builds and runs without CUDA; without a
-//! driver, opening the backend fails with dlopen's reason. Tests on one GPU run one at a time.
+//! The driver API (and NVML, for the link) is loaded at run time, so pcieperf builds and runs
+//! without CUDA; without a driver, opening the backend fails with dlopen's reason. Tests on one
+//! GPU run one at a time.
 
 mod driver;
+mod link;
+mod nvml;
 mod plan;
 mod ptx;
 
 pub use plan::Engine;
 
 use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
-use crate::host::{node_cpus, CacheSteps, DeviceRecord, DmaBuffer};
-use crate::params::{CacheState, TestParams, BUFFER_BYTES};
-use driver::{CopyDirection, DeviceBuffer, Function, GpuDevice, Mapped, Module, Streams};
+use crate::host::{node_cpus, Bdf, CacheSteps, DeviceRecord, DmaBuffer};
+use crate::params::{sample, CacheState, TestKind, TestParams, BUFFER_BYTES};
+use driver::{CopyDirection, DeviceBuffer, Function, Gate, GpuDevice, Mapped, Module, Streams};
+use link::{LinkRecord, Readers};
+use pcie_model::LinkConfig;
 use plan::{Arg, Buffers};
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// Largest DMA the GPU's threads run: pcie-bench's transfers stay within a 4 KB page.
 const SM_MAX_TRANSFER: u32 = 4096;
 /// Largest copy (and the device memory the copy engines copy to and from): the host buffer,
 /// so `--engine ce` also measures the large copies applications and nvbandwidth make.
 const CE_MAX_TRANSFER: u32 = BUFFER_BYTES as u32;
+/// Dry-run samples that measure the latency loop's fixed cost.
+const CALIBRATION_SAMPLES: u64 = 1000;
+/// How long the GPU spins before its link is read: long enough for it to leave its idle link
+/// speed; the spin ends as soon as the reading is taken.
+const LINK_SETTLE: Duration = Duration::from_millis(100);
 
 /// How to open the GPU.
 #[derive(Debug, Clone)]
@@ -49,10 +63,15 @@ pub struct GpuInfo {
     pub cuda_driver_version: i32,
     pub kernel_driver_version: Option<String>,
     pub multiprocessors: u32,
-    /// The GPU's PCI function as sysfs shows it: link speed and width (current and maximum),
-    /// MPS/MRRS from its config space, NUMA node.
+    /// The GPU's PCI function as sysfs shows it (read while the GPU was busy): link speed and
+    /// width (current and maximum), MPS/MRRS from its config space, NUMA node.
     pub pci: Option<DeviceRecord>,
+    /// The link's readings at open and at the end (sysfs and NVML, the GPU busy), and where
+    /// the link in `run.json` comes from or why there is none.
+    pub link: LinkRecord,
     pub timer: TimerInfo,
+    /// The latency loop's fixed cost, taken off every latency sample.
+    pub latency_overhead: LatencyOverhead,
 }
 
 impl GpuInfo {
@@ -72,16 +91,20 @@ impl GpuInfo {
             ),
             None => "PCI function not found in sysfs".into(),
         };
+        let o = &self.latency_overhead;
         format!(
-            "{} ({}), {link}; engine {}; {} SMs; timer {} ({:.3} ns per tick; %globaltimer step {} ns, SM clock {:.0} MHz); CUDA driver {}.{}{}",
+            "{} ({}), {link} ({}); engine {}; {} SMs; timer {} ({:.3} ns per tick; %globaltimer step {} ns, SM clock {:.0} MHz); latency loop overhead {} ticks LAT_RD, {} LAT_WRRD, subtracted; CUDA driver {}.{}{}",
             self.name,
             self.uuid,
+            self.link.note,
             self.engine,
             self.multiprocessors,
             self.timer.source,
             self.timer.tick_ps / 1000.0,
             self.timer.globaltimer_step_ns,
             self.timer.sm_clock_mhz,
+            o.lat_rd_ticks,
+            o.lat_wrrd_ticks,
             self.cuda_driver_version / 1000,
             self.cuda_driver_version % 1000 / 10,
             self.kernel_driver_version.as_deref().map_or(String::new(), |v| format!(", kernel module {v}")),
@@ -102,12 +125,30 @@ pub struct TimerInfo {
     pub sm_clock_mhz: f64,
 }
 
+/// The fixed cost of one latency sample (address arithmetic, the XOR chain over the loaded
+/// data, the lanes' shuffles, the timer reads; for LAT_WRRD the fence), measured by running
+/// the latency kernel dry (the same instructions, no host access) when the backend opens. Every
+/// sample of a test has its kind's cost taken off, as pcie-bench subtracts its loop overhead;
+/// a raw sample is the recorded one plus this.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatencyOverhead {
+    /// Dry samples per kind.
+    pub samples: u64,
+    /// Median ticks of the timer (`timer.source`) of a dry LAT_RD and LAT_WRRD sample.
+    pub lat_rd_ticks: u32,
+    pub lat_wrrd_ticks: u32,
+    /// The same in ns, at the clock rate over the dry runs.
+    pub lat_rd_ns: f64,
+    pub lat_wrrd_ns: f64,
+}
+
 /// Kernels, memory and streams of one open GPU. Field order is drop order: mappings and
 /// allocations go before the context, the host buffer after its mapping.
 struct Gpu {
     latency: Function,
     bandwidth: Function,
     warm: Function,
+    gate: Gate,
     _module: Module,
     streams: Streams,
     device_buffer: DeviceBuffer,
@@ -117,6 +158,8 @@ struct Gpu {
     cache: CacheSteps,
     sms: u32,
     use_clock: bool,
+    /// Ticks taken off LAT_RD and LAT_WRRD samples.
+    overhead: [u32; 2],
 }
 
 // SAFETY: every handle belongs to the context `device` holds, which `run` makes current on
@@ -127,6 +170,12 @@ unsafe impl Send for Gpu {}
 pub struct CudaBackend {
     spec: String,
     info: GpuInfo,
+    link: Option<LinkConfig>,
+    /// The link record with the end-of-run readings, once `finish` took them.
+    end_link: Mutex<Option<LinkRecord>>,
+    /// Where the link is read again at the end: sysfs's root and the GPU's PCI address.
+    root: PathBuf,
+    bdf: String,
     engine: Engine,
     warnings: Vec<String>,
     gpu: Mutex<Gpu>,
@@ -168,8 +217,9 @@ impl CudaBackend {
         let device = GpuDevice::open(ordinal).map_err(|e| e.to_string())?;
         let module = device.module(ptx::PTX).map_err(|e| e.to_string())?;
         let function = |entry: (&str, &[&str])| module.function(entry.0).map_err(|e| e.to_string());
-        let (probe, latency, bandwidth, warm) = (
+        let (probe, gate, latency, bandwidth, warm) = (
             function(ptx::TIMER_PROBE)?,
+            function(ptx::GATE)?,
             function(ptx::LATENCY)?,
             function(ptx::BANDWIDTH)?,
             function(ptx::DEVICE_WARM)?,
@@ -188,21 +238,15 @@ impl CudaBackend {
             .map_err(|e| e.to_string())? as u32;
         let timer = measure_timer(&probe).map_err(|e| e.to_string())?;
         let bdf = device.pci_address().map_err(|e| e.to_string())?;
-        let info = GpuInfo {
-            name: device.name().map_err(|e| e.to_string())?,
-            uuid: device.uuid().map_err(|e| e.to_string())?,
-            ordinal,
-            engine: options.engine,
-            cuda_driver_version: cuda_version,
-            kernel_driver_version: kernel_driver_version(&options.root),
-            multiprocessors: sms,
-            pci: bdf.parse().ok().and_then(|b| DeviceRecord::read(&options.root, b).ok()),
-            timer: timer.clone(),
-        };
-        let gpu = Gpu {
+        let (name, uuid) = (
+            device.name().map_err(|e| e.to_string())?,
+            device.uuid().map_err(|e| e.to_string())?,
+        );
+        let mut gpu = Gpu {
             latency,
             bandwidth,
             warm,
+            gate: Gate::new(gate).map_err(|e| e.to_string())?,
             _module: module,
             streams: Streams::new(plan::CE_STREAMS).map_err(|e| e.to_string())?,
             device_buffer: DeviceBuffer::new(CE_MAX_TRANSFER as usize).map_err(|e| e.to_string())?,
@@ -212,10 +256,31 @@ impl CudaBackend {
             cache: CacheSteps::new(cpus),
             sms,
             use_clock: timer.source == "sm_clock",
+            overhead: [0, 0],
+        };
+        let latency_overhead = gpu.calibrate().map_err(|e| e.to_string())?;
+        let readers = gpu.busy_link(&options.root, &bdf).map_err(|e| e.to_string())?;
+        let (link_record, link) = link::at_open(&readers);
+        let info = GpuInfo {
+            name,
+            uuid,
+            ordinal,
+            engine: options.engine,
+            cuda_driver_version: cuda_version,
+            kernel_driver_version: kernel_driver_version(&options.root),
+            multiprocessors: sms,
+            pci: readers.sysfs.ok(),
+            link: link_record,
+            timer,
+            latency_overhead,
         };
         Ok(CudaBackend {
             spec: spec.to_string(),
             info,
+            link,
+            end_link: Mutex::new(None),
+            root: options.root,
+            bdf,
             engine: options.engine,
             warnings,
             gpu: Mutex::new(gpu),
@@ -258,7 +323,45 @@ fn kernel_driver_version(root: &std::path::Path) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
+/// What sysfs and NVML say about the GPU at `bdf` now.
+fn read_link(root: &Path, bdf: &str) -> Readers {
+    Readers {
+        sysfs: bdf
+            .parse::<Bdf>()
+            .map_err(|_| format!("{bdf}: not a PCI address"))
+            .and_then(|b| DeviceRecord::read(root, b).map_err(|e| e.to_string())),
+        nvml: nvml::read(bdf),
+    }
+}
+
 impl Gpu {
+    /// Reads the link while the gate keeps the GPU busy.
+    fn busy_link(&self, root: &Path, bdf: &str) -> Result<Readers, driver::DriverError> {
+        self.gate.busy(plan::GATE_TIMEOUT_NS, || {
+            std::thread::sleep(LINK_SETTLE);
+            read_link(root, bdf)
+        })
+    }
+
+    /// Measures the latency loop's fixed cost with dry runs, and keeps it for the tests.
+    fn calibrate(&mut self) -> Result<LatencyOverhead, driver::DriverError> {
+        let mut ticks = [0u32; 2];
+        let mut ns = [0f64; 2];
+        for (kind, test) in [TestKind::LatRd, TestKind::LatWrRd].into_iter().enumerate() {
+            let (samples, cycle_ps) = self.latency_samples(&sample(test, CALIBRATION_SAMPLES), 0, kind as u32, true)?;
+            ticks[kind] = plan::overhead_ticks(&samples.cycles);
+            ns[kind] = ticks[kind] as f64 * cycle_ps / 1000.0;
+        }
+        self.overhead = ticks;
+        Ok(LatencyOverhead {
+            samples: CALIBRATION_SAMPLES,
+            lat_rd_ticks: ticks[0],
+            lat_wrrd_ticks: ticks[1],
+            lat_rd_ns: ns[0],
+            lat_wrrd_ns: ns[1],
+        })
+    }
+
     /// Leaves the caches as `t.cache` asks: pcie-bench's host steps, then for DWarm the GPU
     /// writes the window, so its lines were last written by the device.
     fn prepare(&mut self, t: &TestParams) -> Result<(), driver::DriverError> {
@@ -279,7 +382,15 @@ impl Gpu {
         Ok((table, offsets.len() as u32))
     }
 
-    fn latency(&mut self, t: &TestParams, seed: u64, kind: u32) -> Result<Outcome, driver::DriverError> {
+    /// Runs the latency kernel (`dry`: without touching host memory): the samples and the
+    /// length of a tick in ps.
+    fn latency_samples(
+        &mut self,
+        t: &TestParams,
+        seed: u64,
+        kind: u32,
+        dry: bool,
+    ) -> Result<(LatencySamples, f64), driver::DriverError> {
         let (table, entries) = self.table(t, seed)?;
         let n = t.count as usize;
         let samples = DeviceBuffer::new(n * 4)?;
@@ -292,7 +403,7 @@ impl Gpu {
             totals: totals.ptr,
         };
         self.latency
-            .launch(1, 32, &plan::latency_args(t, buffers, kind, self.use_clock))?;
+            .launch(1, 32, &plan::latency_args(t, buffers, kind, self.use_clock, dry))?;
         let mut cycles = vec![0u32; n];
         samples.download(&mut cycles)?;
         let mut sums = [0u64; 3];
@@ -303,11 +414,18 @@ impl Gpu {
         } else {
             1000.0
         };
-        Ok(Outcome::Latency(LatencySamples {
+        let samples = LatencySamples {
             cycles,
             cycle_ps,
             total_cycles: sums[0],
-        }))
+        };
+        Ok((samples, cycle_ps))
+    }
+
+    fn latency(&mut self, t: &TestParams, seed: u64, kind: u32) -> Result<Outcome, driver::DriverError> {
+        let (mut samples, _) = self.latency_samples(t, seed, kind, false)?;
+        plan::subtract_overhead(&mut samples.cycles, self.overhead[kind as usize]);
+        Ok(Outcome::Latency(samples))
     }
 
     fn bandwidth_sm(&mut self, t: &TestParams, seed: u64, mode: u32) -> Result<Outcome, driver::DriverError> {
@@ -322,7 +440,9 @@ impl Gpu {
             totals: 0,
         };
         let args = plan::bandwidth_args(t, buffers, mode);
-        let ms = self.bandwidth.launch_timed(blocks, plan::BLOCK_THREADS, &args)?;
+        let ms = self
+            .bandwidth
+            .launch_timed(&self.gate, blocks, plan::BLOCK_THREADS, &args)?;
         Ok(bandwidth_outcome(t, ms))
     }
 
@@ -331,19 +451,22 @@ impl Gpu {
         let host = self.buffer.as_mut_slice().as_mut_ptr();
         let device = self.device_buffer.ptr + t.device_offset as u64;
         let kind = t.kind;
-        let copies = (0..t.count).map(|i| {
+        let copy = |i: u64| {
             let off = offsets[(i % offsets.len() as u64) as usize] as usize;
             let dir = match (kind, i % 2) {
-                (crate::params::TestKind::BwWr, _) | (crate::params::TestKind::BwRdWr, 1) => {
-                    CopyDirection::DeviceToHost
-                }
+                (TestKind::BwWr, _) | (TestKind::BwRdWr, 1) => CopyDirection::DeviceToHost,
                 _ => CopyDirection::HostToDevice,
             };
             // SAFETY: `off + size` is inside the buffer (the offsets stay in the window).
             (dir, unsafe { host.add(off) }, device, t.size as usize)
-        });
-        // SAFETY: the host buffer is registered (pinned) for its whole length.
-        let ms = unsafe { self.streams.time_copies(copies)? };
+        };
+        // Batch by batch behind the gate: the copy engines' time, never the host's queueing.
+        let mut ms = 0.0;
+        for (first, n) in plan::ce_batches(t.count) {
+            let copies = (first..first + n as u64).map(copy);
+            // SAFETY: the host buffer is registered (pinned) for its whole length.
+            ms += unsafe { self.streams.time_copies(&self.gate, copies)? };
+        }
         Ok(bandwidth_outcome(t, ms))
     }
 }
@@ -362,10 +485,14 @@ fn bandwidth_outcome(t: &TestParams, ms: f64) -> Outcome {
 impl Backend for CudaBackend {
     fn info(&self) -> BackendInfo {
         // As the simulator's: a role with a one-line description (the report prints it) beside
-        // every recorded field.
-        let mut device = serde_json::to_value(&self.info).unwrap_or_default();
+        // every recorded field; after the run, with the link's end readings.
+        let mut info = self.info.clone();
+        if let Some(end) = self.end_link.lock().ok().and_then(|l| l.clone()) {
+            info.link = end;
+        }
+        let mut device = serde_json::to_value(&info).unwrap_or_default();
         if let Some(d) = device.as_object_mut() {
-            d.insert("description".into(), self.info.summary().into());
+            d.insert("description".into(), info.summary().into());
         }
         BackendInfo {
             name: self.spec.clone(),
@@ -378,8 +505,22 @@ impl Backend for CudaBackend {
     }
 
     fn link(&self) -> Option<serde_json::Value> {
-        let link = self.info.pci.as_ref()?.link_config()?;
-        serde_json::to_value(link).ok()
+        serde_json::to_value(self.link.as_ref()?).ok()
+    }
+
+    /// Reads the link again, the GPU busy, for `run.json`.
+    fn finish(&self) {
+        let Ok(gpu) = self.gpu.lock() else { return };
+        let mut record = self.info.link.clone();
+        match gpu.device.bind().and_then(|()| gpu.busy_link(&self.root, &self.bdf)) {
+            Ok(readers) => record.at_end(&readers),
+            Err(e) => record
+                .note
+                .push_str(&format!("; at the end: the GPU could not be kept busy: {e}")),
+        }
+        if let Ok(mut end) = self.end_link.lock() {
+            *end = Some(record);
+        }
     }
 
     fn supports(&self, t: &TestParams) -> bool {
@@ -414,7 +555,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_summary_names_gpu_link_engine_and_timer() {
+    fn the_summary_names_gpu_link_engine_timer_and_overhead() {
+        let pci = DeviceRecord {
+            bdf: "0000:19:00.0".into(),
+            current_link_speed: Some("32.0 GT/s PCIe".into()),
+            current_link_width: Some(16),
+            max_link_speed: Some("32.0 GT/s PCIe".into()),
+            max_link_width: Some(16),
+            mps: Some(256),
+            mrrs: Some(512),
+            numa_node: Some(0),
+            ..DeviceRecord::default()
+        };
+        let (link, config) = link::at_open(&Readers {
+            sysfs: Ok(pci.clone()),
+            nvml: Err("no NVML".into()),
+        });
         let info = GpuInfo {
             name: "NVIDIA H100 80GB HBM3".into(),
             uuid: "GPU-5e2a019c-1122-3344-abcd-0001020304ff".into(),
@@ -423,36 +579,52 @@ mod tests {
             cuda_driver_version: 13000,
             kernel_driver_version: Some("580.95.05".into()),
             multiprocessors: 132,
-            pci: Some(DeviceRecord {
-                bdf: "0000:19:00.0".into(),
-                current_link_speed: Some("32.0 GT/s PCIe".into()),
-                current_link_width: Some(16),
-                max_link_speed: Some("32.0 GT/s PCIe".into()),
-                max_link_width: Some(16),
-                mps: Some(256),
-                mrrs: Some(512),
-                numa_node: Some(0),
-                ..DeviceRecord::default()
-            }),
+            pci: Some(pci),
+            link,
             timer: TimerInfo {
                 source: "sm_clock".into(),
                 tick_ps: 505.05,
                 globaltimer_step_ns: 32,
                 sm_clock_mhz: 1980.0,
             },
+            latency_overhead: LatencyOverhead {
+                samples: 1000,
+                lat_rd_ticks: 251,
+                lat_wrrd_ticks: 412,
+                lat_rd_ns: 126.8,
+                lat_wrrd_ns: 208.1,
+            },
         };
         assert_eq!(
             info.summary(),
             "NVIDIA H100 80GB HBM3 (GPU-5e2a019c-1122-3344-abcd-0001020304ff), 0000:19:00.0, link 32.0 GT/s PCIe x16 \
-             (max 32.0 GT/s PCIe x16), MPS 256, MRRS 512, NUMA node 0; engine ce; 132 SMs; timer sm_clock (0.505 ns \
-             per tick; %globaltimer step 32 ns, SM clock 1980 MHz); CUDA driver 13.0, kernel module 580.95.05"
+             (max 32.0 GT/s PCIe x16), MPS 256, MRRS 512, NUMA node 0 (Gen5 x16 read from sysfs while the GPU was busy; \
+             MPS 256 and MRRS 512 from config space); engine ce; 132 SMs; timer sm_clock (0.505 ns per tick; \
+             %globaltimer step 32 ns, SM clock 1980 MHz); latency loop overhead 251 ticks LAT_RD, 412 LAT_WRRD, \
+             subtracted; CUDA driver 13.0, kernel module 580.95.05"
         );
-        let link = info
-            .pci
-            .as_ref()
-            .and_then(DeviceRecord::link_config)
-            .expect("a Gen5 x16 link");
-        assert_eq!(link.to_string().split(',').next(), Some("Gen5 x16"));
+        assert_eq!(
+            config.expect("a Gen5 x16 link").to_string().split(',').next(),
+            Some("Gen5 x16")
+        );
+        // run.json's device record: the engine, the overhead and the link's source, by name.
+        let json = serde_json::to_value(&info).unwrap();
+        assert_eq!(json["engine"], "ce");
+        assert_eq!(json["latency_overhead"]["lat_rd_ticks"], 251);
+        assert_eq!(json["latency_overhead"]["lat_wrrd_ns"], 208.1);
+        assert_eq!(json["link"]["readings"][0]["source"], "sysfs");
+        assert_eq!(json["link"]["mps_mrrs_read"], true);
+        assert!(json["link"]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("Gen5 x16 read from sysfs"));
+    }
+
+    #[test]
+    fn calibration_runs_the_kinds_at_64_bytes_within_the_sm_limits() {
+        let t = sample(TestKind::LatWrRd, CALIBRATION_SAMPLES);
+        assert_eq!((t.kind, t.size, t.count), (TestKind::LatWrRd, 64, CALIBRATION_SAMPLES));
+        assert!(t.check(SM_MAX_TRANSFER).is_ok());
     }
 
     #[test]

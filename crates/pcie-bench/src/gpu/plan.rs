@@ -1,6 +1,6 @@
-//! What a test asks of the GPU, worked out on the host: the addresses it visits, the access
-//! width that keeps every access aligned, and the launch geometry. Pure functions, so the
-//! mapping is tested without a GPU.
+//! What a test asks of the GPU, worked out on the host: the addresses it visits, how its
+//! stores split into aligned pieces, the launch geometry, the copy engines' batches and the
+//! latency loop's fixed cost. Pure functions, so the mapping is tested without a GPU.
 
 use crate::params::{TestKind, TestParams};
 use crate::sim_backend::{test_seed, workload};
@@ -14,6 +14,14 @@ pub const BLOCKS_PER_SM: u32 = 8;
 /// Copy engines' streams (`ce`): copies are spread over them round-robin, so several copy
 /// engines work at once, as nvbandwidth does.
 pub const CE_STREAMS: usize = 4;
+/// Copies queued behind the gate at a time (`ce`): few enough (128 a stream) that the driver
+/// queues them all without blocking while the gate holds the streams, so the events time the
+/// copy engines' work and not the host's submission of it (2-4 us a copy).
+pub const CE_BATCH: usize = 512;
+/// Longest the gate holds its stream, in ns: far longer than queueing a batch takes (about
+/// 2 ms); a gate opened by this timeout means the driver would not queue ahead, and the test
+/// fails rather than time the host.
+pub const GATE_TIMEOUT_NS: u64 = 1_000_000_000;
 
 /// One kernel argument, by value, as the PTX entry declares it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,32 +47,38 @@ pub struct Buffers {
     pub totals: u64,
 }
 
-/// The latency kernel's arguments for test `t` (`kind` from [`latency_kind`]).
-pub fn latency_args(t: &TestParams, b: Buffers, kind: u32, use_clock: bool) -> Args<11> {
+/// The latency kernel's arguments for test `t` (`kind` from [`latency_kind`]); `dry` runs
+/// the loop without touching host memory, to measure its fixed cost.
+pub fn latency_args(t: &TestParams, b: Buffers, kind: u32, use_clock: bool, dry: bool) -> Args<13> {
+    let stores = Stores::split(t.host_offset, t.size);
     [
         ("buf", Arg::U64(b.host)),
         ("offs", Arg::U64(b.table)),
         ("table", Arg::U32(b.entries)),
         ("n", Arg::U32(t.count as u32)),
         ("size", Arg::U32(t.size)),
-        ("width", Arg::U32(store_width(t))),
+        ("head", Arg::U32(stores.head)),
+        ("body", Arg::U32(stores.body)),
         ("kind", Arg::U32(kind)),
         ("clock", Arg::U32(use_clock as u32)),
         ("zero", Arg::U32(0)),
+        ("dry", Arg::U32(dry as u32)),
         ("lat", Arg::U64(b.out)),
         ("totals", Arg::U64(b.totals)),
     ]
 }
 
 /// The bandwidth kernel's arguments for test `t` (`mode` from [`bandwidth_mode`]).
-pub fn bandwidth_args(t: &TestParams, b: Buffers, mode: u32) -> Args<9> {
+pub fn bandwidth_args(t: &TestParams, b: Buffers, mode: u32) -> Args<10> {
+    let stores = Stores::split(t.host_offset, t.size);
     [
         ("buf", Arg::U64(b.host)),
         ("offs", Arg::U64(b.table)),
         ("table", Arg::U32(b.entries)),
         ("n", Arg::U32(t.count as u32)),
         ("size", Arg::U32(t.size)),
-        ("width", Arg::U32(store_width(t))),
+        ("head", Arg::U32(stores.head)),
+        ("body", Arg::U32(stores.body)),
         ("lanes", Arg::U32(lanes(t.size))),
         ("mode", Arg::U32(mode)),
         ("sink", Arg::U64(b.out)),
@@ -126,13 +140,27 @@ pub fn offsets(t: &TestParams, seed: u64) -> Vec<u64> {
     (0..t.count.min(TABLE_MAX)).map(|_| addrs.next(&mut rng)).collect()
 }
 
-/// The widest access (16, 4 or 1 bytes) that keeps every store of a DMA aligned: the DMAs start
-/// at `unit * k + host_offset` with units of 64 bytes, so the host offset and the size decide.
-pub fn store_width(t: &TestParams) -> u32 {
-    [16, 4]
-        .into_iter()
-        .find(|w| t.host_offset.is_multiple_of(*w) && t.size.is_multiple_of(*w))
-        .unwrap_or(1)
+/// How a DMA's stores split: `head` single bytes up to the first 16-byte boundary, `body`
+/// bytes in aligned 16-byte stores, then the tail (under 16 bytes) in single bytes. The DMAs
+/// start at `unit * k + host_offset` with units a multiple of 64 bytes, so the host offset
+/// decides the alignment: a 65-byte DMA is four 16-byte stores and one byte, not 65 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stores {
+    pub head: u32,
+    pub body: u32,
+    pub tail: u32,
+}
+
+impl Stores {
+    pub fn split(host_offset: u32, size: u32) -> Stores {
+        let head = ((16 - host_offset % 16) % 16).min(size);
+        let body = (size - head) / 16 * 16;
+        Stores {
+            head,
+            body,
+            tail: size - head - body,
+        }
+    }
 }
 
 /// Threads that move one DMA in the bandwidth kernel: one per 16-byte piece, rounded up to a
@@ -190,6 +218,28 @@ pub fn choose_timer(globaltimer_step_ns: u64, probe_ns: u64, probe_cycles: u64) 
     } else {
         (false, 1000.0)
     }
+}
+
+/// The latency loop's fixed cost in timer ticks, from a dry run's samples (the same loop, no
+/// host access): their median, as pcie-bench subtracts its measured loop overhead.
+pub fn overhead_ticks(dry: &[u32]) -> u32 {
+    let mut v = dry.to_vec();
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// Takes the fixed cost out of every sample (a sample below it, timer jitter, becomes 0).
+pub fn subtract_overhead(samples: &mut [u32], overhead: u32) {
+    for s in samples {
+        *s = s.saturating_sub(overhead);
+    }
+}
+
+/// Splits `n` copies into the gate's batches of at most [`CE_BATCH`]: (first copy, copies).
+pub fn ce_batches(n: u64) -> impl Iterator<Item = (u64, usize)> {
+    (0..n)
+        .step_by(CE_BATCH)
+        .map(move |first| (first, (n - first).min(CE_BATCH as u64) as usize))
 }
 
 /// A test of the given shape, 1000 transactions, for the unit tests.
@@ -268,14 +318,67 @@ mod tests {
     }
 
     #[test]
-    fn store_width_keeps_every_store_aligned() {
-        let w = |size, off| store_width(&test(TestKind::BwWr, size, off, 8192, Pattern::Seq));
-        assert_eq!(w(64, 0), 16);
-        assert_eq!(w(2048, 32), 16);
-        assert_eq!(w(64, 4), 4);
-        assert_eq!(w(68, 0), 4);
-        assert_eq!(w(63, 0), 1);
-        assert_eq!(w(64, 1), 1);
+    fn odd_sizes_keep_wide_stores_and_a_narrow_tail() {
+        let split = |off, size| {
+            let s = Stores::split(off, size);
+            (s.head, s.body, s.tail)
+        };
+        assert_eq!(split(0, 64), (0, 64, 0));
+        assert_eq!(split(0, 65), (0, 64, 1), "four 16-byte stores and one byte");
+        assert_eq!(split(0, 129), (0, 128, 1));
+        assert_eq!(split(0, 257), (0, 256, 1));
+        assert_eq!(split(0, 1025), (0, 1024, 1));
+        assert_eq!(split(32, 2048), (0, 2048, 0));
+        assert_eq!(split(1, 64), (15, 48, 1));
+        assert_eq!(split(4, 68), (12, 48, 8));
+        assert_eq!(split(63, 8), (1, 0, 7));
+        assert_eq!(split(8, 8), (8, 0, 0), "a DMA inside the first 16 bytes is all head");
+        assert_eq!(split(0, 15), (0, 0, 15));
+        for off in 0..64 {
+            for size in 1..=300 {
+                let s = Stores::split(off, size);
+                assert_eq!(s.head + s.body + s.tail, size, "{off} {size}");
+                assert!(
+                    s.head < 16 && s.tail < 16 && s.body.is_multiple_of(16),
+                    "{off} {size}: {s:?}"
+                );
+                assert!(
+                    s.body == 0 || (off + s.head).is_multiple_of(16),
+                    "the body is 16-byte aligned"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_dma_starts_at_the_host_offset_s_alignment() {
+        // The kernels split each DMA by the host offset alone: every start must share it mod 16.
+        for (size, off, pattern) in [
+            (65, 0, Pattern::Rand),
+            (129, 4, Pattern::Seq),
+            (2048, 63, Pattern::Rand),
+        ] {
+            let t = test(TestKind::BwWr, size, off, 1 << 20, pattern);
+            assert!(offsets(&t, 3).iter().all(|a| a % 16 == off as u64 % 16), "{size} {off}");
+        }
+    }
+
+    #[test]
+    fn the_fixed_cost_is_the_dry_median_and_comes_off_every_sample() {
+        assert_eq!(overhead_ticks(&[260, 250, 900, 251, 249]), 251);
+        assert_eq!(overhead_ticks(&[]), 0);
+        let mut s = [2900, 2600, 240, 251];
+        subtract_overhead(&mut s, 251);
+        assert_eq!(s, [2649, 2349, 0, 0]);
+    }
+
+    #[test]
+    fn copies_go_in_bounded_batches() {
+        let b: Vec<_> = ce_batches(1100).collect();
+        assert_eq!(b, [(0, 512), (512, 512), (1024, 76)]);
+        assert_eq!(ce_batches(200_000).map(|(_, n)| n as u64).sum::<u64>(), 200_000);
+        assert!(ce_batches(200_000).all(|(_, n)| n <= CE_BATCH));
+        assert_eq!(ce_batches(0).count(), 0);
     }
 
     #[test]
@@ -319,19 +422,22 @@ mod tests {
             out: 0x2000,
             totals: 0x3000,
         };
-        let a = latency_args(&t, b, 1, true);
+        let a = latency_args(&t, b, 1, true, false);
         let get = |name| a.iter().find(|(n, _)| *n == name).unwrap().1;
         assert_eq!(get("n"), Arg::U32(1000));
         assert_eq!(get("size"), Arg::U32(68));
-        assert_eq!(get("width"), Arg::U32(4));
+        assert_eq!((get("head"), get("body")), (Arg::U32(12), Arg::U32(48)));
         assert_eq!(get("kind"), Arg::U32(1));
         assert_eq!(get("clock"), Arg::U32(1));
         assert_eq!(get("zero"), Arg::U32(0), "the dependency trick needs a run-time zero");
+        assert_eq!(get("dry"), Arg::U32(0));
+        assert_eq!(latency_args(&t, b, 1, true, true)[10], ("dry", Arg::U32(1)));
         let t = test(TestKind::BwRdWr, 100, 0, 8192, Pattern::Seq);
         let a = bandwidth_args(&t, b, 2);
-        assert_eq!(a[6], ("lanes", Arg::U32(8)));
-        assert_eq!(a[7], ("mode", Arg::U32(2)));
-        assert_eq!(a[8], ("sink", Arg::U64(0x2000)));
+        assert_eq!((a[5], a[6]), (("head", Arg::U32(0)), ("body", Arg::U32(96))));
+        assert_eq!(a[7], ("lanes", Arg::U32(8)));
+        assert_eq!(a[8], ("mode", Arg::U32(2)));
+        assert_eq!(a[9], ("sink", Arg::U64(0x2000)));
     }
 
     #[test]

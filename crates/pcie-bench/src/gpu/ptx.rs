@@ -8,15 +8,18 @@ pub const PTX: &str = include_str!("kernels.ptx");
 
 /// Entry points and their parameters, in declaration order.
 pub const TIMER_PROBE: (&str, &[&str]) = ("timer_probe", &["out"]);
+pub const GATE: (&str, &[&str]) = ("gate", &["flag", "timeout"]);
 pub const LATENCY: (&str, &[&str]) = (
     "latency",
     &[
-        "buf", "offs", "table", "n", "size", "width", "kind", "clock", "zero", "lat", "totals",
+        "buf", "offs", "table", "n", "size", "head", "body", "kind", "clock", "zero", "dry", "lat", "totals",
     ],
 );
 pub const BANDWIDTH: (&str, &[&str]) = (
     "bandwidth",
-    &["buf", "offs", "table", "n", "size", "width", "lanes", "mode", "sink"],
+    &[
+        "buf", "offs", "table", "n", "size", "head", "body", "lanes", "mode", "sink",
+    ],
 );
 pub const DEVICE_WARM: (&str, &[&str]) = ("device_warm", &["buf", "bytes"]);
 
@@ -51,7 +54,7 @@ mod tests {
 
     #[test]
     fn every_launch_matches_its_entry_point() {
-        for (entry, names) in [TIMER_PROBE, LATENCY, BANDWIDTH, DEVICE_WARM] {
+        for (entry, names) in [TIMER_PROBE, GATE, LATENCY, BANDWIDTH, DEVICE_WARM] {
             let declared = parameters(entry).unwrap_or_else(|| panic!("{entry} is not in the PTX"));
             let declared_names: Vec<&str> = declared.iter().map(|(n, _)| n.as_str()).collect();
             assert_eq!(declared_names, names, "{entry}");
@@ -61,7 +64,7 @@ mod tests {
         }
         assert_eq!(
             PTX.matches(".visible .entry").count(),
-            4,
+            5,
             "no entry point without a launch"
         );
     }
@@ -83,11 +86,11 @@ mod tests {
             totals: 5,
         };
         let names = |a: &[(&'static str, crate::gpu::plan::Arg)]| a.iter().map(|(n, _)| *n).collect::<Vec<_>>();
-        assert_eq!(names(&latency_args(&t, b, 0, true)), LATENCY.1);
+        assert_eq!(names(&latency_args(&t, b, 0, true, false)), LATENCY.1);
         assert_eq!(names(&bandwidth_args(&t, b, 0)), BANDWIDTH.1);
         // Widths as declared: u64 for addresses, u32 for the rest.
         for (entry, args) in [
-            (LATENCY.0, latency_args(&t, b, 0, true).to_vec()),
+            (LATENCY.0, latency_args(&t, b, 0, true, false).to_vec()),
             (BANDWIDTH.0, bandwidth_args(&t, b, 0).to_vec()),
         ] {
             for ((name, arg), (_, ty)) in args.iter().zip(parameters(entry).unwrap()) {
@@ -98,6 +101,70 @@ mod tests {
                 assert_eq!(ty, expected, "{entry}.{name}");
             }
         }
+    }
+
+    /// The instructions of `entry`'s body, comments and blank lines left out.
+    fn body(entry: &str) -> Vec<&'static str> {
+        let start = PTX.find(&format!(".visible .entry {entry}(")).expect("the entry");
+        let end = start + PTX[start..].find("\n}").expect("its end");
+        PTX[start..end]
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("//"))
+            .collect()
+    }
+
+    #[test]
+    fn stores_to_host_memory_write_through_to_the_system() {
+        // Host memory is reached through `ptr` in the DMA kernels (device_warm: also `ptr`);
+        // device memory (samples, totals, sink) through other registers.
+        let mut host_stores = 0;
+        for entry in [LATENCY.0, BANDWIDTH.0, DEVICE_WARM.0] {
+            for line in body(entry).into_iter().filter(|l| l.contains("st.global")) {
+                let to_host = line.contains("[ptr]") && !line.contains("[ptr], tick32") && !line.contains("[ptr], acc");
+                assert_eq!(line.contains("st.global.wt."), to_host, "{entry}: {line}");
+                host_stores += to_host as usize;
+            }
+        }
+        // latency: head, body, tail; bandwidth: the same; device_warm: one.
+        assert_eq!(host_stores, 7);
+    }
+
+    #[test]
+    fn lat_wrrd_fences_at_system_scope_between_the_writes_and_the_read_back() {
+        let l = body(LATENCY.0);
+        let at = |pred: &dyn Fn(&str) -> bool| l.iter().position(|x| pred(x)).expect("present");
+        let last_store = l.iter().rposition(|x| x.starts_with("st.global.wt.")).unwrap();
+        let fence = at(&|x| x == "fence.sc.sys;");
+        let read_back = at(&|x| x.contains("ld.global.cv.u32 other"));
+        assert!(
+            last_store < fence && fence < read_back,
+            "{last_store} {fence} {read_back}"
+        );
+        assert_eq!(l.iter().filter(|x| x.starts_with("fence")).count(), 1);
+    }
+
+    #[test]
+    fn a_dry_latency_loop_touches_no_host_memory() {
+        // Loads are predicated off (span 0, @live), the stores jumped over.
+        let l = body(LATENCY.0);
+        assert!(l.contains(&"@!live mov.u32 span, 0;"));
+        assert!(l.contains(&"@!live bra WREAD;"));
+        assert!(l.contains(&"@live ld.global.cv.u32 other, [ptr];"));
+        for line in l.iter().filter(|x| x.contains("ld.global.cv.v4")) {
+            assert!(line.starts_with("@p "), "{line}: bounded by span");
+        }
+    }
+
+    #[test]
+    fn the_gate_polls_host_memory_at_system_scope_and_says_who_opened_it() {
+        let g = body(GATE.0);
+        assert!(g.contains(&"ld.volatile.global.u32 v, [f];"));
+        assert!(g.contains(&"st.volatile.global.u32 [f+4], v;"));
+        assert!(
+            g.iter().any(|x| x.contains("%globaltimer")),
+            "a timeout bounds the wait"
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::run_info::{rfc3339, RunInfo};
 use super::{bandwidth, cdf, latency, raw, ResultsError};
-use crate::backend::Outcome;
+use crate::backend::{BackendInfo, Outcome};
 use crate::params::TestParams;
 use crate::stats::{BandwidthStats, Measurement, SortedLatencies};
 use crate::suite::Group;
@@ -158,6 +158,12 @@ impl RunWriter {
         let text = format!("{header}\n{}", base.rows);
         write_file(&csv_path, text.as_bytes()).map_err(|e| ResultsError::io(&csv_path, e))?;
         Ok(measurement)
+    }
+
+    /// Replaces the backend's description in `run.json` (written at [`RunWriter::finish`]), for
+    /// what the backend learnt during the run.
+    pub fn set_backend(&mut self, backend: BackendInfo) {
+        self.info.backend = backend;
     }
 
     /// Stamps the end time into `run.json`.

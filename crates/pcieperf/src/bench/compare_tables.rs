@@ -82,6 +82,10 @@ fn html_table(id: String, heading: String, notes: Vec<String>, t: &Table) -> Tab
 }
 
 pub fn comparison_tables(c: &RunComparison, letter: &str) -> Vec<TableSection> {
+    if c.refused.is_some() {
+        // The description says why (ChartSet puts the reason beside the run's letter).
+        return Vec::new();
+    }
     let mut out = vec![html_table(
         format!("compare-{letter}-summary"),
         format!("{letter} vs A: mean absolute difference per file, test and cache state"),
@@ -112,6 +116,12 @@ pub fn comparison_tables(c: &RunComparison, letter: &str) -> Vec<TableSection> {
 }
 
 pub fn comparison_text(c: &RunComparison, letter: &str) -> String {
+    if let Some(why) = &c.refused {
+        return format!(
+            "\nNot compared: {letter} = {} against A = {}: {why}.\n",
+            c.other, c.first
+        );
+    }
     let mut text = format!(
         "\nCompared: {letter} = {} against A = {}; differences are ({letter} − A) / A. {} points matched, {} without a counterpart.\n\n",
         c.other,

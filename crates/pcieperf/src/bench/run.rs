@@ -303,6 +303,8 @@ fn run_into(
         true
     });
     progress.finish();
+    backend.finish();
+    writer.set_backend(backend.info());
     writer
         .finish(SystemTime::now())
         .map_err(|e| CliError::Runtime(e.to_string()))?;

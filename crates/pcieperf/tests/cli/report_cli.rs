@@ -291,6 +291,66 @@ fn compare_overlays_runs_and_tabulates_differences() {
 }
 
 #[test]
+fn a_copy_engine_run_is_not_compared_with_dma_runs() {
+    let dir = scratch("engines");
+    let (dma, ce) = (dir.join("dma"), dir.join("ce"));
+    let args = [
+        "bench",
+        "run",
+        "--only",
+        "bw_dma_sz_sweep",
+        "--samples",
+        "2000",
+        "--out",
+    ];
+    for run in [&dma, &ce] {
+        let mut v = args.to_vec();
+        v.push(run.to_str().unwrap());
+        let o = pcieperf(&v);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    // The second run as a GPU's copy engines would record it.
+    let path = ce.join("run.json");
+    let mut info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    info["backend"]["description"] = serde_json::json!({ "device": { "engine": "ce" } });
+    std::fs::write(&path, serde_json::to_string_pretty(&info).unwrap()).unwrap();
+    let (c, d) = (ce.to_str().unwrap(), dma.to_str().unwrap());
+
+    let o = pcieperf(&["bench", "report", c, "--compare", d]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains(
+            "Not compared: B = dma against A = ce: not compared: ce's rows are copies by a GPU's copy engines \
+             (--engine ce), dma's are DMAs a device issues"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("Largest differences"), "{text}");
+    let o = pcieperf(&["bench", "report", c, "--compare", d, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["comparisons"][0]["refused"].is_string());
+    assert_eq!(v["comparisons"][0]["differences"].as_array().map(Vec::len), Some(0));
+    // Not drawn over A either, and no tables.
+    let html = dir.join("r.html");
+    let o = pcieperf(&["bench", "report", c, "--compare", d, "--html", html.to_str().unwrap()]);
+    assert!(o.status.success());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        !section(&page, "bw_dma_sz_sweep").contains("data-name=\"B: "),
+        "B is not overlaid"
+    );
+    assert!(!page.contains("id=\"compare-B-summary\""));
+    assert!(page.contains("B = dma (not compared: "));
+    // Two DMA runs are compared as before.
+    let o = pcieperf(&["bench", "report", d, "--compare", d, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["comparisons"][0].get("refused").is_none());
+    assert_eq!(v["comparisons"][0]["differences"].as_array().map(Vec::len), Some(36));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn compare_refusals() {
     let measured = reference(SUPERMICRO);
     let m = measured.to_str().unwrap();

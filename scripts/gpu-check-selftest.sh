@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Checks scripts/gpu-check.sh's control flow on a machine without a GPU, so that the one run a
+# device session allows is not spent on the script's own bugs:
+#
+#     PCIEPERF=target/release/pcieperf scripts/gpu-check-selftest.sh
+#
+# 1. a missing binary: exit 2 and a summary line naming it;
+# 2. the real binary with no CUDA driver (fake nvidia-smi and PyTorch on PATH): every GPU step
+#    fails with the driver's message, the targets are UNKNOWN, exit 1;
+# 3. the real binary with the simulator in the GPU's place (cuda -> sim, no --engine, 2 MiB
+#    copies -> 4 KiB DMAs, PyTorch's figures those of the simulator's 4 KiB DMAs): every step
+#    runs, every target is computed and passes, exit 0.
+# Prints one line per case and exits non-zero at the first case that does not hold.
+set -u
+REAL=$(realpath "${PCIEPERF:-target/release/pcieperf}")
+HERE=$(cd "$(dirname "$0")" && pwd)
+[ -x "$REAL" ] || { echo "selftest: $REAL is not an executable pcieperf (cargo build --release)"; exit 2; }
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() {
+    echo "selftest FAILED: $*"
+    echo "--- $OUT/summary.txt:"
+    cat "$OUT/summary.txt"
+    exit 1
+}
+
+mkdir -p "$TMP/bin"
+cat >"$TMP/bin/nvidia-smi" <<'EOF'
+#!/bin/sh
+cat <<'Q'
+==============NVSMI LOG==============
+Attached GPUs                             : 1
+GPU 00000000:19:00.0
+    Product Name                          : NVIDIA H100 80GB HBM3
+    PCI
+        Bus                               : 0x19
+        GPU Link Info
+            PCIe Generation
+                Max                       : 5
+                Current                   : 5
+            Link Width
+                Max                       : 16x
+                Current                   : 16x
+        Tx Throughput                     : 0 KB/s
+    Fan Speed                             : N/A
+Q
+EOF
+# PyTorch: H2D/D2H medians from TORCH_H2D/TORCH_D2H (Gb/s), a warning on stderr; any other
+# script runs with the real python3.
+REAL_PYTHON=$(command -v python3)
+cat >"$TMP/bin/python3" <<EOF
+#!/bin/sh
+case "\$1" in
+*torch-copy-bw.py)
+    echo "UserWarning: a PyTorch warning on stderr" >&2
+    echo "{\"bytes\": 268435456, \"device\": \"fake\", \"h2d\": {\"median_gbps\": \$TORCH_H2D}, \"d2h\": {\"median_gbps\": \$TORCH_D2H}}"
+    ;;
+*) exec "$REAL_PYTHON" "\$@" ;;
+esac
+EOF
+cat >"$TMP/bin/pcieperf-sim" <<EOF
+#!/usr/bin/env bash
+args=()
+skip=0
+for a in "\$@"; do
+    if [ "\$skip" = 1 ]; then skip=0; continue; fi
+    case "\$a" in
+    cuda) args+=(sim) ;;
+    --engine) skip=1 ;;
+    2097152) args+=(4096) ;;
+    *) args+=("\$a") ;;
+    esac
+done
+exec "$REAL" "\${args[@]}"
+EOF
+chmod +x "$TMP/bin/"*
+export PATH="$TMP/bin:$PATH"
+
+# 1. No binary.
+OUT=$TMP/missing
+OUT=$OUT PCIEPERF=$TMP/no-such-pcieperf "$HERE/gpu-check.sh" >/dev/null
+rc=$?
+[ "$rc" = 2 ] || fail "missing binary: exit $rc, not 2"
+grep -q "^FAILED: pcieperf binary $TMP/no-such-pcieperf missing" "$OUT/summary.txt" || fail "missing binary: no summary line"
+echo "ok 1: a missing binary fails at once (exit 2)"
+
+# 2. No CUDA driver.
+if [ -e /dev/nvidiactl ]; then
+    echo "skipped 2: this machine has an NVIDIA driver"
+else
+    OUT=$TMP/nodriver
+    OUT=$OUT PCIEPERF=$REAL TORCH_H2D=400 TORCH_D2H=400 "$HERE/gpu-check.sh" >/dev/null
+    rc=$?
+    [ "$rc" = 1 ] || fail "no driver: exit $rc, not 1"
+    for s in quick-sm quick-ce lat-rd-64-run1 lat-rd-64-run2 sm-BW_RD-4k sm-BW_WR-4k sm-BW_RDWR-4k ce-BW_RD-2m ce-BW_WR-2m; do
+        grep -q "^FAILED  $s (exit 2, .*no NVIDIA driver found" "$OUT/summary.txt" || fail "no driver: $s"
+    done
+    grep -q "^FAILED  model: no link" "$OUT/summary.txt" || fail "no driver: model"
+    grep -q "^ok      nvidia-smi" "$OUT/summary.txt" || fail "no driver: nvidia-smi"
+    grep -q "Fan Speed" "$OUT/nvidia-smi-pcie.txt" && fail "the PCI section runs past its end"
+    grep -q "Current                   : 5" "$OUT/nvidia-smi-pcie.txt" || fail "the PCI section is not kept"
+    grep -q "UserWarning" "$OUT/torch-copy-bw.json" && fail "PyTorch's stderr is in its JSON"
+    [ "$(grep -c '^target UNKNOWN' "$OUT/summary.txt")" = 5 ] || fail "no driver: 5 targets unknown"
+    tail -n 1 "$OUT/summary.txt" | grep -q "^FAILED (13 failed steps" || fail "no driver: last line"
+    echo "ok 2: without a driver every GPU step fails with its reason (exit 1)"
+fi
+
+# 3. The simulator in the GPU's place; PyTorch's figures are the simulator's own.
+gbps() {
+    "$REAL" bench run --test "$1" --size 4096 --window 64M --samples 512 --format json |
+        "$REAL_PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["result"]["gbps"])'
+}
+OUT=$TMP/sim
+OUT=$OUT PCIEPERF=$TMP/bin/pcieperf-sim TORCH_H2D=$(gbps BW_RD) TORCH_D2H=$(gbps BW_WR) "$HERE/gpu-check.sh" >/dev/null
+rc=$?
+[ "$rc" = 0 ] || fail "simulator: exit $rc, not 0"
+[ "$(grep -c '^ok ' "$OUT/summary.txt")" = 15 ] || fail "simulator: 15 steps ok"
+[ "$(grep -c '^target PASS' "$OUT/summary.txt")" = 6 ] || fail "simulator: 6 targets pass"
+tail -n 1 "$OUT/summary.txt" | grep -q "^PASSED (0 failed steps" || fail "simulator: last line"
+echo "ok 3: with the simulator every step runs and every target is computed (exit 0); step times:"
+grep '^ok ' "$OUT/summary.txt" | sed 's/^/    /'
