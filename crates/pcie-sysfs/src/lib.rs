@@ -33,7 +33,9 @@
 //! # let _ = std::fs::remove_dir_all(&root);
 //! ```
 
+mod aer;
 mod bdf;
+mod config_builder;
 mod config_space;
 mod device;
 mod error;
@@ -41,10 +43,18 @@ pub mod files;
 /// Fake config space for tests (here and in other crates), not part of the product.
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
+pub mod host;
+mod link_files;
 #[cfg(unix)]
 pub mod tree;
 
+pub use aer::{AerCounts, AerFiles};
 pub use bdf::{Bdf, BdfError};
-pub use config_space::{ConfigSpaceError, DeviceControl, PortType};
-pub use device::PciDevice;
+pub use config_builder::{ConfigBuilder, LinkSetup};
+pub use config_space::{
+    blank_serial, extended_capabilities, has_aer, speed_code_gts, Aspm, ConfigSpaceError, DeviceControl, LinkRegisters,
+    PcieCapability, PortType, Tags10,
+};
+pub use device::{PciDevice, DEVICE_FILES, PCI_DEVICES};
 pub use error::SysfsError;
+pub use link_files::{LinkFiles, LinkSpeed, LinkWidth, MAX_WIDTH};
