@@ -265,7 +265,7 @@ fn write_function(w: &SysfsWriter, p: &PmuHostProfile, chain: &[&str], bdf: &str
             }
         }
     };
-    w.bytes(&format!("sys/bus/pci/devices/{bdf}/config"), &config.build())?;
+    pcie_sysfs::tree::write_config(w.path(), bdf, &config.build())?;
     if f.port_type.is_none() {
         return Ok(());
     }

@@ -68,18 +68,13 @@ impl SysfsWriter {
         &self.root
     }
 
-    /// Write `rel` with exactly `content` (a binary file such as `config`), creating parents.
-    pub fn bytes(&self, rel: &str, content: &[u8]) -> io::Result<()> {
+    /// Write `rel` with exactly `content`, creating parent directories.
+    pub fn raw(&self, rel: &str, content: &str) -> io::Result<()> {
         let p = self.root.join(rel);
         if let Some(parent) = p.parent() {
             fs::create_dir_all(parent)?;
         }
         fs::write(&p, content)
-    }
-
-    /// Write `rel` with exactly `content`, creating parent directories.
-    pub fn raw(&self, rel: &str, content: &str) -> io::Result<()> {
-        self.bytes(rel, content.as_bytes())
     }
 
     /// Replace the file at `rel` with `content` at once: written beside it, then renamed over
