@@ -46,6 +46,8 @@ pub mod fixture;
 pub mod host;
 mod link_files;
 #[cfg(unix)]
+pub mod snapshot;
+#[cfg(unix)]
 pub mod tree;
 
 pub use aer::{AerCounts, AerFiles};
