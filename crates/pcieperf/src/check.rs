@@ -188,43 +188,14 @@ fn human(r: &Report) -> String {
     let devices: Vec<&FunctionHealth> = r.functions.iter().filter(|f| !f.is_bridge).collect();
     if !devices.is_empty() {
         out.push_str("\nDevices (Gb/s: 4 KiB DMA writes through the path now, and with every hop at its best):\n");
-        let mut t = Table::new(&[
-            ("bdf", "Function"),
-            ("id", "Id"),
-            ("driver", "Driver"),
-            ("link", "Link"),
-            ("limited_by", "Limited by"),
-            ("available", "Gb/s"),
-            ("capable", "of"),
-            ("mps", "MPS"),
-            ("path_mps", "Path MPS"),
-            ("mrrs", "MRRS"),
-            ("tags", "Tags"),
-            ("aspm", "ASPM"),
-            ("numa", "NUMA"),
-            ("cpus", "CPUs"),
-            ("power", "Power"),
-            ("aer", "AER"),
-        ]);
+        let shown: Vec<&Column> = COLUMNS.iter().filter(|c| c.2).collect();
+        let mut heads = vec![("bdf", "Function")];
+        heads.extend(shown.iter().map(|c| (c.0, c.1)));
+        let mut t = Table::new(&heads);
         for f in &devices {
-            t.push(vec![
-                Cell::text(f.bdf.to_string()),
-                opt(&f.id),
-                opt(&f.driver),
-                opt(&link_text(f)),
-                opt(&f.limited_by),
-                num(f.available_gbps),
-                num(f.capable_gbps),
-                opt(&f.mps),
-                opt(&f.path_mps),
-                opt(&f.mrrs),
-                opt(&tags_text(f)),
-                opt(&f.aspm),
-                opt(&f.numa_node),
-                opt(&f.local_cpus),
-                opt(&power_text(f)),
-                opt(&aer_text(f)),
-            ]);
+            let mut row = vec![Cell::text(f.bdf.to_string())];
+            row.extend(shown.iter().map(|c| (c.3)(f)));
+            t.push(row);
         }
         out.push_str(&t.to_human());
         let paths: Vec<&&FunctionHealth> = devices.iter().filter(|f| !f.path.is_empty()).collect();
@@ -253,53 +224,67 @@ fn human(r: &Report) -> String {
     out
 }
 
+/// A function's column: CSV name, heading, shown in the table, value.
+type Column = (&'static str, &'static str, bool, fn(&FunctionHealth) -> Cell);
+
+/// The columns of a function, in the table (where marked) and in CSV.
+const COLUMNS: [Column; 23] = [
+    ("id", "Id", true, |f| opt(&f.id)),
+    ("class", "Class", false, |f| opt(&f.class)),
+    ("driver", "Driver", true, |f| opt(&f.driver)),
+    ("port_type", "Type", false, |f| opt(&f.port_type)),
+    ("link", "Link", true, |f| opt(&link_text(f))),
+    ("limited_by", "Limited by", true, |f| opt(&f.limited_by)),
+    ("path", "Path", false, |f| Cell::text(path_text(f))),
+    ("available_gbps", "Gb/s", true, |f| num(f.available_gbps)),
+    ("capable_gbps", "of", true, |f| num(f.capable_gbps)),
+    ("mps", "MPS", true, |f| opt(&f.mps)),
+    ("mps_supported", "MPS supported", false, |f| opt(&f.mps_supported)),
+    ("path_mps", "Path MPS", true, |f| opt(&f.path_mps)),
+    ("mrrs", "MRRS", true, |f| opt(&f.mrrs)),
+    ("tags", "Tags", true, |f| opt(&tags_text(f))),
+    ("aspm", "ASPM", true, |f| opt(&f.aspm)),
+    ("numa_node", "NUMA", true, |f| opt(&f.numa_node)),
+    ("local_cpus", "CPUs", true, |f| opt(&f.local_cpus)),
+    ("power", "Power", true, |f| opt(&power_text(f))),
+    ("aer", "AER", true, |f| opt(&aer_text(f))),
+    ("aer_rates", "AER rates", false, |f| Cell::text(rates_text(f))),
+    ("has_aer", "AER capability", false, |f| opt(&f.has_aer)),
+    ("cannot_tell", "Cannot tell", false, |f| {
+        Cell::text(f.cannot_tell.join("; "))
+    }),
+    ("skipped", "Skipped", false, |f| Cell::text(f.skipped.join(";"))),
+];
+
 /// One CSV: a row per finding (`record` = finding), then a row per function (`record` =
-/// function), so it carries everything the table shows.
+/// function) with every column, so it carries everything the table shows.
 fn csv(r: &Report) -> String {
-    let cols = [
-        "record",
-        "severity",
-        "kind",
-        "bdf",
-        "limited_by",
-        "lost_pct",
-        "message",
-        "id",
-        "class",
-        "driver",
-        "port_type",
-        "link",
-        "path",
-        "available_gbps",
-        "capable_gbps",
-        "mps",
-        "mps_supported",
-        "path_mps",
-        "mrrs",
-        "tags",
-        "aspm",
-        "numa_node",
-        "local_cpus",
-        "power",
-        "aer",
-        "aer_rates",
-        "cannot_tell",
-        "skipped",
+    let mut heads = vec![
+        ("record", "record"),
+        ("severity", "severity"),
+        ("kind", "kind"),
+        ("lost_pct", "lost_pct"),
+        ("message", "message"),
+        ("bdf", "bdf"),
     ];
-    let pairs: Vec<(&str, &str)> = cols.iter().map(|c| (*c, *c)).collect();
-    let mut t = Table::new(&pairs);
-    let blank = |n: usize| vec![Cell::Empty; n];
+    heads.extend(COLUMNS.iter().map(|c| (c.0, c.0)));
+    let mut t = Table::new(&heads);
     for f in &r.findings {
         let mut row = vec![
             Cell::text("finding"),
             Cell::text(f.severity.name()),
             Cell::text(f.kind.name()),
-            Cell::text(f.bdf.to_string()),
-            opt(&f.limited_by),
             f.lost_pct.map_or(Cell::Empty, |p| Cell::num(p, 4)),
             Cell::text(f.message.as_str()),
+            Cell::text(f.bdf.to_string()),
         ];
-        row.extend(blank(cols.len() - row.len()));
+        row.extend(COLUMNS.iter().map(|c| {
+            if c.0 == "limited_by" {
+                opt(&f.limited_by)
+            } else {
+                Cell::Empty
+            }
+        }));
         t.push(row);
     }
     for f in &r.functions {
@@ -307,34 +292,11 @@ fn csv(r: &Report) -> String {
             Cell::text("function"),
             Cell::Empty,
             Cell::Empty,
-            Cell::text(f.bdf.to_string()),
-            opt(&f.limited_by),
             Cell::Empty,
             Cell::Empty,
         ];
-        row.extend([
-            opt(&f.id),
-            opt(&f.class),
-            opt(&f.driver),
-            opt(&f.port_type),
-            opt(&link_text(f)),
-            Cell::text(path_text(f)),
-            num(f.available_gbps),
-            num(f.capable_gbps),
-            opt(&f.mps),
-            opt(&f.mps_supported),
-            opt(&f.path_mps),
-            opt(&f.mrrs),
-            opt(&tags_text(f)),
-            opt(&f.aspm),
-            opt(&f.numa_node),
-            opt(&f.local_cpus),
-            opt(&power_text(f)),
-            opt(&aer_text(f)),
-            Cell::text(rates_text(f)),
-            Cell::text(f.cannot_tell.join("; ")),
-            Cell::text(f.skipped.join(";")),
-        ]);
+        row.push(Cell::text(f.bdf.to_string()));
+        row.extend(COLUMNS.iter().map(|c| (c.3)(f)));
         t.push(row);
     }
     t.to_csv()

@@ -72,7 +72,7 @@ fn a_server_with_findings_exits_3_and_prices_them_as_model_bw() {
     assert!(table.contains("0000:19:00.0: 0000:17:00.0 (the switch's upstream link) Gen4 x8 of Gen4 x16 -> 0000:19:00.0 (its own link) Gen4 x16"), "{table}");
     let csv = findings(&["check", "--sysfs", root, "--format", "csv"]);
     let rows: Vec<&str> = csv.lines().collect();
-    assert!(rows[0].starts_with("record,severity,kind,bdf,limited_by,lost_pct,message,"));
+    assert!(rows[0].starts_with("record,severity,kind,lost_pct,message,bdf,id,class,driver,port_type,link,limited_by,"));
     assert_eq!(rows.iter().filter(|r| r.starts_with("finding,")).count(), fs.len());
     assert_eq!(
         rows.iter().filter(|r| r.starts_with("function,")).count(),
