@@ -3,7 +3,7 @@
 //! MRRS and tag findings appear from [`MIN_LOST_PCT`] (below that the model sees no cost).
 
 use crate::aer::{AerRates, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
-use crate::cost::{self, lost_pct, rate_name, Setting, DEFAULT_MPS, DMA_BYTES};
+use crate::cost::{lost_pct, rate_name, Prices, Setting, DEFAULT_MPS, DMA_BYTES};
 use crate::finding::{Finding, Kind, Severity};
 use crate::path;
 use crate::read::Func;
@@ -31,6 +31,7 @@ pub(crate) struct Host<'a> {
     pub aspm_policy: Option<String>,
     pub numa_nodes: usize,
     pub rates: Option<Vec<AerRates>>,
+    pub prices: Prices,
 }
 
 fn cost_severity(lost: f64) -> Severity {
@@ -101,7 +102,7 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
     let chain = path::chain(&host.parents, i);
     let cap = f.cap.as_ref().ok();
     let mps = cap.map(|c| c.control.mps);
-    let hops = path::hops(host.funcs, &chain, mps.unwrap_or(DEFAULT_MPS));
+    let hops = path::hops(host.funcs, &chain, mps.unwrap_or(DEFAULT_MPS), &host.prices);
     let limiting = path::limiting(&hops).cloned();
     let capable_hop = hops.iter().filter(|h| h.capable_gbps.is_some()).min_by(|a, b| {
         a.capable_gbps
@@ -143,7 +144,7 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
             skipped = CONFIG_CHECKS.iter().map(|k| k.name().to_string()).collect();
         } else if let Some(c) = cap {
             let rate = limiting.as_ref().and_then(|h| Some((h.current_gts?, h.current_width?)));
-            settings_findings(&mut s, c, rate, path_mps, tag_state);
+            settings_findings(&mut s, &host.prices, c, rate, path_mps, tag_state);
             aspm_finding(&mut s, host, &chain);
         }
     }
@@ -237,6 +238,7 @@ fn link_findings(s: &mut Subject, limiting: Option<&Hop>, capable: Option<&Hop>)
 
 fn settings_findings(
     s: &mut Subject,
+    prices: &Prices,
     c: &PcieCapability,
     rate: Option<(f64, u32)>,
     path_mps: Option<u32>,
@@ -255,8 +257,8 @@ fn settings_findings(
     let bits = tags.map_or(8, |t| t.enabled_bits);
     let tag_bits = |b: u32| if b == 5 || b == 8 || b == 10 { b } else { 8 };
     if let Some(best) = path_mps.filter(|&p| mps < p) {
-        let now = setting(mps, mrrs, tag_bits(bits)).and_then(|x| cost::writes(&x));
-        let could = setting(best, mrrs, tag_bits(bits)).and_then(|x| cost::writes(&x));
+        let now = setting(mps, mrrs, tag_bits(bits)).and_then(|x| prices.writes(&x));
+        let could = setting(best, mrrs, tag_bits(bits)).and_then(|x| prices.writes(&x));
         let lost = now.zip(could).map(|(n, b)| lost_pct(n, b));
         let figures = now.zip(could).map_or(String::new(), |(n, b)| {
             format!(": 4 KiB DMA writes {n:.0} Gb/s of {b:.0} ({})", pct(lost_pct(n, b)))
@@ -269,8 +271,8 @@ fn settings_findings(
     }
     let reads_at = |mrrs, b| setting(mps, mrrs, tag_bits(b));
     if let (Some(now), Some(best)) = (
-        reads_at(mrrs, bits).and_then(|x| cost::reads(&x, DMA_BYTES)),
-        reads_at(4096, bits).and_then(|x| cost::reads(&x, DMA_BYTES)),
+        reads_at(mrrs, bits).and_then(|x| prices.reads(&x, DMA_BYTES)),
+        reads_at(4096, bits).and_then(|x| prices.reads(&x, DMA_BYTES)),
     ) {
         let lost = lost_pct(now, best);
         if lost >= MIN_LOST_PCT {
@@ -285,7 +287,7 @@ fn settings_findings(
     let Some(t) = tags.filter(|t| t.enabled_bits < t.possible_bits) else {
         return;
     };
-    let read = |b, size| reads_at(mrrs, b).and_then(|x| cost::reads(&x, size));
+    let read = |b, size| reads_at(mrrs, b).and_then(|x| prices.reads(&x, size));
     if let (Some(n4), Some(b4), Some(n64), Some(b64)) = (
         read(t.enabled_bits, DMA_BYTES),
         read(t.possible_bits, DMA_BYTES),

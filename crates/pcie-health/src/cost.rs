@@ -7,6 +7,8 @@
 //! line by line), so a 512 B request takes 679 ns.
 
 use pcie_model::{read_bound, stream, Generation, LinkConfig, LinkParams, Op, Picos};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// The transfer size every cost is priced at.
 pub const DMA_BYTES: u32 = 4096;
@@ -73,6 +75,36 @@ pub fn reads(s: &Setting, size: u32) -> Option<f64> {
     let cfg = config(s)?;
     let request = size.min(cfg.mrrs);
     Some(read_bound(&cfg, size, 0, read_rtt(request), None).ok()?.bound.0)
+}
+
+/// Rate bits, lanes, MPS, MRRS, tag bits, and the read size (0 for writes).
+type PriceKey = (u64, u32, u32, u32, u32, u32);
+
+/// The model's figures, each computed once per setting and transfer: a host has a handful of
+/// link settings but may have thousands of functions.
+#[derive(Debug, Default)]
+pub(crate) struct Prices {
+    memo: RefCell<HashMap<PriceKey, Option<f64>>>,
+}
+
+impl Prices {
+    fn get(&self, s: &Setting, size: u32, f: impl FnOnce() -> Option<f64>) -> Option<f64> {
+        let key = (s.gts.to_bits(), s.lanes, s.mps, s.mrrs, s.tag_bits, size);
+        if let Some(&v) = self.memo.borrow().get(&key) {
+            return v;
+        }
+        let v = f();
+        self.memo.borrow_mut().insert(key, v);
+        v
+    }
+
+    pub fn writes(&self, s: &Setting) -> Option<f64> {
+        self.get(s, 0, || writes(s))
+    }
+
+    pub fn reads(&self, s: &Setting, size: u32) -> Option<f64> {
+        self.get(s, size, || reads(s, size))
+    }
 }
 
 /// The share of `best` that `now` loses, in percent (0 when `now` is not lower).

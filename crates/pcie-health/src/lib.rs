@@ -101,6 +101,7 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         aspm_policy: pcie_sysfs::host::aspm_policy(root)?,
         numa_nodes: numa_nodes.len(),
         rates,
+        prices: cost::Prices::default(),
     };
     let mut functions = Vec::with_capacity(funcs.len());
     let mut findings = Vec::new();

@@ -5,7 +5,7 @@
 //! port (from the capability's port type, or, without root, every other bridge counting from
 //! the root port).
 
-use crate::cost::{self, Setting};
+use crate::cost::{Prices, Setting};
 use crate::read::Func;
 use crate::report::Hop;
 use pcie_sysfs::{Bdf, PortType};
@@ -66,8 +66,8 @@ fn min_opt<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
     }
 }
 
-fn priced(gts: Option<f64>, lanes: Option<u32>, mps: u32) -> Option<f64> {
-    cost::writes(&Setting {
+fn priced(prices: &Prices, gts: Option<f64>, lanes: Option<u32>, mps: u32) -> Option<f64> {
+    prices.writes(&Setting {
         gts: gts?,
         lanes: lanes?,
         mps,
@@ -77,7 +77,7 @@ fn priced(gts: Option<f64>, lanes: Option<u32>, mps: u32) -> Option<f64> {
 }
 
 /// The links on the path `chain` (indices into `funcs`), root port first, priced at `mps`.
-pub(crate) fn hops(funcs: &[Func], chain: &[usize], mps: u32) -> Vec<Hop> {
+pub(crate) fn hops(funcs: &[Func], chain: &[usize], mps: u32, prices: &Prices) -> Vec<Hop> {
     let device = *chain.last().expect("a chain holds its function");
     let mut out = Vec::new();
     for (k, pair) in chain.windows(2).enumerate() {
@@ -105,8 +105,8 @@ pub(crate) fn hops(funcs: &[Func], chain: &[usize], mps: u32) -> Vec<Hop> {
         out.push(Hop {
             bdf: below.bdf(),
             role,
-            available_gbps: priced(current_gts, current_width, mps),
-            capable_gbps: priced(capable_gts, capable_width, mps),
+            available_gbps: priced(prices, current_gts, current_width, mps),
+            capable_gbps: priced(prices, capable_gts, capable_width, mps),
             upstream: up,
             downstream: down,
             current_gts,

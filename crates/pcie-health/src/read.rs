@@ -21,7 +21,7 @@ pub(crate) struct Func {
 
 impl Func {
     pub fn read(dev: PciDevice) -> Result<Func, SysfsError> {
-        let files = dev.link_files()?;
+        let files = dev.link_files();
         let config = dev.config_bytes();
         let (cap, has_aer) = match &config {
             Ok(bytes) => (PcieCapability::decode(bytes), pcie_sysfs::has_aer(bytes)),

@@ -217,8 +217,11 @@ pub fn speed_code_gts(code: u32) -> Option<f64> {
 
 impl PcieCapability {
     /// Finds the PCI Express capability in a config space dump and decodes its registers.
+    /// Registers past byte 256 are not the capability's (standard capabilities live in the
+    /// first 256 bytes; the extended ones follow): a capability placed too late lacks them.
     pub fn decode(config: &[u8]) -> Result<PcieCapability, ConfigSpaceError> {
         let at = pcie_capability(config)?;
+        let config = &config[..config.len().min(EXTENDED)];
         let (Some(caps), Some(devcap), Some(devctl)) =
             (u16_at(config, at + 2), u32_at(config, at + 4), u16_at(config, at + 8))
         else {
@@ -490,5 +493,19 @@ mod tests {
         assert_eq!(speed_code_gts(0), None);
         assert_eq!(speed_code_gts(8), None);
         assert_eq!(speed_code_gts(4), Some(16.0));
+    }
+
+    #[test]
+    fn a_capability_at_the_end_of_the_standard_space_stops_there() {
+        // Found by the fuzzer: the PCIe capability at 0xf0 with a serial number capability at
+        // 0x100 overlapping where its version-2 registers would be.
+        let mut c = ConfigBuilder::endpoint(1, 2, 0x020000).serial(u64::MAX).build();
+        c[0x41] = 0xf0;
+        c.copy_within(0x70..0x7c, 0xf0);
+        c[0xf2] = 0x02; // version 2: Device Capabilities 2 would be at 0x114
+        let before = PcieCapability::decode(&c).unwrap();
+        assert_eq!(before.tags10, None);
+        assert!(blank_serial(&mut c));
+        assert_eq!(PcieCapability::decode(&c), Ok(before));
     }
 }

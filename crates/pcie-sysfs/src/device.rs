@@ -66,6 +66,13 @@ pub struct PciDevice {
     /// The function's real directory (symbolic links resolved).
     #[serde(skip)]
     path: PathBuf,
+    /// The names in that directory, sorted: files that are not there are not opened (a host
+    /// may have 10,000 functions, and most lack some of the files).
+    #[serde(skip)]
+    names: Vec<String>,
+    /// The link files' text: current and max speed, current and max width.
+    #[serde(skip)]
+    link_text: [Option<String>; 4],
 }
 
 impl PciDevice {
@@ -84,28 +91,42 @@ impl PciDevice {
     }
 
     fn read_dir(dir: PathBuf, bdf: Bdf) -> Result<PciDevice, SysfsError> {
-        let attr = |f: &str| read_attr(&dir.join(f));
+        let path = std::fs::canonicalize(&dir).unwrap_or(dir);
+        let names = list_dir(&path)?;
+        let has = |f: &str| names.binary_search_by(|n| n.as_str().cmp(f)).is_ok();
+        let attr = |f: &str| if has(f) { read_attr(&path.join(f)) } else { Ok(None) };
         let num = |f: &str| -> Result<Option<u64>, SysfsError> { Ok(attr(f)?.as_deref().and_then(parse_u64)) };
-        let driver = std::fs::read_link(dir.join("driver"))
-            .ok()
+        let driver = has("driver")
+            .then(|| std::fs::read_link(path.join("driver")).ok())
+            .flatten()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
         let numa_node = attr("numa_node")?
             .and_then(|s| s.parse::<i64>().ok())
             .and_then(|n| u32::try_from(n).ok());
+        let link_text = [
+            attr("current_link_speed")?,
+            attr("max_link_speed")?,
+            attr("current_link_width")?,
+            attr("max_link_width")?,
+        ];
+        let nonempty = |t: &Option<String>| t.clone().filter(|s| !s.is_empty());
+        let width = |t: &Option<String>| t.as_deref().and_then(parse_u64).map(|v| v as u32);
         Ok(PciDevice {
             bdf,
             vendor: num("vendor")?.map(|v| v as u16),
             device: num("device")?.map(|v| v as u16),
             class: num("class")?.map(|v| v as u32),
             driver,
-            current_link_speed: attr("current_link_speed")?.filter(|s| !s.is_empty()),
-            max_link_speed: attr("max_link_speed")?.filter(|s| !s.is_empty()),
-            current_link_width: num("current_link_width")?.map(|v| v as u32),
-            max_link_width: num("max_link_width")?.map(|v| v as u32),
+            current_link_speed: nonempty(&link_text[0]),
+            max_link_speed: nonempty(&link_text[1]),
+            current_link_width: width(&link_text[2]),
+            max_link_width: width(&link_text[3]),
             numa_node,
             secondary_bus: num("secondary_bus_number")?.and_then(|v| u8::try_from(v).ok()),
             subordinate_bus: num("subordinate_bus_number")?.and_then(|v| u8::try_from(v).ok()),
-            path: std::fs::canonicalize(&dir).unwrap_or(dir),
+            names,
+            link_text,
+            path,
         })
     }
 
@@ -198,6 +219,10 @@ impl PciDevice {
     /// A file of the function's directory (`power_state`, `power/runtime_status`,
     /// `local_cpulist`), trimmed; `None` where it does not exist.
     pub fn attr(&self, name: &str) -> Result<Option<String>, SysfsError> {
+        let top = name.split('/').next().unwrap_or(name);
+        if self.names.binary_search_by(|n| n.as_str().cmp(top)).is_err() {
+            return Ok(None);
+        }
         read_attr(&self.path.join(name))
     }
 
@@ -208,15 +233,16 @@ impl PciDevice {
     }
 
     /// The link speed and width files, read into values or "cannot tell".
-    pub fn link_files(&self) -> Result<LinkFiles, SysfsError> {
-        let speed = |f: &str| Ok::<_, SysfsError>(self.attr(f)?.map(|t| LinkSpeed::parse(&t)));
-        let width = |f: &str| Ok::<_, SysfsError>(self.attr(f)?.map(|t| LinkWidth::parse(&t)));
-        Ok(LinkFiles {
-            current_speed: speed("current_link_speed")?,
-            max_speed: speed("max_link_speed")?,
-            current_width: width("current_link_width")?,
-            max_width: width("max_link_width")?,
-        })
+    pub fn link_files(&self) -> LinkFiles {
+        let [cs, ms, cw, mw] = &self.link_text;
+        let speed = |t: &Option<String>| t.as_deref().map(LinkSpeed::parse);
+        let width = |t: &Option<String>| t.as_deref().map(LinkWidth::parse);
+        LinkFiles {
+            current_speed: speed(cs),
+            max_speed: speed(ms),
+            current_width: width(cw),
+            max_width: width(mw),
+        }
     }
 
     /// The AER counter files (see [`AerFiles`]).

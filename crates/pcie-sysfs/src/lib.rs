@@ -1,5 +1,6 @@
 //! One reader of PCI devices in a Linux sysfs tree, shared by pcie-bench (the host information
-//! of a run) and pcie-pmu (which devices sit below the root ports a PMU watches).
+//! of a run), pcie-pmu (which devices sit below the root ports a PMU watches) and pcie-health
+//! (the link checks).
 //!
 //! Every reader takes a root directory: `/` on a host, a temporary directory in tests, where
 //! [`tree::write_pci_function`] lays out fake functions (as Meta's `below` tests its procfs
@@ -11,9 +12,15 @@
 //!   them: `pcie_model::Generation::from_sysfs_speed` reads the speed), NUMA node and bridge
 //!   bus range, read with
 //!   [`PciDevice::read`] or all at once with [`PciDevice::discover`].
-//! - [`DeviceControl`]: MPS and MRRS from the function's config space, and [`PortType`], its
-//!   device/port type (root port, integrated endpoint, event collector), or why they are unknown
-//!   ([`ConfigSpaceError`]).
+//! - [`PcieCapability`]: the PCI Express capability's registers from the function's config
+//!   space (found by a capability walk that stops at loops and truncation): [`PortType`], MPS and
+//!   MRRS ([`DeviceControl`]), 8- and 10-bit tags, link capabilities, control and status, ASPM;
+//!   or why they are unknown ([`ConfigSpaceError`], e.g. the 64 bytes Linux shows without root).
+//!   [`has_aer`] and [`blank_serial`] look at the extended capabilities.
+//! - [`LinkFiles`] ([`LinkSpeed`], [`LinkWidth`]: values or "cannot tell"), [`AerFiles`] (the
+//!   `aer_dev_*` counters), and [`host`]: the ASPM policy and the NUMA nodes.
+//! - [`ConfigBuilder`]: realistic config spaces for fixture trees and simulated hosts.
+//! - [`snapshot`]: a copy of exactly the files pcieperf reads, for `--sysfs DIR` offline.
 //! - [`files`]: the file conventions (trimmed attributes, sorted listings, `0x` numbers) other
 //!   sysfs readers share.
 //!
@@ -45,6 +52,8 @@ pub mod files;
 pub mod fixture;
 pub mod host;
 mod link_files;
+#[cfg(unix)]
+pub mod snapshot;
 #[cfg(unix)]
 pub mod tree;
 
