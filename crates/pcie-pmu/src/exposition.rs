@@ -238,10 +238,13 @@ pub fn health(checked: &Result<Report, CheckError>, seconds: f64) -> String {
         return out.0;
     };
     let funcs = &r.functions;
+    // Each function's labels, written once for all its families.
+    let labels: Vec<String> = funcs.iter().map(|x| bdf_labels(&x.bdf)).collect();
     let per = |f: &dyn Fn(&pcie_health::FunctionHealth) -> Option<String>| -> Vec<(String, String)> {
         funcs
             .iter()
-            .filter_map(|x| f(x).map(|v| (bdf_labels(&x.bdf), v)))
+            .zip(&labels)
+            .filter_map(|(x, l)| f(x).map(|v| (l.clone(), v)))
             .collect()
     };
     out.add(
@@ -262,10 +265,10 @@ pub fn health(checked: &Result<Report, CheckError>, seconds: f64) -> String {
         "A PCI function's ids, driver and PCIe device/port type; always 1.",
         funcs
             .iter()
-            .map(|x| {
+            .zip(&labels)
+            .map(|(x, l)| {
                 let labels = format!(
-                    "{},id=\"{}\",class_id=\"{}\",driver=\"{}\",port_type=\"{}\"",
-                    bdf_labels(&x.bdf),
+                    "{l},id=\"{}\",class_id=\"{}\",driver=\"{}\",port_type=\"{}\"",
                     label(x.id.as_deref().unwrap_or("")),
                     label(x.class.as_deref().unwrap_or("")),
                     label(x.driver.as_deref().unwrap_or("")),
@@ -322,10 +325,10 @@ pub fn health(checked: &Result<Report, CheckError>, seconds: f64) -> String {
     // Samples per function and AER severity from three counts (correctable, non-fatal, fatal).
     let by_severity = |get: fn(&pcie_health::AerState) -> [Option<u64>; 3]| -> Vec<(String, String)> {
         let mut v = Vec::new();
-        for x in funcs {
+        for (x, l) in funcs.iter().zip(&labels) {
             for (name, n) in ["correctable", "nonfatal", "fatal"].into_iter().zip(get(&x.aer)) {
                 if let Some(n) = n {
-                    v.push((format!("{},severity=\"{name}\"", bdf_labels(&x.bdf)), n.to_string()));
+                    v.push((format!("{l},severity=\"{name}\""), n.to_string()));
                 }
             }
         }
@@ -343,11 +346,12 @@ pub fn health(checked: &Result<Report, CheckError>, seconds: f64) -> String {
         "AER errors since boot by the kernel's type name (RxErr, BadDLLP, CmpltTO, ...); a type appears once it has counted.",
         funcs
             .iter()
-            .flat_map(|x| {
+            .zip(&labels)
+            .flat_map(|(x, l)| {
                 x.aer
                     .by_type
                     .iter()
-                    .map(|(t, n)| (format!("{},type=\"{}\"", bdf_labels(&x.bdf), label(t)), n.to_string()))
+                    .map(move |(t, n)| (format!("{l},type=\"{}\"", label(t)), n.to_string()))
             })
             .collect(),
     );

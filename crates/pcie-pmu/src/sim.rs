@@ -102,11 +102,6 @@ impl SimHost {
     pub fn host(&self) -> &PmuHost {
         &self.host
     }
-
-    /// The root of the host's sysfs tree, for readers of PCI functions (link health).
-    pub fn root(&self) -> &std::path::Path {
-        self.tree.path()
-    }
 }
 
 /// What the driver answers an event it does not take: EINVAL.

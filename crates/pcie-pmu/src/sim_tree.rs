@@ -419,8 +419,9 @@ mod tests {
 
     #[test]
     fn the_healthy_host_shows_every_link_config_space_and_aer_file() {
-        let (_, src) = SimHost::start(PmuHostProfile::load("yitian710").unwrap(), &[], 1, false).unwrap();
-        let r = check(src.root(), &Options::default()).unwrap();
+        let (sys, _src) = SimHost::start(PmuHostProfile::load("yitian710").unwrap(), &[], 1, false).unwrap();
+        let root = sys.root.path();
+        let r = check(root, &Options::default()).unwrap();
         assert!(!r.needs_attention(), "{:#?}", r.findings);
         assert_eq!(
             (r.numa_nodes.as_slice(), r.aspm_policy.as_deref()),
@@ -449,7 +450,7 @@ mod tests {
             (nic.has_aer, nic.aer.correctable, nic.aer.fatal),
             (Some(true), Some(0), Some(0))
         );
-        let port = PciDevice::read(src.root(), bdf("0000:b0:00.0")).unwrap();
+        let port = PciDevice::read(root, bdf("0000:b0:00.0")).unwrap();
         assert_eq!(
             port.pcie_capability().unwrap().port_type,
             pcie_sysfs::PortType::RootPort
@@ -469,8 +470,9 @@ mod tests {
     #[test]
     fn faults_show_as_findings_and_errors_grow_with_simulated_time() {
         let p = PmuHostProfile::load("yitian710-degraded").unwrap();
-        let (_, mut src) = SimHost::start(p, &[], 1, false).unwrap();
-        let r = check(src.root(), &Options::default()).unwrap();
+        let (sys, mut src) = SimHost::start(p, &[], 1, false).unwrap();
+        let root = sys.root.path();
+        let r = check(root, &Options::default()).unwrap();
         let found = |kind: Kind, at: &str| {
             r.findings
                 .iter()
@@ -490,22 +492,16 @@ mod tests {
         );
         found(Kind::AspmEnabled, "0000:03:00.0");
         // An hour of 250 BadDLLP a second before the simulation starts.
-        let sata = |src: &SimHost| {
-            let f = PciDevice::read(src.root(), bdf("0000:04:00.0"))
-                .unwrap()
-                .aer_files()
-                .unwrap();
+        let sata = || {
+            let f = PciDevice::read(root, bdf("0000:04:00.0")).unwrap().aer_files().unwrap();
             let c = f.correctable.unwrap().unwrap();
-            let port = PciDevice::read(src.root(), bdf("0000:00:02.0"))
-                .unwrap()
-                .aer_files()
-                .unwrap();
+            let port = PciDevice::read(root, bdf("0000:00:02.0")).unwrap().aer_files().unwrap();
             (c.types[2].clone(), c.total, port.rootport.unwrap()[0])
         };
         assert_eq!(found(Kind::AerCorrectable, "0000:04:00.0").severity, Severity::Info);
-        assert_eq!(sata(&src), (("BadDLLP".to_string(), 900_000), 900_000, Some(900_000)));
+        assert_eq!(sata(), (("BadDLLP".to_string(), 900_000), 900_000, Some(900_000)));
         src.sleep(Duration::from_secs(2)).unwrap();
-        assert_eq!(sata(&src), (("BadDLLP".to_string(), 900_500), 900_500, Some(900_500)));
+        assert_eq!(sata(), (("BadDLLP".to_string(), 900_500), 900_500, Some(900_500)));
         assert!(
             !r.findings
                 .iter()

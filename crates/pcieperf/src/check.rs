@@ -5,6 +5,7 @@
 
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
+use crate::pmu::source::SourceArgs;
 use clap::Args;
 use pcie_health::{rate_name, CheckError, FunctionHealth, Options, Report, Sampling};
 use std::fmt::Write;
@@ -13,10 +14,10 @@ use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Root of the sysfs/procfs tree to read (ROOT/sys/bus/pci/devices ...): / on this host,
-    /// or a directory `pcieperf snapshot` wrote
-    #[arg(long, value_name = "ROOT", default_value = "/")]
-    pub sysfs: PathBuf,
+    /// perf (or --sysfs ROOT): this host's tree, or a directory `pcieperf snapshot` wrote;
+    /// sim[:PROFILE]: a simulated host's (yitian710-degraded carries faults)
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -57,7 +58,9 @@ fn sampling(a: &CheckArgs) -> Result<Option<Sampling>, CliError> {
 /// The report as text and the exit status (0, or 3 with a finding at warning or above).
 pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
     let opts = Options { sampling: sampling(a)? };
-    let report = pcie_health::check(&a.sysfs, &opts).map_err(|e| match e {
+    // A simulated host's clock runs while it is checked, so its AER counters grow.
+    let (root, _sim) = crate::pmu::source::tree(&a.source)?;
+    let report = pcie_health::check(&root, &opts).map_err(|e| match e {
         CheckError::NoRoot(_) => CliError::Usage(format!("--sysfs {e}")),
         CheckError::Sysfs(_) => CliError::Runtime(e.to_string()),
     })?;

@@ -9,6 +9,9 @@ use pcie_pmu::monitor::{payload_events, resolve_events, Monitor, MonitorError, P
 use pcie_pmu::{CounterError, CounterSource};
 use std::path::PathBuf;
 
+/// An opened source: the monitor (`None`: nothing to count), the source, the host's sysfs root.
+pub type Opened = (Option<Monitor>, Box<dyn CounterSource>, PathBuf);
+
 /// Options shared by the live commands (`top`, `record`, `serve`).
 #[derive(Debug, Args)]
 pub struct WatchArgs {
@@ -34,11 +37,11 @@ impl WatchArgs {
 
     /// As [`WatchArgs::open`], but a host without payload events (no PCIe PMU) and no `-e`
     /// gives no monitor rather than an error; also returns the host's sysfs root.
-    pub fn open_or_none(&self) -> Result<(Option<Monitor>, Box<dyn CounterSource>, PathBuf), CliError> {
+    pub fn open_or_none(&self) -> Result<Opened, CliError> {
         self.open_on(true)
     }
 
-    fn open_on(&self, none_ok: bool) -> Result<(Option<Monitor>, Box<dyn CounterSource>, PathBuf), CliError> {
+    fn open_on(&self, none_ok: bool) -> Result<Opened, CliError> {
         check_interval(Some(self.interval))?;
         let (sys, mut src) = source::open(&self.source, &self.sim)?;
         let root = sys.root.path().to_path_buf();
