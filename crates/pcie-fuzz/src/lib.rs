@@ -1,5 +1,6 @@
 //! Mutation fuzzing of everything pcieperf reads from a user: suites, profiles, catalogs, sysfs
-//! event strings, `-e` lists, workload specs, exec-protocol lines, result CSVs, size lists.
+//! event strings, `-e` lists, workload specs, exec-protocol lines, result CSVs, size lists,
+//! config spaces and the link and AER files `check` reads.
 //!
 //! It runs on the stable toolchain without instrumentation: each [`FuzzTarget`] has a seed corpus of
 //! valid inputs and a dictionary of tokens its format knows; [`mutate`] edits seeds the ways broken

@@ -2,19 +2,19 @@
 //! Yitian 710 of the seed study) that presents itself through a sysfs tree, as a real host does,
 //! and counts through [`CounterSource`].
 //!
-//! [`SimHost::start`] writes the host's tree (one DWC PMU per root port with `type`, `cpumask`,
-//! `format/` and `events/`; root ports and devices with vendor, class, driver, link speed and
-//! width, NUMA node) into a temporary directory, discovers it with [`System::discover`] like any
-//! other root, and keeps the directory while the source lives. Its clock is simulated time:
-//! `sleep` runs the simulation, paced to wall-clock time unless the source is fast.
+//! [`SimHost::start`] writes the host's tree ([`crate::sim_tree`]: PMUs, PCI functions with their
+//! links, config space, AER counters and power state, and the profile's faults) into a temporary
+//! directory, discovers it with [`System::discover`] like any other root, and keeps the
+//! directory while the source lives. Its clock is simulated time: `sleep` runs the simulation,
+//! paced to wall-clock time unless the source is fast, and brings the tree's AER counters to
+//! the new time.
 
 use crate::counter::{CounterError, CounterId, CounterSource, Reading};
 use crate::event_spec::ResolvedEvent;
-use crate::sysfs_writer::{dwc_pmu, DwcVariant, SysfsWriter};
+use crate::sim_tree::SimTree;
 use crate::{PmuError, System};
-use pcie_model::Generation;
 pub use pcie_sim::pmu_host::profile::{builtin_pmu_hosts, PmuHostProfile};
-use pcie_sim::pmu_host::profile::{parse_bdf, DeviceSpec, PmuDriver, PortSpec};
+use pcie_sim::pmu_host::profile::{parse_bdf, PmuDriver};
 pub use pcie_sim::pmu_host::workload::{self, HostWorkload, StorageJob, WorkloadError};
 pub use pcie_sim::pmu_host::PmuHost;
 use std::io;
@@ -32,150 +32,6 @@ pub fn pmu_name(driver: PmuDriver, bdf: &str) -> Option<String> {
         PmuDriver::DwcRootport => format!("dwc_rootport_{:x}", d << 16 | bus << 8 | dev << 3 | f),
         PmuDriver::PcieBdf => format!("pcie_bdf_{:x}", d << 24 | bus << 16 | dev << 8 | f),
     })
-}
-
-/// sysfs `current_link_speed` text of a generation number (1 to 6, as profiles check).
-fn speed(gen: u32) -> &'static str {
-    Generation::ALL[gen.clamp(1, 6) as usize - 1].sysfs_speed()
-}
-
-/// Write the host's sysfs tree.
-fn write_tree(w: &SysfsWriter, host: &PmuHost) -> io::Result<()> {
-    let p = host.profile();
-    let variant = match p.pmu.driver {
-        PmuDriver::DwcRootport => DwcVariant::Upstream,
-        PmuDriver::PcieBdf => DwcVariant::V1,
-    };
-    // Yitian 710 cores are Arm Neoverse N2 (implementer 0x41, part 0xd49).
-    w.raw(
-        "proc/cpuinfo",
-        "processor\t: 0\nBogoMIPS\t: 100.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd49\n\n",
-    )?;
-    for (i, port) in p.ports.iter().enumerate() {
-        write_port(w, host, i, port)?;
-        let name = pmu_name(p.pmu.driver, &port.bdf).expect("profile ports have valid BDFs");
-        let cpu = (port.die * p.pmu.cpus_per_die).to_string();
-        dwc_pmu(w, &name, p.pmu.first_type + i as u32, &cpu, variant)?;
-        w.pmu_attr(
-            &name,
-            "perf_event_mux_interval_ms",
-            &format!("{}", p.pmu.mux_interval_ms),
-        )?;
-    }
-    write_rcieps(w, p)
-}
-
-fn write_port(w: &SysfsWriter, host: &PmuHost, i: usize, port: &PortSpec) -> io::Result<()> {
-    let p = host.profile();
-    let link = host.link(i);
-    let numa = port.die.to_string();
-    let (cur_speed, cur_width) = match link {
-        Some(l) => (speed(l.gen.number() as u32), l.lanes.to_string()),
-        None => ("Unknown", "0".to_string()),
-    };
-    let max_width = port.lanes.to_string();
-    let below: Vec<&str> = port
-        .device_bdf
-        .iter()
-        .map(String::as_str)
-        .chain(port.functions.iter().map(|f| f.bdf.as_str()))
-        .collect();
-    let buses: Vec<u8> = below.iter().filter_map(|b| parse_bdf(b)).map(|b| b.bus).collect();
-    let range = buses
-        .iter()
-        .min()
-        .zip(buses.iter().max())
-        .map(|(lo, hi)| [lo.to_string(), hi.to_string()]);
-    let mut attrs = vec![
-        ("vendor", "0x1ded"),
-        ("device", "0x8000"),
-        ("class", "0x060400"),
-        ("current_link_speed", cur_speed),
-        ("max_link_speed", speed(port.gen)),
-        ("current_link_width", &cur_width),
-        ("max_link_width", &max_width),
-        ("numa_node", &numa),
-    ];
-    if let Some([lo, hi]) = &range {
-        attrs.extend([
-            ("secondary_bus_number", lo.as_str()),
-            ("subordinate_bus_number", hi.as_str()),
-        ]);
-    }
-    w.pci(&[], &port.bdf, &attrs, Some("pcieport"))?;
-    let (Some(dev), Some(dev_bdf)) = (p.device_of(port), &port.device_bdf) else {
-        return Ok(());
-    };
-    let trained = Some((cur_speed, cur_width.as_str()));
-    write_function(w, &[&port.bdf], dev_bdf, dev, trained, &numa)?;
-    let dev_bus = parse_bdf(dev_bdf).map(|b| b.bus);
-    for f in &port.functions {
-        let Some(d) = p.device(&f.device) else { continue };
-        // Behind the device when it is a bridge and the function sits on a further bus.
-        let behind = dev.class >> 8 == 0x0604 && parse_bdf(&f.bdf).map(|b| b.bus) != dev_bus;
-        let chain: Vec<&str> = if behind {
-            vec![&port.bdf, dev_bdf]
-        } else {
-            vec![&port.bdf]
-        };
-        // Another function of the device shares its link; one behind a bridge has its own.
-        let link = (!behind).then_some((cur_speed, cur_width.as_str()));
-        write_function(w, &chain, &f.bdf, d, link, &numa)?;
-    }
-    Ok(())
-}
-
-/// One function's directory: ids, class, driver and, when it has a PCIe link, the link trained
-/// (`link`: current speed and width; its own maximum otherwise).
-fn write_function(
-    w: &SysfsWriter,
-    chain: &[&str],
-    bdf: &str,
-    d: &DeviceSpec,
-    link: Option<(&str, &str)>,
-    numa: &str,
-) -> io::Result<()> {
-    let ids = [
-        format!("{:#06x}", d.vendor),
-        format!("{:#06x}", d.device),
-        format!("{:#08x}", d.class),
-    ];
-    let mut attrs = vec![
-        ("vendor", ids[0].as_str()),
-        ("device", ids[1].as_str()),
-        ("class", ids[2].as_str()),
-        ("numa_node", numa),
-    ];
-    let max_width = d.lanes.to_string();
-    let own = (speed(d.gen), max_width.as_str());
-    if d.gen > 0 && d.lanes > 0 {
-        let (cur_speed, cur_width) = link.unwrap_or(own);
-        attrs.extend([
-            ("current_link_speed", cur_speed),
-            ("max_link_speed", own.0),
-            ("current_link_width", cur_width),
-            ("max_link_width", own.1),
-        ]);
-    }
-    let driver = (!d.driver.is_empty()).then_some(d.driver.as_str());
-    w.pci(chain, bdf, &attrs, driver)
-}
-
-/// Functions on a root bus outside every root port, on the die of the root ports below them.
-fn write_rcieps(w: &SysfsWriter, p: &PmuHostProfile) -> io::Result<()> {
-    for f in &p.rcieps {
-        let (Some(d), Some(bus)) = (p.device(&f.device), parse_bdf(&f.bdf).map(|b| b.bus)) else {
-            continue;
-        };
-        let die = p
-            .ports
-            .iter()
-            .filter(|q| parse_bdf(&q.bdf).is_some_and(|b| b.bus <= bus))
-            .max_by_key(|q| parse_bdf(&q.bdf).map(|b| b.bus))
-            .map_or(0, |q| q.die);
-        write_function(w, &[], &f.bdf, d, None, &die.to_string())?;
-    }
-    Ok(())
 }
 
 /// Why a simulated host could not be started.
@@ -201,8 +57,8 @@ impl std::error::Error for SimError {}
 /// A simulated host with PCIe PMUs, counting through [`CounterSource`].
 pub struct SimHost {
     host: PmuHost,
-    /// Kept so the tree lives as long as the source.
-    _tree: SysfsWriter,
+    /// The host's tree: it lives as long as the source, and its AER counters follow the clock.
+    tree: SimTree,
     /// PMU name → port index.
     pmus: Vec<(String, usize)>,
     counters: Vec<usize>,
@@ -220,8 +76,7 @@ impl SimHost {
         paced: bool,
     ) -> Result<(System, SimHost), SimError> {
         let host = PmuHost::new(profile, workloads, seed);
-        let tree = SysfsWriter::temporary(&format!("sim-{}", host.profile().name)).map_err(SimError::Io)?;
-        write_tree(&tree, &host).map_err(SimError::Io)?;
+        let tree = SimTree::write(&host).map_err(SimError::Io)?;
         let sys = System::discover(tree.path()).map_err(SimError::Discover)?;
         let driver = host.profile().pmu.driver;
         let pmus = host
@@ -235,7 +90,7 @@ impl SimHost {
             sys,
             SimHost {
                 host,
-                _tree: tree,
+                tree,
                 pmus,
                 counters: Vec::new(),
                 paced: paced.then(Instant::now),
@@ -304,6 +159,13 @@ impl CounterSource for SimHost {
     fn sleep(&mut self, d: Duration) -> Result<(), CounterError> {
         let target = self.host.now_ns() + d.as_nanos() as u64;
         self.host.advance_to(target);
+        self.tree.refresh(target).map_err(|e| CounterError::Os {
+            what: format!(
+                "update the simulated host's AER counters in {}",
+                self.tree.path().display()
+            ),
+            errno: e.raw_os_error().unwrap_or(5),
+        })?;
         if let Some(start) = self.paced {
             let due = start + Duration::from_nanos(target);
             if let Some(left) = due.checked_duration_since(Instant::now()) {

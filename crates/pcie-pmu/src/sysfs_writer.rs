@@ -77,6 +77,15 @@ impl SysfsWriter {
         fs::write(&p, content)
     }
 
+    /// Replace the file at `rel` with `content` at once: written beside it, then renamed over
+    /// it, so that a reader sees the old text or the new one, never a part.
+    pub fn replace(&self, rel: &str, content: &str) -> io::Result<()> {
+        let p = self.root.join(rel);
+        let tmp = p.with_extension("new");
+        fs::write(&tmp, content)?;
+        fs::rename(&tmp, &p)
+    }
+
     /// Write a sysfs attribute: `content` plus the newline the kernel prints.
     pub fn attr(&self, rel: &str, content: &str) -> io::Result<()> {
         self.raw(rel, &format!("{content}\n"))

@@ -1,8 +1,18 @@
-//! The PCI Express capability in a function's config space: the device/port type, the MPS and
-//! MRRS in force and the largest MPS supported, which sysfs has no attribute for. Without root, Linux shows only the
-//! first 64 bytes of `config`, so the reasons for a missing answer are kept.
+//! A function's config space as its `config` file shows it: the capability lists (walked with
+//! loop and truncation checks) and the PCI Express capability's registers that sysfs has no
+//! attribute for: device/port type, MPS and MRRS, tag sizes, link capabilities, control and
+//! status, ASPM. Without root, Linux shows only the first 64 bytes of `config`, so the reasons
+//! for a missing answer are kept. Nothing here writes to a device.
 
 use std::fmt;
+
+/// The standard capability list starts after the 64-byte header; the extended list at 0x100.
+const HEADER: usize = 0x40;
+const EXTENDED: usize = 0x100;
+/// Capability IDs: PCI Express; extended: AER, Device Serial Number.
+const CAP_PCIE: u8 = 0x10;
+pub const EXT_CAP_AER: u16 = 0x0001;
+pub const EXT_CAP_DSN: u16 = 0x0003;
 
 /// MPS and MRRS in force (Device Control), and the largest MPS supported (Device
 /// Capabilities), in bytes.
@@ -13,7 +23,7 @@ pub struct DeviceControl {
     pub mps_supported: u32,
 }
 
-/// Why a config space dump gives no [`DeviceControl`].
+/// Why a config space dump does not answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigSpaceError {
     /// The `config` file could not be read (the I/O error's text).
@@ -24,6 +34,18 @@ pub enum ConfigSpaceError {
     CapabilityBeyond(usize),
     EndsInsideCapability,
     NoPcieCapability,
+    /// The capability list comes back to an offset it visited (that offset).
+    CapabilityLoop(usize),
+}
+
+impl ConfigSpaceError {
+    /// True when only root could read the answer (Linux shows 64 bytes to other users).
+    pub fn needs_root(&self) -> bool {
+        matches!(
+            self,
+            ConfigSpaceError::CapabilityBeyond(_) | ConfigSpaceError::EndsInsideCapability
+        )
+    }
 }
 
 impl fmt::Display for ConfigSpaceError {
@@ -40,6 +62,12 @@ impl fmt::Display for ConfigSpaceError {
                 f.write_str("config space ends inside the PCIe capability (reading it needs root)")
             }
             ConfigSpaceError::NoPcieCapability => f.write_str("the device has no PCI Express capability"),
+            ConfigSpaceError::CapabilityLoop(at) => {
+                write!(
+                    f,
+                    "the capability list loops back to offset {at:#x}: config space is corrupt"
+                )
+            }
         }
     }
 }
@@ -50,27 +78,59 @@ impl std::error::Error for ConfigSpaceError {}
 /// register): on a root bus, the class code alone does not say what a function is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PortType {
+    /// Type 0.
+    Endpoint,
+    /// Type 1.
+    LegacyEndpoint,
     /// Type 4.
     RootPort,
+    /// Type 5: a switch's upstream port.
+    UpstreamPort,
+    /// Type 6: a switch's downstream port.
+    DownstreamPort,
     /// Type 9: a root complex integrated endpoint (RCiEP).
     IntegratedEndpoint,
     /// Type 10: a root complex event collector (RCEC).
     EventCollector,
-    /// Endpoints, switch ports and bridges: the type's number.
+    /// Bridges to and from conventional PCI, reserved types: the type's number.
     Other(u8),
 }
 
 impl PortType {
+    fn from_code(t: u8) -> PortType {
+        match t {
+            0 => PortType::Endpoint,
+            1 => PortType::LegacyEndpoint,
+            4 => PortType::RootPort,
+            5 => PortType::UpstreamPort,
+            6 => PortType::DownstreamPort,
+            9 => PortType::IntegratedEndpoint,
+            10 => PortType::EventCollector,
+            t => PortType::Other(t),
+        }
+    }
+
+    /// Lower-case words for messages and JSON (`root port`, `switch upstream port`).
+    pub fn name(self) -> String {
+        match self {
+            PortType::Endpoint => "endpoint".into(),
+            PortType::LegacyEndpoint => "legacy endpoint".into(),
+            PortType::RootPort => "root port".into(),
+            PortType::UpstreamPort => "switch upstream port".into(),
+            PortType::DownstreamPort => "switch downstream port".into(),
+            PortType::IntegratedEndpoint => "integrated endpoint".into(),
+            PortType::EventCollector => "event collector".into(),
+            PortType::Other(7) => "PCIe-to-PCI bridge".into(),
+            PortType::Other(8) => "PCI-to-PCIe bridge".into(),
+            PortType::Other(t) => format!("type {t}"),
+        }
+    }
+
     /// Finds the PCI Express capability in a config space dump and decodes its type.
     pub fn decode(config: &[u8]) -> Result<PortType, ConfigSpaceError> {
         let at = pcie_capability(config)?;
         let caps = u16_at(config, at + 2).ok_or(ConfigSpaceError::EndsInsideCapability)?;
-        Ok(match (caps >> 4) & 0xf {
-            4 => PortType::RootPort,
-            9 => PortType::IntegratedEndpoint,
-            10 => PortType::EventCollector,
-            t => PortType::Other(t as u8),
-        })
+        Ok(PortType::from_code(((caps >> 4) & 0xf) as u8))
     }
 }
 
@@ -78,17 +138,133 @@ impl DeviceControl {
     /// Finds the PCI Express capability in a config space dump and decodes its Device
     /// Capabilities and Device Control registers.
     pub fn decode(config: &[u8]) -> Result<DeviceControl, ConfigSpaceError> {
+        PcieCapability::decode(config).map(|c| c.control)
+    }
+}
+
+/// ASPM states, as Link Capabilities lists them supported or Link Control enables them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Aspm {
+    pub l0s: bool,
+    pub l1: bool,
+}
+
+impl Aspm {
+    fn from_bits(b: u32) -> Aspm {
+        Aspm {
+            l0s: b & 1 != 0,
+            l1: b & 2 != 0,
+        }
+    }
+
+    pub fn any(self) -> bool {
+        self.l0s || self.l1
+    }
+
+    /// `L0s L1`, `L1`, `off`.
+    pub fn name(self) -> &'static str {
+        match (self.l0s, self.l1) {
+            (true, true) => "L0s L1",
+            (true, false) => "L0s",
+            (false, true) => "L1",
+            (false, false) => "off",
+        }
+    }
+}
+
+/// The link registers of a PCI Express capability. Speeds are in GT/s ([`speed_code_gts`]; `None`
+/// for a code no generation uses), widths in lanes as the register holds them.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LinkRegisters {
+    pub max_speed: Option<f64>,
+    pub max_width: u32,
+    pub aspm_supported: Aspm,
+    pub aspm_enabled: Aspm,
+    pub speed: Option<f64>,
+    pub width: u32,
+}
+
+/// 10-bit tag support (Device Capabilities 2) and the requester enable (Device Control 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tags10 {
+    pub completer: bool,
+    pub requester: bool,
+    pub requester_enabled: bool,
+}
+
+/// What a function's PCI Express capability says about its performance settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PcieCapability {
+    pub port_type: PortType,
+    pub control: DeviceControl,
+    /// 8-bit tags: Extended Tag Field Supported (Device Capabilities bit 5) and Enable (Device
+    /// Control bit 8).
+    pub ext_tag_supported: bool,
+    pub ext_tag_enabled: bool,
+    /// `None` when the capability has no version-2 registers or the dump ends before them.
+    pub tags10: Option<Tags10>,
+    /// `None` for integrated endpoints and event collectors (no link), or a dump that ends
+    /// before the link registers.
+    pub link: Option<LinkRegisters>,
+}
+
+/// The rate of a Link Capabilities / Link Status speed code (1 = 2.5 GT/s ... 7 = 128 GT/s).
+pub fn speed_code_gts(code: u32) -> Option<f64> {
+    [2.5, 5.0, 8.0, 16.0, 32.0, 64.0, 128.0]
+        .get((code as usize).wrapping_sub(1))
+        .copied()
+}
+
+impl PcieCapability {
+    /// Finds the PCI Express capability in a config space dump and decodes its registers.
+    /// Registers past byte 256 are not the capability's (standard capabilities live in the
+    /// first 256 bytes; the extended ones follow): a capability placed too late lacks them.
+    pub fn decode(config: &[u8]) -> Result<PcieCapability, ConfigSpaceError> {
         let at = pcie_capability(config)?;
-        let caps = config
-            .get(at + 4..at + 8)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        let (Some(caps), Some(ctl)) = (caps, u16_at(config, at + 8)) else {
+        let config = &config[..config.len().min(EXTENDED)];
+        let (Some(caps), Some(devcap), Some(devctl)) =
+            (u16_at(config, at + 2), u32_at(config, at + 4), u16_at(config, at + 8))
+        else {
             return Err(ConfigSpaceError::EndsInsideCapability);
         };
-        Ok(DeviceControl {
-            mps: 128 << ((ctl >> 5) & 7),
-            mrrs: 128 << ((ctl >> 12) & 7),
-            mps_supported: 128 << (caps & 7),
+        let port_type = PortType::from_code(((caps >> 4) & 0xf) as u8);
+        let version = caps & 0xf;
+        let link = match (
+            port_type,
+            u32_at(config, at + 0x0c),
+            u16_at(config, at + 0x10),
+            u16_at(config, at + 0x12),
+        ) {
+            (PortType::IntegratedEndpoint | PortType::EventCollector, ..) => None,
+            (_, Some(cap), Some(ctl), Some(sta)) if cap != 0 => Some(LinkRegisters {
+                max_speed: speed_code_gts(cap & 0xf),
+                max_width: (cap >> 4) & 0x3f,
+                aspm_supported: Aspm::from_bits(cap >> 10),
+                aspm_enabled: Aspm::from_bits(ctl as u32),
+                speed: speed_code_gts(sta as u32 & 0xf),
+                width: (sta as u32 >> 4) & 0x3f,
+            }),
+            _ => None,
+        };
+        let tags10 = match (version >= 2, u32_at(config, at + 0x24), u16_at(config, at + 0x28)) {
+            (true, Some(cap2), Some(ctl2)) => Some(Tags10 {
+                completer: cap2 & (1 << 16) != 0,
+                requester: cap2 & (1 << 17) != 0,
+                requester_enabled: ctl2 & (1 << 12) != 0,
+            }),
+            _ => None,
+        };
+        Ok(PcieCapability {
+            port_type,
+            control: DeviceControl {
+                mps: 128 << ((devctl >> 5) & 7).min(5),
+                mrrs: 128 << ((devctl >> 12) & 7).min(5),
+                mps_supported: 128 << (devcap & 7).min(5),
+            },
+            ext_tag_supported: devcap & (1 << 5) != 0,
+            ext_tag_enabled: devctl & (1 << 8) != 0,
+            tags10,
+            link,
         })
     }
 }
@@ -97,32 +273,96 @@ fn u16_at(config: &[u8], o: usize) -> Option<u16> {
     config.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]))
 }
 
-/// The offset of the PCI Express capability (ID 0x10), walking the capability list.
-fn pcie_capability(config: &[u8]) -> Result<usize, ConfigSpaceError> {
+fn u32_at(config: &[u8], o: usize) -> Option<u32> {
+    config
+        .get(o..o + 4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// The standard capabilities (ID, offset) from the header's pointer, and why the walk stopped
+/// early if it did (a loop, or a pointer past the readable bytes).
+type Walk = (Vec<(u8, usize)>, Option<ConfigSpaceError>);
+
+fn walk(config: &[u8]) -> Result<Walk, ConfigSpaceError> {
     let status = u16_at(config, 0x06).ok_or(ConfigSpaceError::ShorterThanHeader)?;
     if status & 0x10 == 0 {
         return Err(ConfigSpaceError::NoCapabilities);
     }
     let mut at = config.get(0x34).map(|&p| p as usize & 0xfc).unwrap_or(0);
-    // 48 capabilities fit in the 192 bytes after the header: more means a loop.
-    for _ in 0..48 {
-        if at < 0x40 {
-            break;
+    let mut found: Vec<(u8, usize)> = Vec::new();
+    while at >= HEADER {
+        if found.iter().any(|&(_, o)| o == at) {
+            return Ok((found, Some(ConfigSpaceError::CapabilityLoop(at))));
         }
         let (Some(&id), Some(&next)) = (config.get(at), config.get(at + 1)) else {
-            return Err(ConfigSpaceError::CapabilityBeyond(config.len()));
+            return Ok((found, Some(ConfigSpaceError::CapabilityBeyond(config.len()))));
         };
-        if id == 0x10 {
-            return Ok(at);
-        }
+        found.push((id, at));
         at = next as usize & 0xfc;
     }
-    Err(ConfigSpaceError::NoPcieCapability)
+    Ok((found, None))
+}
+
+/// The offset of the PCI Express capability (ID 0x10). A list that loops or is cut off before
+/// it is found says so; one cut off after it is found still answers.
+fn pcie_capability(config: &[u8]) -> Result<usize, ConfigSpaceError> {
+    let (found, stop) = walk(config)?;
+    match (found.iter().find(|&&(id, _)| id == CAP_PCIE), stop) {
+        (Some(&(_, at)), _) => Ok(at),
+        (None, Some(e)) => Err(e),
+        (None, None) => Err(ConfigSpaceError::NoPcieCapability),
+    }
+}
+
+/// The extended capabilities (ID, offset) from 0x100; empty when the dump is 256 bytes or
+/// shorter (conventional PCI, or a reader without root), `Err` when the list loops.
+pub fn extended_capabilities(config: &[u8]) -> Result<Vec<(u16, usize)>, ConfigSpaceError> {
+    let mut found: Vec<(u16, usize)> = Vec::new();
+    let mut at = EXTENDED;
+    while at >= EXTENDED {
+        let Some(header) = u32_at(config, at) else { break };
+        if header == 0 || header == u32::MAX {
+            break;
+        }
+        if found.iter().any(|&(_, o)| o == at) {
+            return Err(ConfigSpaceError::CapabilityLoop(at));
+        }
+        found.push(((header & 0xffff) as u16, at));
+        at = (header >> 20) as usize & 0xffc;
+    }
+    Ok(found)
+}
+
+/// Whether the extended capability list holds an AER capability; `None` where the dump does
+/// not reach the extended list (256 bytes or fewer) or the list loops.
+pub fn has_aer(config: &[u8]) -> Option<bool> {
+    if config.len() <= EXTENDED {
+        return None;
+    }
+    let ext = extended_capabilities(config).ok()?;
+    Some(ext.iter().any(|&(id, _)| id == EXT_CAP_AER))
+}
+
+/// Zeroes the serial number of a Device Serial Number capability (a snapshot must not carry
+/// it); returns whether one was found.
+pub fn blank_serial(config: &mut [u8]) -> bool {
+    let Ok(ext) = extended_capabilities(config) else {
+        return false;
+    };
+    let mut found = false;
+    for (_, at) in ext.into_iter().filter(|&(id, _)| id == EXT_CAP_DSN) {
+        if let Some(serial) = config.get_mut(at + 4..at + 12) {
+            serial.fill(0);
+            found = true;
+        }
+    }
+    found
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{DeviceControl, PortType};
+    use super::*;
+    use crate::config_builder::{ConfigBuilder, LinkSetup};
     use crate::fixture::config_with_pcie_capability as config;
 
     #[test]
@@ -137,7 +377,9 @@ mod tests {
                 mps_supported: 512
             }
         );
-        let user = DeviceControl::decode(&config(2, 0, 64)).unwrap_err().to_string();
+        let user = DeviceControl::decode(&config(2, 0, 64)).unwrap_err();
+        assert!(user.needs_root());
+        let user = user.to_string();
         assert!(
             user.contains("beyond the 64 readable bytes") && user.contains("root"),
             "{user}"
@@ -153,8 +395,10 @@ mod tests {
         looped[0x71] = 0x40;
         assert_eq!(
             DeviceControl::decode(&looped).unwrap_err().to_string(),
-            "the device has no PCI Express capability"
+            "the capability list loops back to offset 0x40: config space is corrupt"
         );
+        // Reserved MPS codes (6, 7) read as the largest defined size, never an overflow.
+        assert_eq!(DeviceControl::decode(&config(7, 0xffff, 256)).unwrap().mps, 4096);
     }
 
     #[test]
@@ -167,7 +411,9 @@ mod tests {
         assert_eq!(typed(4), Ok(PortType::RootPort));
         assert_eq!(typed(9), Ok(PortType::IntegratedEndpoint));
         assert_eq!(typed(10), Ok(PortType::EventCollector));
-        assert_eq!(typed(0), Ok(PortType::Other(0)));
+        assert_eq!(typed(0), Ok(PortType::Endpoint));
+        assert_eq!(typed(5).unwrap().name(), "switch upstream port");
+        assert_eq!(typed(12), Ok(PortType::Other(12)));
         // Without root, Linux shows 64 bytes: the capability is past them.
         let user = PortType::decode(&config(0, 0, 64)).unwrap_err().to_string();
         assert!(user.contains("beyond the 64 readable bytes"), "{user}");
@@ -175,5 +421,91 @@ mod tests {
             PortType::decode(&config(0, 0, 0x72)).unwrap_err().to_string(),
             "config space ends inside the PCIe capability (reading it needs root)"
         );
+    }
+
+    #[test]
+    fn link_tag_and_aspm_registers_decode() {
+        let link = LinkSetup {
+            max_gts: 32.0,
+            max_width: 16,
+            gts: 16.0,
+            width: 8,
+            aspm_supported: Aspm { l0s: true, l1: true },
+            aspm_enabled: Aspm { l0s: false, l1: true },
+        };
+        let bytes = ConfigBuilder::endpoint(0x10de, 0x2330, 0x030200)
+            .mps(512, 256)
+            .mrrs(1024)
+            .tags(true, false, Some((true, true, false)))
+            .link(link)
+            .aer()
+            .serial(0x1122_3344_5566_7788)
+            .build();
+        let c = PcieCapability::decode(&bytes).unwrap();
+        assert_eq!(c.port_type, PortType::Endpoint);
+        assert_eq!(
+            c.control,
+            DeviceControl {
+                mps: 256,
+                mrrs: 1024,
+                mps_supported: 512
+            }
+        );
+        assert!(c.ext_tag_supported && !c.ext_tag_enabled);
+        assert_eq!(
+            c.tags10,
+            Some(Tags10 {
+                completer: true,
+                requester: true,
+                requester_enabled: false
+            })
+        );
+        let l = c.link.unwrap();
+        assert_eq!(
+            (l.max_speed, l.max_width, l.speed, l.width),
+            (Some(32.0), 16, Some(16.0), 8)
+        );
+        assert_eq!((l.aspm_supported.name(), l.aspm_enabled.name()), ("L0s L1", "L1"));
+        assert_eq!(has_aer(&bytes), Some(true));
+        assert_eq!(has_aer(&bytes[..256]), None);
+        let mut blanked = bytes.clone();
+        assert!(blank_serial(&mut blanked));
+        assert_ne!(blanked, bytes);
+        assert_eq!(PcieCapability::decode(&blanked), Ok(c));
+        assert_eq!(has_aer(&blanked), Some(true));
+        // Without the extended capabilities, nothing to blank.
+        let plain = ConfigBuilder::endpoint(1, 2, 0x020000).build();
+        assert_eq!(has_aer(&plain), Some(false));
+        assert!(!blank_serial(&mut plain.clone()));
+    }
+
+    #[test]
+    fn a_looping_extended_list_and_bad_speed_codes_are_named() {
+        let mut bytes = ConfigBuilder::endpoint(1, 2, 0x020000).aer().build();
+        // The AER header's next pointer back to itself.
+        bytes[0x102] = 0x01;
+        bytes[0x103] = 0x10;
+        assert_eq!(
+            extended_capabilities(&bytes),
+            Err(ConfigSpaceError::CapabilityLoop(0x100))
+        );
+        assert!(!blank_serial(&mut bytes));
+        assert_eq!(speed_code_gts(0), None);
+        assert_eq!(speed_code_gts(8), None);
+        assert_eq!(speed_code_gts(4), Some(16.0));
+    }
+
+    #[test]
+    fn a_capability_at_the_end_of_the_standard_space_stops_there() {
+        // Found by the fuzzer: the PCIe capability at 0xf0 with a serial number capability at
+        // 0x100 overlapping where its version-2 registers would be.
+        let mut c = ConfigBuilder::endpoint(1, 2, 0x020000).serial(u64::MAX).build();
+        c[0x41] = 0xf0;
+        c.copy_within(0x70..0x7c, 0xf0);
+        c[0xf2] = 0x02; // version 2: Device Capabilities 2 would be at 0x114
+        let before = PcieCapability::decode(&c).unwrap();
+        assert_eq!(before.tags10, None);
+        assert!(blank_serial(&mut c));
+        assert_eq!(PcieCapability::decode(&c), Ok(before));
     }
 }

@@ -3,15 +3,46 @@
 //! from its config space.
 //! Where the function sits in the hierarchy comes from its real directory under `sys/devices`.
 
+use crate::aer::{AerCounts, AerFiles};
 use crate::bdf::Bdf;
-use crate::config_space::{ConfigSpaceError, DeviceControl, PortType};
+use crate::config_space::{ConfigSpaceError, DeviceControl, PcieCapability, PortType};
 use crate::error::SysfsError;
 use crate::files::{list_dir, parse_u64, read_attr};
+use crate::link_files::{LinkFiles, LinkSpeed, LinkWidth};
 use serde::Serialize;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Where the PCI functions are listed, below a root.
-const PCI_DEVICES: &str = "sys/bus/pci/devices";
+pub const PCI_DEVICES: &str = "sys/bus/pci/devices";
+
+/// Every file of a function's directory that this crate reads (besides the `driver` link):
+/// a snapshot of a host copies exactly these.
+pub const DEVICE_FILES: [&str; 20] = [
+    "vendor",
+    "device",
+    "class",
+    "current_link_speed",
+    "max_link_speed",
+    "current_link_width",
+    "max_link_width",
+    "numa_node",
+    "secondary_bus_number",
+    "subordinate_bus_number",
+    "local_cpulist",
+    "power_state",
+    "power/runtime_status",
+    "aer_dev_correctable",
+    "aer_dev_nonfatal",
+    "aer_dev_fatal",
+    "aer_rootport_total_err_cor",
+    "aer_rootport_total_err_nonfatal",
+    "aer_rootport_total_err_fatal",
+    "config",
+];
+
+/// A config space is at most 4 KiB; a longer `config` file is read no further.
+const CONFIG_MAX: u64 = 4096;
 
 /// A PCI function from `sys/bus/pci/devices/<bdf>/`; `None` where sysfs lacks the file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -35,6 +66,13 @@ pub struct PciDevice {
     /// The function's real directory (symbolic links resolved).
     #[serde(skip)]
     path: PathBuf,
+    /// The names in that directory, sorted: files that are not there are not opened (a host
+    /// may have 10,000 functions, and most lack some of the files).
+    #[serde(skip)]
+    names: Vec<String>,
+    /// The link files' text: current and max speed, current and max width.
+    #[serde(skip)]
+    link_text: [Option<String>; 4],
 }
 
 impl PciDevice {
@@ -53,28 +91,42 @@ impl PciDevice {
     }
 
     fn read_dir(dir: PathBuf, bdf: Bdf) -> Result<PciDevice, SysfsError> {
-        let attr = |f: &str| read_attr(&dir.join(f));
+        let path = std::fs::canonicalize(&dir).unwrap_or(dir);
+        let names = list_dir(&path)?;
+        let has = |f: &str| names.binary_search_by(|n| n.as_str().cmp(f)).is_ok();
+        let attr = |f: &str| if has(f) { read_attr(&path.join(f)) } else { Ok(None) };
         let num = |f: &str| -> Result<Option<u64>, SysfsError> { Ok(attr(f)?.as_deref().and_then(parse_u64)) };
-        let driver = std::fs::read_link(dir.join("driver"))
-            .ok()
+        let driver = has("driver")
+            .then(|| std::fs::read_link(path.join("driver")).ok())
+            .flatten()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
         let numa_node = attr("numa_node")?
             .and_then(|s| s.parse::<i64>().ok())
             .and_then(|n| u32::try_from(n).ok());
+        let link_text = [
+            attr("current_link_speed")?,
+            attr("max_link_speed")?,
+            attr("current_link_width")?,
+            attr("max_link_width")?,
+        ];
+        let nonempty = |t: &Option<String>| t.clone().filter(|s| !s.is_empty());
+        let width = |t: &Option<String>| t.as_deref().and_then(parse_u64).map(|v| v as u32);
         Ok(PciDevice {
             bdf,
             vendor: num("vendor")?.map(|v| v as u16),
             device: num("device")?.map(|v| v as u16),
             class: num("class")?.map(|v| v as u32),
             driver,
-            current_link_speed: attr("current_link_speed")?.filter(|s| !s.is_empty()),
-            max_link_speed: attr("max_link_speed")?.filter(|s| !s.is_empty()),
-            current_link_width: num("current_link_width")?.map(|v| v as u32),
-            max_link_width: num("max_link_width")?.map(|v| v as u32),
+            current_link_speed: nonempty(&link_text[0]),
+            max_link_speed: nonempty(&link_text[1]),
+            current_link_width: width(&link_text[2]),
+            max_link_width: width(&link_text[3]),
             numa_node,
             secondary_bus: num("secondary_bus_number")?.and_then(|v| u8::try_from(v).ok()),
             subordinate_bus: num("subordinate_bus_number")?.and_then(|v| u8::try_from(v).ok()),
-            path: std::fs::canonicalize(&dir).unwrap_or(dir),
+            names,
+            link_text,
+            path,
         })
     }
 
@@ -135,17 +187,82 @@ impl PciDevice {
     /// MPS and MRRS in force, from the function's `config` file (the PCI Express capability is
     /// past the 64 bytes Linux shows without root, so this usually needs root).
     pub fn device_control(&self) -> Result<DeviceControl, ConfigSpaceError> {
-        DeviceControl::decode(&self.config()?)
+        DeviceControl::decode(&self.config_bytes()?)
     }
 
     /// The device/port type, from the function's `config` file (past the 64 bytes Linux shows
     /// without root, like [`PciDevice::device_control`]).
     pub fn port_type(&self) -> Result<PortType, ConfigSpaceError> {
-        PortType::decode(&self.config()?)
+        PortType::decode(&self.config_bytes()?)
     }
 
-    fn config(&self) -> Result<Vec<u8>, ConfigSpaceError> {
-        std::fs::read(self.path.join("config")).map_err(|e| ConfigSpaceError::Unreadable(e.to_string()))
+    /// Every register of the PCI Express capability the link checks use (root only, like
+    /// [`PciDevice::device_control`]).
+    pub fn pcie_capability(&self) -> Result<PcieCapability, ConfigSpaceError> {
+        PcieCapability::decode(&self.config_bytes()?)
+    }
+
+    /// The readable bytes of the `config` file (64 without root), at most 4 KiB.
+    pub fn config_bytes(&self) -> Result<Vec<u8>, ConfigSpaceError> {
+        let mut bytes = Vec::new();
+        std::fs::File::open(self.path.join("config"))
+            .and_then(|f| f.take(CONFIG_MAX).read_to_end(&mut bytes))
+            .map_err(|e| ConfigSpaceError::Unreadable(e.to_string()))?;
+        Ok(bytes)
+    }
+
+    /// The function's real directory (symbolic links resolved).
+    pub fn dir(&self) -> &Path {
+        &self.path
+    }
+
+    /// A file of the function's directory (`power_state`, `power/runtime_status`,
+    /// `local_cpulist`), trimmed; `None` where it does not exist.
+    pub fn attr(&self, name: &str) -> Result<Option<String>, SysfsError> {
+        let top = name.split('/').next().unwrap_or(name);
+        if self.names.binary_search_by(|n| n.as_str().cmp(top)).is_err() {
+            return Ok(None);
+        }
+        read_attr(&self.path.join(name))
+    }
+
+    /// The function directly above this one: its real directory's parent, when that is a PCI
+    /// function (`.../0000:16:00.0/0000:17:00.0` is below `0000:16:00.0`).
+    pub fn upstream_bdf(&self) -> Option<Bdf> {
+        self.path.parent()?.file_name()?.to_str()?.parse().ok()
+    }
+
+    /// The link speed and width files, read into values or "cannot tell".
+    pub fn link_files(&self) -> LinkFiles {
+        let [cs, ms, cw, mw] = &self.link_text;
+        let speed = |t: &Option<String>| t.as_deref().map(LinkSpeed::parse);
+        let width = |t: &Option<String>| t.as_deref().map(LinkWidth::parse);
+        LinkFiles {
+            current_speed: speed(cs),
+            max_speed: speed(ms),
+            current_width: width(cw),
+            max_width: width(mw),
+        }
+    }
+
+    /// The AER counter files (see [`AerFiles`]).
+    pub fn aer_files(&self) -> Result<AerFiles, SysfsError> {
+        let counts = |f: &str| Ok::<_, SysfsError>(self.attr(f)?.map(|t| AerCounts::parse(&t)));
+        let total = |f: &str| Ok::<_, SysfsError>(self.attr(f)?.map(|t| parse_u64(&t)));
+        let rootport = [
+            total("aer_rootport_total_err_cor")?,
+            total("aer_rootport_total_err_nonfatal")?,
+            total("aer_rootport_total_err_fatal")?,
+        ];
+        Ok(AerFiles {
+            correctable: counts("aer_dev_correctable")?,
+            nonfatal: counts("aer_dev_nonfatal")?,
+            fatal: counts("aer_dev_fatal")?,
+            rootport: rootport
+                .iter()
+                .any(Option::is_some)
+                .then(|| rootport.map(Option::flatten)),
+        })
     }
 }
 
@@ -236,7 +353,7 @@ mod tests {
         .unwrap();
         let c = d.device_control().unwrap();
         assert_eq!((c.mps, c.mrrs, c.mps_supported), (256, 4096, 256));
-        assert_eq!(d.port_type(), Ok(PortType::Other(0)));
+        assert_eq!(d.port_type(), Ok(PortType::Endpoint));
         let mut rciep = config_with_pcie_capability(1, 0, 256);
         rciep[0x72] = 9 << 4;
         std::fs::write(dir.join("config"), rciep).unwrap();

@@ -1,5 +1,6 @@
 //! One reader of PCI devices in a Linux sysfs tree, shared by pcie-bench (the host information
-//! of a run) and pcie-pmu (which devices sit below the root ports a PMU watches).
+//! of a run), pcie-pmu (which devices sit below the root ports a PMU watches) and pcie-health
+//! (the link checks).
 //!
 //! Every reader takes a root directory: `/` on a host, a temporary directory in tests, where
 //! [`tree::write_pci_function`] lays out fake functions (as Meta's `below` tests its procfs
@@ -11,9 +12,15 @@
 //!   them: `pcie_model::Generation::from_sysfs_speed` reads the speed), NUMA node and bridge
 //!   bus range, read with
 //!   [`PciDevice::read`] or all at once with [`PciDevice::discover`].
-//! - [`DeviceControl`]: MPS and MRRS from the function's config space, and [`PortType`], its
-//!   device/port type (root port, integrated endpoint, event collector), or why they are unknown
-//!   ([`ConfigSpaceError`]).
+//! - [`PcieCapability`]: the PCI Express capability's registers from the function's config
+//!   space (found by a capability walk that stops at loops and truncation): [`PortType`], MPS and
+//!   MRRS ([`DeviceControl`]), 8- and 10-bit tags, link capabilities, control and status, ASPM;
+//!   or why they are unknown ([`ConfigSpaceError`], e.g. the 64 bytes Linux shows without root).
+//!   [`has_aer`] and [`blank_serial`] look at the extended capabilities.
+//! - [`LinkFiles`] ([`LinkSpeed`], [`LinkWidth`]: values or "cannot tell"), [`AerFiles`] (the
+//!   `aer_dev_*` counters), and [`host`]: the ASPM policy and the NUMA nodes.
+//! - [`ConfigBuilder`]: realistic config spaces for fixture trees and simulated hosts.
+//! - [`snapshot`]: a copy of exactly the files pcieperf reads, for `--sysfs DIR` offline.
 //! - [`files`]: the file conventions (trimmed attributes, sorted listings, `0x` numbers) other
 //!   sysfs readers share.
 //!
@@ -33,7 +40,9 @@
 //! # let _ = std::fs::remove_dir_all(&root);
 //! ```
 
+mod aer;
 mod bdf;
+mod config_builder;
 mod config_space;
 mod device;
 mod error;
@@ -41,10 +50,20 @@ pub mod files;
 /// Fake config space for tests (here and in other crates), not part of the product.
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
+pub mod host;
+mod link_files;
+#[cfg(unix)]
+pub mod snapshot;
 #[cfg(unix)]
 pub mod tree;
 
+pub use aer::{AerCounts, AerFiles};
 pub use bdf::{Bdf, BdfError};
-pub use config_space::{ConfigSpaceError, DeviceControl, PortType};
-pub use device::PciDevice;
+pub use config_builder::{ConfigBuilder, LinkSetup};
+pub use config_space::{
+    blank_serial, extended_capabilities, has_aer, speed_code_gts, Aspm, ConfigSpaceError, DeviceControl, LinkRegisters,
+    PcieCapability, PortType, Tags10,
+};
+pub use device::{PciDevice, DEVICE_FILES, PCI_DEVICES};
 pub use error::SysfsError;
+pub use link_files::{LinkFiles, LinkSpeed, LinkWidth, MAX_WIDTH};

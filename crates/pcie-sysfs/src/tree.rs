@@ -54,3 +54,9 @@ pub fn symlink(root: &Path, rel: &str, target: &str) -> io::Result<()> {
     }
     std::os::unix::fs::symlink(target, &p)
 }
+
+/// A function's `config` file (binary, as the kernel shows it to root), through the
+/// `sys/bus/pci/devices/<bdf>` link [`write_pci_function`] made.
+pub fn write_config(root: &Path, bdf: &str, config: &[u8]) -> io::Result<()> {
+    fs::write(root.join("sys/bus/pci/devices").join(bdf).join("config"), config)
+}

@@ -1,6 +1,7 @@
 //! pcieperf: PCIe performance on end hosts. The only crate that knows about the terminal.
 
 mod bench;
+mod check;
 mod error;
 mod model;
 mod output;
@@ -39,27 +40,36 @@ enum Command {
     /// The simulator of your own host: a host profile fitted to your measurements
     #[command(subcommand)]
     Sim(sim::SimCmd),
+    /// Is every PCIe link healthy, and what does each problem cost in Gb/s (exit 3: findings
+    /// at warning or above)
+    Check(check::CheckArgs),
+    /// Copy the sysfs/procfs files pcieperf reads into a new directory, for --sysfs DIR
+    Snapshot(check::SnapshotArgs),
     /// Print a shell completion script (bash, zsh or fish) on stdout
     Completions(shell::CompletionsArgs),
     /// Print the man page (roff) of pcieperf or of one of its commands on stdout
     Man(shell::ManArgs),
 }
 
-fn run(cli: &Cli) -> Result<String, CliError> {
+/// The text to print and the exit status (0, or 3 from `check`).
+fn run(cli: &Cli) -> Result<(String, u8), CliError> {
+    let done = |text: String| (text, 0);
     match &cli.command {
-        Command::Model(cmd) => model::run(cmd),
-        Command::Bench(cmd) => bench::run(cmd),
-        Command::Pmu(cmd) => pmu::run(cmd),
-        Command::Sim(cmd) => sim::run(cmd),
-        Command::Completions(args) => shell::completions(args),
-        Command::Man(args) => shell::man(args),
+        Command::Model(cmd) => model::run(cmd).map(done),
+        Command::Bench(cmd) => bench::run(cmd).map(done),
+        Command::Pmu(cmd) => pmu::run(cmd).map(done),
+        Command::Sim(cmd) => sim::run(cmd).map(done),
+        Command::Check(args) => check::run(args),
+        Command::Snapshot(args) => check::snapshot(args).map(done),
+        Command::Completions(args) => shell::completions(args).map(done),
+        Command::Man(args) => shell::man(args).map(done),
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(&cli) {
-        Ok(text) => {
+        Ok((text, status)) => {
             // A closed pipe (e.g. `| head`) is not an error worth reporting. An output file on
             // standard output (`-o -`) keeps it to itself: the text goes to stderr then.
             let _ = if pcie_output::stdout_taken() {
@@ -68,7 +78,7 @@ fn main() -> ExitCode {
                 let mut stdout = std::io::stdout().lock();
                 stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush())
             };
-            ExitCode::SUCCESS
+            ExitCode::from(status)
         }
         Err(e) => {
             eprintln!("error: {e}");

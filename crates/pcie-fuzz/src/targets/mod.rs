@@ -4,6 +4,7 @@ mod bench;
 mod model;
 mod pmu;
 mod sim;
+mod sysfs;
 
 use crate::FuzzTarget;
 
@@ -14,5 +15,6 @@ pub fn all() -> Vec<FuzzTarget> {
     all.extend(sim::targets());
     all.extend(bench::targets());
     all.extend(pmu::targets());
+    all.extend(sysfs::targets());
     all
 }

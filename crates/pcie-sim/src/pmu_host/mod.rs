@@ -9,6 +9,7 @@
 //! does. Same profile, workloads and seed give the same counts.
 
 pub mod bank;
+pub mod fault;
 pub mod link;
 mod nic;
 pub mod profile;
@@ -96,15 +97,15 @@ struct HostCosts {
 }
 
 /// The link a port trains with its device: the lower generation and width of both, MPS the
-/// smaller of both sides', MRRS the device's.
+/// smaller of both sides', MRRS the device's, unless the profile's faults say otherwise.
 fn train(host: &PmuHostProfile, port: &profile::PortSpec) -> Option<LinkConfig> {
-    let d = host.device_of(port)?;
-    let gen = port.gen.min(d.gen);
+    let (gen, lanes) = host.trained(port)?;
+    let (mps, mrrs) = host.device_control(port)?;
     LinkConfig::new(&LinkParams {
         gen: Generation::ALL[gen as usize - 1],
-        lanes: port.lanes.min(d.lanes),
-        mps: host.host.max_mps.min(d.max_mps),
-        mrrs: d.mrrs,
+        lanes,
+        mps,
+        mrrs,
         rcb: host.host.rcb,
         ..LinkParams::default()
     })

@@ -2,6 +2,7 @@
 //! costs of a storage workload, as TOML data (`data/profiles/yitian710.toml`). A profile may
 //! `inherit` a built-in one and override some of its tables (`yitian710-narrow`).
 
+use super::fault::FaultSpec;
 use crate::distribution::Spread;
 use crate::profile_file::{above_zero, between, chars, count, one_of, spread, words, ProfileError, MAX_NS};
 use pcie_sysfs::Bdf;
@@ -207,9 +208,12 @@ pub struct PmuHostProfile {
     /// event collectors).
     #[serde(default, rename = "rciep")]
     pub rcieps: Vec<FunctionSpec>,
+    /// Faults of ports and their devices ([`super::fault`]); none when absent.
+    #[serde(default, rename = "fault")]
+    pub faults: Vec<FaultSpec>,
 }
 
-const BUILTIN: [(&str, &str); 3] = [
+const BUILTIN: [(&str, &str); 4] = [
     ("yitian710", include_str!("../../../../data/profiles/yitian710.toml")),
     (
         "yitian710-narrow",
@@ -218,6 +222,10 @@ const BUILTIN: [(&str, &str); 3] = [
     (
         "yitian710-nvme",
         include_str!("../../../../data/profiles/yitian710-nvme.toml"),
+    ),
+    (
+        "yitian710-degraded",
+        include_str!("../../../../data/profiles/yitian710-degraded.toml"),
     ),
 ];
 
@@ -312,6 +320,70 @@ impl PmuHostProfile {
     /// The `[[device]]` named `name`.
     pub fn device(&self, name: &str) -> Option<&DeviceSpec> {
         self.devices.iter().find(|x| x.name == name)
+    }
+
+    /// The `[[fault]]` of the function at `bdf`, if any.
+    pub fn fault(&self, bdf: &str) -> Option<&FaultSpec> {
+        self.faults.iter().find(|f| f.bdf == bdf)
+    }
+
+    /// The generation and width `port`'s link trained at with its device: the lower of both
+    /// ends, or what a `[[fault]]` of the port or the device says; `None` for an empty port.
+    pub fn trained(&self, port: &PortSpec) -> Option<(u32, u32)> {
+        let d = self.device_of(port)?;
+        let faults = [Some(port.bdf.as_str()), port.device_bdf.as_deref()];
+        let faults: Vec<&FaultSpec> = faults.into_iter().flatten().filter_map(|b| self.fault(b)).collect();
+        let gen = faults.iter().find_map(|f| f.link_gen).unwrap_or(port.gen.min(d.gen));
+        let lanes = faults
+            .iter()
+            .find_map(|f| f.link_lanes)
+            .unwrap_or(port.lanes.min(d.lanes));
+        Some((gen, lanes))
+    }
+
+    /// MPS and MRRS in force in the Device Control of `port`'s device: the smaller MPS of both
+    /// ends (as the kernel sets a path) and the device's MRRS, unless a `[[fault]]` sets them.
+    pub fn device_control(&self, port: &PortSpec) -> Option<(u32, u32)> {
+        let d = self.device_of(port)?;
+        let f = port.device_bdf.as_deref().and_then(|b| self.fault(b));
+        let mps = f.and_then(|f| f.mps).unwrap_or(self.host.max_mps.min(d.max_mps));
+        Some((mps, f.and_then(|f| f.mrrs).unwrap_or(d.mrrs)))
+    }
+
+    fn check_faults(&self) -> Result<(), String> {
+        if self.faults.len() > 256 {
+            return Err(format!("fault: {} [[fault]] tables: at most 256", self.faults.len()));
+        }
+        for (i, f) in self.faults.iter().enumerate() {
+            let key = format!("fault[{i}]");
+            if self.faults[..i].iter().any(|g| g.bdf == f.bdf) {
+                return Err(format!("{key}.bdf = {:?}: listed twice", f.bdf));
+            }
+            let port = self.ports.iter().find(|p| p.bdf == f.bdf);
+            let below = self.ports.iter().find(|p| p.device_bdf.as_ref() == Some(&f.bdf));
+            let (p, max_mps) = match (port, below) {
+                (Some(p), _) => (p, self.host.max_mps),
+                (None, Some(p)) => (p, self.device_of(p).map_or(128, |d| d.max_mps)),
+                (None, None) => {
+                    let mut names: Vec<&str> = self.ports.iter().map(|p| p.bdf.as_str()).collect();
+                    names.extend(self.ports.iter().filter_map(|p| p.device_bdf.as_deref()));
+                    return Err(format!(
+                        "{key}.bdf = {:?}: must be a root port or the device on one: {}",
+                        f.bdf,
+                        names.join(", ")
+                    ));
+                }
+            };
+            let link = self.device_of(p).map(|d| (p.gen.min(d.gen), p.lanes.min(d.lanes)));
+            if link.is_none() && (f.link_gen.is_some() || f.link_lanes.is_some()) {
+                return Err(format!(
+                    "{key}: link_gen and link_lanes need a device on port {}: an empty port trains no link",
+                    p.bdf
+                ));
+            }
+            f.check(&key, link.unwrap_or((6, 16)), max_mps)?;
+        }
+        Ok(())
     }
 
     /// `key = name` names a `[[device]]`; otherwise the message lists them.
@@ -412,11 +484,12 @@ impl PmuHostProfile {
                 check_nic(&key, n)?;
             }
         }
-        Ok(())
+        self.check_faults()
     }
 }
 
-const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
+/// MPS and MRRS sizes, bytes.
+pub(crate) const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
 
 /// Longest host CPU time (submit, reap) or media latency a PMU host profile may give: 1 s,
 /// beyond any real I/O path, small enough that a day of I/Os stays far inside the simulator's
@@ -597,6 +670,64 @@ mod tests {
         assert_eq!(y.rcieps.len(), 4);
         let b0 = y.ports.iter().find(|p| p.bdf == "0000:b0:00.0").unwrap();
         assert_eq!((b0.device.as_deref(), b0.functions.len()), (Some("cx5"), 1));
+    }
+
+    #[test]
+    fn faults_degrade_the_trained_link_and_the_device_control() {
+        let y = PmuHostProfile::load("yitian710").unwrap();
+        let d = PmuHostProfile::load("yitian710-degraded").unwrap();
+        let port = |p: &PmuHostProfile, bdf: &str| p.ports.iter().find(|q| q.bdf == bdf).cloned().unwrap();
+        let (nic, sata) = (port(&d, "0000:b0:00.0"), port(&d, "0000:00:02.0"));
+        assert_eq!(y.trained(&nic), Some((3, 16)));
+        assert_eq!(y.device_control(&nic), Some((512, 4096)));
+        assert_eq!(d.trained(&nic), Some((3, 8)));
+        assert_eq!(d.device_control(&nic), Some((128, 4096)));
+        assert_eq!(d.trained(&sata), Some((1, 2)));
+        assert_eq!(
+            d.trained(&port(&d, "0000:00:03.0")),
+            None,
+            "an empty port trains no link"
+        );
+        assert_eq!(
+            d.fault("0000:03:00.0").and_then(|f| f.aspm),
+            Some(super::super::fault::Aspm::L1)
+        );
+        assert_eq!((d.ports, d.devices), (y.ports, y.devices), "faults change nothing else");
+    }
+
+    #[test]
+    fn faults_name_a_port_or_its_device_once() {
+        let e = |extra: &str| {
+            PmuHostProfile::parse("f.toml", &format!("inherit = \"yitian710\"\n{extra}"))
+                .unwrap_err()
+                .to_string()
+        };
+        let err = e("[[fault]]\nbdf = \"0000:b1:00.1\"\nmps = 128\n");
+        assert!(
+            err.starts_with(
+                "f.toml: fault[0].bdf = \"0000:b1:00.1\": must be a root port or the device on one: 0000:00:00.0, "
+            ),
+            "{err}"
+        );
+        assert!(err.ends_with("0000:04:00.0, 0000:b1:00.0"), "{err}");
+        let err = e("[[fault]]\nbdf = \"0000:10:00.0\"\nlink_lanes = 2\n");
+        assert!(
+            err.contains("fault[0]: link_gen and link_lanes need a device on port 0000:10:00.0"),
+            "{err}"
+        );
+        let twice = "[[fault]]\nbdf = \"0000:04:00.0\"\nmrrs = 128\n";
+        let err = e(&format!("{twice}{twice}"));
+        assert!(err.contains("fault[1].bdf = \"0000:04:00.0\": listed twice"), "{err}");
+        let err = e("[[fault]]\nbdf = \"0000:04:00.0\"\nlink_gen = 3\n");
+        assert!(
+            err.contains("fault[0].link_gen = 3: must be one of 1, 2 (the link's ends support Gen2 at most)"),
+            "{err}"
+        );
+        let err = e("[[fault]]\nbdf = \"0000:04:00.0\"\nspeed = 3\n");
+        assert!(err.contains("unknown field `speed`"), "{err}");
+        // A root port's own MPS is bounded by the host's.
+        let err = e("[[fault]]\nbdf = \"0000:00:02.0\"\nmps = 1024\n");
+        assert!(err.contains("(the function supports 512 B at most)"), "{err}");
     }
 
     #[test]

@@ -10,7 +10,7 @@ pub mod source;
 mod stat;
 mod top;
 mod validate;
-mod watch;
+pub(crate) mod watch;
 
 use crate::error::CliError;
 use clap::Subcommand;

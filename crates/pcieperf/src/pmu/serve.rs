@@ -1,17 +1,20 @@
 //! `pcieperf pmu serve`: Prometheus text exposition (0.0.4) on `/metrics`, a live page on `/`
-//! polling `/api/targets`. The counters are sampled on the main thread every `-I`; each
-//! connection is answered on its own thread (at most [`MAX_CLIENTS`] at once) from the last
-//! published snapshot, so a slow scrape never delays a read and a silent client never delays
-//! another (publishing swaps an `Arc` under a lock held for a pointer copy).
+//! polling `/api/targets`. The counters are sampled on the main thread every `-I`, the host's
+//! link health is checked on a thread of its own every `-I` (on every host, with or without
+//! PCIe PMUs); each connection is answered on its own thread (at most [`MAX_CLIENTS`] at once)
+//! from the last published snapshot and health text, so a slow scrape never delays a read and
+//! a silent client never delays another (publishing swaps an `Arc` under a lock held for a
+//! pointer copy).
 
 use super::watch::{check_duration, usage, WatchArgs};
 use crate::error::CliError;
 use crate::signals::cancel_on_signals;
 use clap::Args;
-use pcie_pmu::exposition::{exposition, Snapshot};
+use pcie_pmu::exposition::{check_health, exposition, Snapshot};
 use pcie_pmu::monitor::{self, Monitor, Row, Schedule, Sink};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,7 +33,22 @@ pub struct ServeArgs {
 
 const HISTORY: usize = 120;
 
-type Shared = Arc<Mutex<Arc<Snapshot>>>;
+/// The last snapshot of the counters and the last link-health text.
+#[derive(Default)]
+struct Published {
+    snapshot: Mutex<Arc<Snapshot>>,
+    health: Mutex<Arc<String>>,
+}
+
+type Shared = Arc<Published>;
+
+fn last<T>(m: &Mutex<Arc<T>>) -> Arc<T> {
+    Arc::clone(&m.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+fn publish<T>(m: &Mutex<Arc<T>>, v: T) {
+    *m.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(v);
+}
 
 /// Builds snapshots from intervals and publishes them.
 struct Publisher {
@@ -42,8 +60,7 @@ impl Sink for Publisher {
     type Error = CliError;
     fn interval(&mut self, mon: &Monitor, rows: &[Row]) -> Result<bool, CliError> {
         self.next.add_interval(rows, mon.targets(rows), HISTORY);
-        let snap = Arc::new(self.next.clone());
-        *self.shared.lock().unwrap_or_else(|p| p.into_inner()) = snap;
+        publish(&self.shared.snapshot, self.next.clone());
         Ok(true)
     }
 }
@@ -95,9 +112,13 @@ fn answer(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let mut parts = first.split_whitespace();
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
-    let snap = Arc::clone(&shared.lock().unwrap_or_else(|p| p.into_inner()));
+    let snap = last(&shared.snapshot);
     let (status, ctype, body) = match (method, path) {
-        ("GET", "/metrics") => ("200 OK", "text/plain; version=0.0.4; charset=utf-8", exposition(&snap)),
+        ("GET", "/metrics") => (
+            "200 OK",
+            "text/plain; version=0.0.4; charset=utf-8",
+            exposition(&snap) + &last(&shared.health),
+        ),
         ("GET", "/") => ("200 OK", "text/html; charset=utf-8", PAGE.to_string()),
         ("GET", "/api/targets") => (
             "200 OK",
@@ -174,28 +195,58 @@ fn bind(listen: &str) -> Result<TcpListener, CliError> {
     TcpListener::bind(addr).map_err(|e| CliError::Runtime(format!("--listen {addr}: cannot listen: {e}")))
 }
 
+/// Check the link health below `root` every `every`, or ten times as long as a check took when
+/// that is longer (a tree of 10,000 functions takes most of a second: checking stays under a
+/// tenth of a core), publishing its metrics; a failed check is told once on stderr (its
+/// metrics say so each time).
+fn watch_health(root: PathBuf, every: Duration, shared: Shared) {
+    let mut told = false;
+    loop {
+        let start = Instant::now();
+        let (text, err) = check_health(&root);
+        if let (Some(e), false) = (err, told) {
+            eprintln!("warning: link health: {e}");
+            told = true;
+        }
+        publish(&shared.health, text);
+        let took = start.elapsed();
+        std::thread::sleep(every.max(took * 10).saturating_sub(took));
+    }
+}
+
 pub fn run(a: &ServeArgs) -> Result<String, CliError> {
     check_duration(a.duration)?;
     let listener = bind(&a.listen)?;
     // Before the source starts: a signal during setup still ends the run cleanly (and a
     // simulated host's tree is removed).
     let cancel = cancel_on_signals();
-    let (mut mon, mut src) = a.watch.open()?;
+    let (mon, mut src, root) = a.watch.open_or_none()?;
     let shared: Shared = Arc::default();
     let local = listener
         .local_addr()
         .map_err(|e| CliError::Runtime(format!("--listen {}: {e}", a.listen)))?;
+    let every = Duration::from_millis(a.watch.interval);
+    let for_health = Arc::clone(&shared);
+    std::thread::spawn(move || watch_health(root, every, for_health));
     let for_server = Arc::clone(&shared);
     std::thread::spawn(move || listen(listener, for_server));
     eprintln!("pcieperf pmu serve: listening on http://{local}/ (Prometheus metrics on /metrics)");
+    let sched = Schedule {
+        interval: Some(every),
+        duration: a.duration,
+        command: &[],
+    };
+    let Some(mut mon) = mon else {
+        eprintln!("pcieperf pmu serve: no PCIe PMU on this host: serving link health only");
+        let end = a.duration.map(|d| Instant::now() + Duration::from_secs_f64(d));
+        while !cancel.load(Ordering::Relaxed) && end.is_none_or(|e| Instant::now() < e) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        return Ok(String::new());
+    };
     let mut publisher = Publisher {
         shared,
         next: Snapshot::default(),
-    };
-    let sched = Schedule {
-        interval: Some(Duration::from_millis(a.watch.interval)),
-        duration: a.duration,
-        command: &[],
     };
     monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut publisher)?;
     Ok(String::new())

@@ -8,12 +8,16 @@ use clap::Args;
 use pcie_pmu::sim::{builtin_pmu_hosts, HostWorkload, PmuHostProfile, SimHost, WorkloadError};
 use pcie_pmu::{CounterSource, PerfEvents, PmuError, System};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 /// The options that choose a source (flatten into a command's arguments).
 #[derive(Debug, Clone, Args)]
 pub struct SourceArgs {
-    /// perf: this host's kernel PMUs; sim[:PROFILE]: a simulated host (built-in profiles
-    /// yitian710, yitian710-narrow, or a .toml file)
+    /// perf: this host (its kernel PMUs, its PCI tree); sim[:PROFILE]: a simulated host
+    /// (built-in profiles yitian710, yitian710-narrow, yitian710-nvme, yitian710-degraded with
+    /// faults, or a .toml file)
     #[arg(long, value_name = "perf|sim[:PROFILE]", default_value = "perf")]
     pub source: String,
     /// Root of the sysfs/procfs tree to read with --source perf (ROOT/sys/..., ROOT/proc/cpuinfo)
@@ -116,6 +120,47 @@ pub fn discover(a: &SourceArgs) -> Result<System, CliError> {
         // The tree is read into memory; the source (and its directory) can go.
         Source::Sim(p) => Ok(start_sim(load_profile(&p)?, &[], 1, false)?.0),
     }
+}
+
+/// A simulated host whose clock runs on a thread of its own, paced to the wall clock, until it
+/// is dropped: its tree is read meanwhile as a real host's is, AER counters growing.
+pub struct RunningSim {
+    stop: Arc<AtomicBool>,
+    clock: Option<JoinHandle<()>>,
+}
+
+impl Drop for RunningSim {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.clock.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The tree `--source` names, for readers of PCI functions (`check`): `--sysfs` with `perf`,
+/// or a simulated host's, running until the [`RunningSim`] is dropped (its tree with it).
+pub fn tree(a: &SourceArgs) -> Result<(PathBuf, Option<RunningSim>), CliError> {
+    let source = Source::parse(&a.source)?;
+    check_combination(a, &source, None)?;
+    let Source::Sim(p) = source else {
+        return Ok((a.sysfs.clone(), None));
+    };
+    let (sys, mut host) = start_sim(load_profile(&p)?, &[], 1, true)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    let clock = std::thread::spawn(move || {
+        while !stopped.load(Ordering::Relaxed) {
+            if host.sleep(std::time::Duration::from_millis(20)).is_err() {
+                break;
+            }
+        }
+    });
+    let running = RunningSim {
+        stop,
+        clock: Some(clock),
+    };
+    Ok((sys.root.path().to_path_buf(), Some(running)))
 }
 
 /// Open `--source` for counting: the PMUs to resolve events against, and the counter source

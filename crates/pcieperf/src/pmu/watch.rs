@@ -7,6 +7,10 @@ use crate::error::CliError;
 use clap::Args;
 use pcie_pmu::monitor::{payload_events, resolve_events, Monitor, MonitorError, Plan, Requested, RunSummary};
 use pcie_pmu::{CounterError, CounterSource};
+use std::path::PathBuf;
+
+/// An opened source: the monitor (`None`: nothing to count), the source, the host's sysfs root.
+pub type Opened = (Option<Monitor>, Box<dyn CounterSource>, PathBuf);
 
 /// Options shared by the live commands (`top`, `record`, `serve`).
 #[derive(Debug, Args)]
@@ -27,8 +31,23 @@ pub struct WatchArgs {
 impl WatchArgs {
     /// Discover, resolve the events (or the default payload events), plan and open them.
     pub fn open(&self) -> Result<(Monitor, Box<dyn CounterSource>), CliError> {
+        let (mon, src, _) = self.open_on(false)?;
+        Ok((mon.expect("a monitor unless allowed none"), src))
+    }
+
+    /// As [`WatchArgs::open`], but a host without payload events (no PCIe PMU) and no `-e`
+    /// gives no monitor rather than an error; also returns the host's sysfs root.
+    pub fn open_or_none(&self) -> Result<Opened, CliError> {
+        self.open_on(true)
+    }
+
+    fn open_on(&self, none_ok: bool) -> Result<Opened, CliError> {
         check_interval(Some(self.interval))?;
         let (sys, mut src) = source::open(&self.source, &self.sim)?;
+        let root = sys.root.path().to_path_buf();
+        if none_ok && self.events.is_empty() && matches!(payload_events(&sys), Err(MonitorError::NoPayloadEvents)) {
+            return Ok((None, src, root));
+        }
         let events = if self.events.is_empty() {
             let place = match self.source.source.as_str() {
                 "perf" => format!("--sysfs {}", self.source.sysfs.display()),
@@ -50,7 +69,7 @@ impl WatchArgs {
         let plan = Plan::new(&sys, events)?;
         warn_wraps(&plan, self.interval as f64 / 1000.0);
         let mon = Monitor::open(src.as_mut(), plan)?;
-        Ok((mon, src))
+        Ok((Some(mon), src, root))
     }
 }
 

@@ -9,6 +9,10 @@
 
 #[path = "bench_cli.rs"]
 mod bench_cli;
+#[path = "check_cli.rs"]
+mod check_cli;
+#[path = "check_sim_cli.rs"]
+mod check_sim_cli;
 #[path = "completions_man.rs"]
 mod completions_man;
 #[path = "cuda_cli.rs"]
@@ -33,6 +37,8 @@ mod pmu_list_json;
 mod pmu_record_cli;
 #[path = "pmu_serve_cli.rs"]
 mod pmu_serve_cli;
+#[path = "pmu_serve_health.rs"]
+mod pmu_serve_health;
 #[path = "pmu_signal_cli.rs"]
 mod pmu_signal_cli;
 #[path = "pmu_sim_cli.rs"]

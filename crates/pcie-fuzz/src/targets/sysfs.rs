@@ -1,0 +1,131 @@
+//! Targets for pcie-sysfs's readers of what the link checks see: a function's config space
+//! (capability walks, the PCI Express capability's registers, the serial number a snapshot
+//! blanks) and the link speed/width and AER counter files.
+
+use crate::{refused, text, FuzzTarget, Verdict};
+use pcie_sysfs::{blank_serial, extended_capabilities, Aspm, ConfigBuilder, LinkSetup, PcieCapability, PortType};
+use pcie_sysfs::{AerCounts, LinkSpeed, LinkWidth};
+
+const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
+const RATES: [f64; 7] = [2.5, 5.0, 8.0, 16.0, 32.0, 64.0, 128.0];
+
+/// A config space dump: decoded values are in the registers' ranges, blanking the serial
+/// number changes no PCI Express register, the extended list stays inside the dump.
+fn config_space(input: &[u8]) -> Verdict {
+    if let Ok(ext) = extended_capabilities(input) {
+        if let Some(&(id, at)) = ext.iter().find(|&&(_, at)| at < 0x100 || at + 4 > input.len()) {
+            return Verdict::Wrong(format!("extended capability {id:#x} at {at:#x} outside the dump"));
+        }
+    }
+    let decoded = PcieCapability::decode(input);
+    let mut blanked = input.to_vec();
+    blank_serial(&mut blanked);
+    if PcieCapability::decode(&blanked) != decoded {
+        return Verdict::Wrong("blanking the serial number changed the PCIe capability".into());
+    }
+    match decoded {
+        Ok(c) => {
+            let d = c.control;
+            if ![d.mps, d.mrrs, d.mps_supported].iter().all(|s| SIZES.contains(s)) {
+                return Verdict::Wrong(format!("sizes out of range: {d:?}"));
+            }
+            if let Some(l) = c.link {
+                let speeds = [l.speed, l.max_speed].into_iter().flatten();
+                if l.width > 63 || l.max_width > 63 || !speeds.into_iter().all(|s| RATES.contains(&s)) {
+                    return Verdict::Wrong(format!("link registers out of range: {l:?}"));
+                }
+            }
+            Verdict::Accepted
+        }
+        Err(e) => refused(e.to_string()),
+    }
+}
+
+/// A link speed, link width or AER counter file's text.
+fn link_files(input: &[u8]) -> Verdict {
+    let t = text(input);
+    let mut accepted = false;
+    match LinkSpeed::parse(&t) {
+        LinkSpeed::GtPerS(r) if !(r.is_finite() && r > 0.0) => return Verdict::Wrong(format!("speed {r}")),
+        LinkSpeed::CannotTell(s) if s.chars().count() > 40 => {
+            return Verdict::Wrong("a message quoting more than 40 characters".into())
+        }
+        LinkSpeed::GtPerS(_) | LinkSpeed::Unknown => accepted = true,
+        LinkSpeed::CannotTell(_) => {}
+    }
+    match LinkWidth::parse(&t) {
+        LinkWidth::Lanes(w) if !(1..=32).contains(&w) => return Verdict::Wrong(format!("width {w}")),
+        LinkWidth::Lanes(_) => accepted = true,
+        LinkWidth::CannotTell(_) => {}
+    }
+    match AerCounts::parse(&t) {
+        Ok(c) if c.types.len() > 64 => return Verdict::Wrong(format!("{} AER types", c.types.len())),
+        Ok(_) => accepted = true,
+        Err(e) if !accepted => return refused(e),
+        Err(_) => {}
+    }
+    if accepted {
+        Verdict::Accepted
+    } else {
+        refused("cannot tell".into())
+    }
+}
+
+fn seeds() -> Vec<Vec<u8>> {
+    let link = LinkSetup {
+        aspm_enabled: Aspm { l0s: true, l1: true },
+        ..LinkSetup::at_max(16.0, 8)
+    };
+    let gpu = ConfigBuilder::endpoint(0x10de, 0x2330, 0x030200)
+        .mps(512, 256)
+        .tags(true, true, Some((true, true, true)))
+        .link(link)
+        .aer()
+        .serial(0x0123_4567_89ab_cdef)
+        .build();
+    let port = ConfigBuilder::new(0x8086, 0x347a, 0x060400, PortType::RootPort)
+        .link(LinkSetup::at_max(32.0, 16))
+        .build();
+    let rciep = ConfigBuilder::new(0x8086, 0x0b25, 0x088000, PortType::IntegratedEndpoint).build();
+    let plain = ConfigBuilder::conventional(0x1af4, 0x1000, 0x020000).build();
+    vec![
+        gpu[..0x200].to_vec(),
+        port[..0x100].to_vec(),
+        rciep[..0x100].to_vec(),
+        plain[..0x40].to_vec(),
+        gpu[..0x74].to_vec(),
+    ]
+}
+
+pub fn targets() -> Vec<FuzzTarget> {
+    vec![
+        FuzzTarget {
+            name: "config-space",
+            seeds: seeds(),
+            dictionary: vec![
+                "\x10",
+                "\x01\x00\x01\x00",
+                "\x03\x00\x01\x00",
+                "\x40",
+                "\x70",
+                "\x00\x01",
+                "\u{7f}",
+            ],
+            run: config_space,
+        },
+        FuzzTarget::new(
+            "link-files",
+            &[
+                "8.0 GT/s PCIe",
+                "2.5 GT/s",
+                "Unknown",
+                "16",
+                "255",
+                "RxErr 3\nBadTLP 0\nBadDLLP 212\nTOTAL_ERR_COR 215",
+                "Undefined 0\nDLP 1\nTOTAL_ERR_FATAL 1",
+            ],
+            &[" GT/s", " PCIe", "Unknown", "TOTAL_ERR_COR ", "\n", " ", "."],
+            link_files,
+        ),
+    ]
+}

@@ -1,0 +1,410 @@
+//! The checks of one function, each finding priced with the model where it costs bandwidth.
+//! Thresholds: a priced finding is a warning from [`WARN_LOST_PCT`] lost, information below;
+//! MRRS and tag findings appear from [`MIN_LOST_PCT`] (below that the model sees no cost).
+
+use crate::aer::{AerRates, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
+use crate::cost::{lost_pct, rate_name, Prices, Setting, DEFAULT_MPS, DMA_BYTES};
+use crate::finding::{Finding, Kind, Severity};
+use crate::path;
+use crate::read::Func;
+use crate::report::{AerState, FunctionHealth, Hop, Tags};
+use pcie_sysfs::{PcieCapability, PortType};
+
+/// Lost share of 4 KiB DMA bandwidth from which a priced finding is a warning.
+pub const WARN_LOST_PCT: f64 = 5.0;
+/// Lost share from which MRRS and tag findings are reported at all.
+pub const MIN_LOST_PCT: f64 = 1.0;
+/// The config-space checks, skipped together when config space is unreadable.
+pub const CONFIG_CHECKS: [Kind; 4] = [
+    Kind::MpsBelowPath,
+    Kind::MrrsSmall,
+    Kind::TagsLimited,
+    Kind::AspmEnabled,
+];
+/// Why they are skipped without root.
+pub const NEEDS_ROOT: &str = "config space past byte 64 is readable only by root";
+
+/// What every function's checks share.
+pub(crate) struct Host<'a> {
+    pub funcs: &'a [Func],
+    pub parents: Vec<Option<usize>>,
+    pub aspm_policy: Option<String>,
+    pub numa_nodes: usize,
+    pub rates: Option<Vec<AerRates>>,
+    pub prices: Prices,
+}
+
+fn cost_severity(lost: f64) -> Severity {
+    if lost >= WARN_LOST_PCT {
+        Severity::Warning
+    } else {
+        Severity::Info
+    }
+}
+
+fn pct(lost: f64) -> String {
+    format!("\u{2212}{lost:.0} %")
+}
+
+/// The tag sizes in use and possible, with the root port (`completer`) answering 10-bit tags.
+fn tags(cap: &PcieCapability, root: Option<&PcieCapability>) -> Tags {
+    let t10 = cap.tags10.unwrap_or_default();
+    let enabled_bits = if t10.requester_enabled {
+        10
+    } else if cap.ext_tag_enabled {
+        8
+    } else {
+        5
+    };
+    let completer = root.and_then(|r| r.tags10).is_some_and(|t| t.completer);
+    let possible_bits = if t10.requester && completer {
+        10
+    } else if cap.ext_tag_supported {
+        8
+    } else {
+        5
+    };
+    Tags {
+        enabled_bits,
+        possible_bits: possible_bits.max(enabled_bits),
+    }
+}
+
+struct Subject<'a> {
+    f: &'a Func,
+    name: String,
+    findings: Vec<Finding>,
+}
+
+impl Subject<'_> {
+    fn add(
+        &mut self,
+        severity: Severity,
+        kind: Kind,
+        limited_by: Option<pcie_sysfs::Bdf>,
+        lost: Option<f64>,
+        message: String,
+    ) {
+        self.findings.push(Finding {
+            severity,
+            kind,
+            bdf: self.f.bdf(),
+            limited_by,
+            lost_pct: lost,
+            message,
+        });
+    }
+}
+
+/// The record and findings of function `i`.
+pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) {
+    let f = &host.funcs[i];
+    let chain = path::chain(&host.parents, i);
+    let cap = f.cap.as_ref().ok();
+    let mps = cap.map(|c| c.control.mps);
+    let hops = path::hops(host.funcs, &chain, mps.unwrap_or(DEFAULT_MPS), &host.prices);
+    let limiting = path::limiting(&hops).cloned();
+    let capable_hop = hops.iter().filter(|h| h.capable_gbps.is_some()).min_by(|a, b| {
+        a.capable_gbps
+            .partial_cmp(&b.capable_gbps)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let id = match (f.dev.vendor, f.dev.device) {
+        (Some(v), Some(d)) => Some(format!("{v:04x}:{d:04x}")),
+        _ => None,
+    };
+    let name = match &id {
+        Some(id) => format!("{} [{id}]", f.bdf()),
+        None => f.bdf().to_string(),
+    };
+    let mut s = Subject {
+        f,
+        name,
+        findings: Vec::new(),
+    };
+    let is_bridge = f.dev.is_bridge();
+    let chain_caps: Vec<_> = chain.iter().map(|&j| &host.funcs[j].cap).collect();
+    let needs_root = chain_caps.iter().any(|c| c.as_ref().is_err_and(|e| e.needs_root()));
+    let path_mps = chain_caps
+        .iter()
+        .map(|c| c.as_ref().ok().map(|c| c.control.mps_supported))
+        .try_fold(u32::MAX, |m, x| x.map(|x| m.min(x)))
+        .filter(|&m| m != u32::MAX);
+    let root_cap = chain_caps
+        .first()
+        .and_then(|c| c.as_ref().ok())
+        .filter(|c| c.port_type == PortType::RootPort);
+    let tag_state = cap.map(|c| tags(c, root_cap));
+    let cannot_tell = f.cannot_tell();
+    let mut skipped = Vec::new();
+
+    if !is_bridge && !hops.is_empty() {
+        link_findings(&mut s, limiting.as_ref(), capable_hop);
+        if needs_root {
+            skipped = CONFIG_CHECKS.iter().map(|k| k.name().to_string()).collect();
+        } else if let Some(c) = cap {
+            let rate = limiting.as_ref().and_then(|h| Some((h.current_gts?, h.current_width?)));
+            settings_findings(&mut s, &host.prices, c, rate, path_mps, tag_state);
+            aspm_finding(&mut s, host, &chain);
+        }
+    }
+    if !cannot_tell.is_empty() {
+        let msg = format!("{}: {}", s.name, cannot_tell.join("; "));
+        s.add(Severity::Info, Kind::LinkUnknown, None, None, msg);
+    }
+    let aer = aer_findings(&mut s, host.rates.as_ref().map(|r| &r[i]));
+    if !is_bridge && host.numa_nodes > 1 && f.dev.numa_node.is_none() {
+        let msg = format!(
+            "{}: no NUMA node on a host with {} nodes: the kernel cannot place its memory and interrupts near it (firmware _PXM missing)",
+            s.name, host.numa_nodes
+        );
+        s.add(Severity::Warning, Kind::NumaUnknown, None, None, msg);
+    }
+    let record = FunctionHealth {
+        bdf: f.bdf(),
+        id,
+        class: f.dev.class.map(|c| format!("{c:06x}")),
+        driver: f.dev.driver.clone(),
+        port_type: cap.map(|c| c.port_type.name()),
+        is_bridge,
+        numa_node: f.dev.numa_node,
+        local_cpus: f.local_cpus.clone(),
+        power_state: f.power_state.clone(),
+        runtime_status: f.runtime_status.clone(),
+        link: f.has_link().then(|| f.end()),
+        limited_by: limiting.as_ref().map(|h| h.bdf),
+        available_gbps: limiting.as_ref().and_then(|h| h.available_gbps),
+        capable_gbps: capable_hop.and_then(|h| h.capable_gbps),
+        path: hops,
+        mps,
+        mps_supported: cap.map(|c| c.control.mps_supported),
+        path_mps,
+        mrrs: cap.map(|c| c.control.mrrs),
+        tags: tag_state,
+        aspm: cap.and_then(|c| c.link).map(|l| l.aspm_enabled.name().to_string()),
+        has_aer: f.has_aer,
+        aer,
+        cannot_tell,
+        skipped,
+    };
+    (record, s.findings)
+}
+
+fn link_findings(s: &mut Subject, limiting: Option<&Hop>, capable: Option<&Hop>) {
+    let (Some(l), Some(c)) = (limiting, capable) else {
+        return;
+    };
+    let (Some(avail), Some(cap)) = (l.available_gbps, c.capable_gbps) else {
+        return;
+    };
+    if avail >= cap * (1.0 - 1e-9) {
+        return;
+    }
+    let lost = lost_pct(avail, cap);
+    let width_lost = matches!((l.current_width, l.capable_width), (Some(w), Some(m)) if w < m);
+    let idle = s.f.low_power() || s.f.dev.class.is_some_and(|c| c >> 16 == 0x03);
+    let (kind, severity) = if width_lost {
+        (Kind::LinkWidthDowngraded, cost_severity(lost))
+    } else if idle {
+        (Kind::LinkPowerSaving, Severity::Info)
+    } else {
+        (Kind::LinkSpeedDowngraded, cost_severity(lost))
+    };
+    let mut msg = format!(
+        "{} runs {} (limited by {}, {}) where {} is possible: {} KiB DMA writes {:.0} Gb/s of {:.0} ({})",
+        s.name,
+        rate_name(l.current_gts, l.current_width),
+        l.bdf,
+        l.role,
+        rate_name(c.capable_gts, c.capable_width),
+        DMA_BYTES / 1024,
+        avail,
+        cap,
+        pct(lost)
+    );
+    if kind == Kind::LinkPowerSaving {
+        msg.push_str(&format!(
+            "; likely power saving ({}): check again under load",
+            s.f.power_state
+                .iter()
+                .chain(&s.f.runtime_status)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    s.add(severity, kind, Some(l.bdf), Some(lost), msg);
+}
+
+fn settings_findings(
+    s: &mut Subject,
+    prices: &Prices,
+    c: &PcieCapability,
+    rate: Option<(f64, u32)>,
+    path_mps: Option<u32>,
+    tags: Option<Tags>,
+) {
+    let setting = |mps, mrrs, tag_bits| {
+        rate.map(|(gts, lanes)| Setting {
+            gts,
+            lanes,
+            mps,
+            mrrs,
+            tag_bits,
+        })
+    };
+    let (mps, mrrs) = (c.control.mps, c.control.mrrs);
+    let bits = tags.map_or(8, |t| t.enabled_bits);
+    let tag_bits = |b: u32| if b == 5 || b == 8 || b == 10 { b } else { 8 };
+    if let Some(best) = path_mps.filter(|&p| mps < p) {
+        let now = setting(mps, mrrs, tag_bits(bits)).and_then(|x| prices.writes(&x));
+        let could = setting(best, mrrs, tag_bits(bits)).and_then(|x| prices.writes(&x));
+        let lost = now.zip(could).map(|(n, b)| lost_pct(n, b));
+        let figures = now.zip(could).map_or(String::new(), |(n, b)| {
+            format!(": 4 KiB DMA writes {n:.0} Gb/s of {b:.0} ({})", pct(lost_pct(n, b)))
+        });
+        let msg = format!(
+            "{} MPS {mps} B where it and every port above it support {best} B{figures}",
+            s.name
+        );
+        s.add(cost_severity(lost.unwrap_or(0.0)), Kind::MpsBelowPath, None, lost, msg);
+    }
+    let reads_at = |mrrs, b| setting(mps, mrrs, tag_bits(b));
+    if let (Some(now), Some(best)) = (
+        reads_at(mrrs, bits).and_then(|x| prices.reads(&x, DMA_BYTES)),
+        reads_at(4096, bits).and_then(|x| prices.reads(&x, DMA_BYTES)),
+    ) {
+        let lost = lost_pct(now, best);
+        if lost >= MIN_LOST_PCT {
+            let msg = format!(
+                "{} MRRS {mrrs} B: with {bits}-bit tags, 4 KiB DMA reads {now:.0} Gb/s of {best:.0} at MRRS 4096 ({})",
+                s.name,
+                pct(lost)
+            );
+            s.add(cost_severity(lost), Kind::MrrsSmall, None, Some(lost), msg);
+        }
+    }
+    let Some(t) = tags.filter(|t| t.enabled_bits < t.possible_bits) else {
+        return;
+    };
+    let read = |b, size| reads_at(mrrs, b).and_then(|x| prices.reads(&x, size));
+    if let (Some(n4), Some(b4), Some(n64), Some(b64)) = (
+        read(t.enabled_bits, DMA_BYTES),
+        read(t.possible_bits, DMA_BYTES),
+        read(t.enabled_bits, 64),
+        read(t.possible_bits, 64),
+    ) {
+        let (lost, lost64) = (lost_pct(n4, b4), lost_pct(n64, b64));
+        if lost.max(lost64) >= MIN_LOST_PCT {
+            let msg = format!(
+                "{} uses {}-bit tags where {}-bit are possible: 4 KiB DMA reads {n4:.0} Gb/s of {b4:.0} ({}), 64 B reads {n64:.1} of {b64:.1} ({})",
+                s.name,
+                t.enabled_bits,
+                t.possible_bits,
+                pct(lost),
+                pct(lost64)
+            );
+            s.add(cost_severity(lost), Kind::TagsLimited, None, Some(lost), msg);
+        }
+    }
+}
+
+fn aspm_finding(s: &mut Subject, host: &Host, chain: &[usize]) {
+    let on: Vec<(pcie_sysfs::Bdf, &'static str)> = chain
+        .iter()
+        .filter_map(|&j| {
+            let f = &host.funcs[j];
+            let l = f.cap.as_ref().ok()?.link?;
+            l.aspm_enabled.any().then(|| (f.bdf(), l.aspm_enabled.name()))
+        })
+        .collect();
+    let Some(&(first, _)) = on.first() else { return };
+    let at: Vec<String> = on.iter().map(|(b, a)| format!("{a} at {b}")).collect();
+    let policy = host.aspm_policy.as_deref().unwrap_or("unknown");
+    let msg = format!(
+        "{}: ASPM enabled on its path ({}; kernel policy {policy}): each exit from a low-power state adds latency on a busy link",
+        s.name,
+        at.join(", ")
+    );
+    s.add(Severity::Info, Kind::AspmEnabled, Some(first), None, msg);
+}
+
+fn aer_findings(s: &mut Subject, rates: Option<&AerRates>) -> AerState {
+    let a = &s.f.aer;
+    let total =
+        |f: &Option<Result<pcie_sysfs::AerCounts, String>>| f.as_ref().and_then(|r| r.as_ref().ok()).map(|c| c.total);
+    let by_type: Vec<(String, u64)> = [&a.correctable, &a.nonfatal, &a.fatal]
+        .into_iter()
+        .filter_map(|f| f.as_ref().and_then(|r| r.as_ref().ok()))
+        .flat_map(|c| c.types.iter().filter(|(_, n)| *n > 0).cloned())
+        .collect();
+    let rp = a.rootport.unwrap_or_default();
+    let state = AerState {
+        correctable: total(&a.correctable),
+        nonfatal: total(&a.nonfatal),
+        fatal: total(&a.fatal),
+        rootport_correctable: rp[0],
+        rootport_nonfatal: rp[1],
+        rootport_fatal: rp[2],
+        by_type,
+        rates: rates.map(|r| r.peak.clone()).unwrap_or_default(),
+    };
+    let list = |v: &[(String, u64)]| v.iter().map(|(n, c)| format!("{n} {c}")).collect::<Vec<_>>().join(", ");
+    let (nonfatal, fatal) = (state.nonfatal.unwrap_or(0), state.fatal.unwrap_or(0));
+    match rates {
+        Some(r) if r.uncorrectable_new > 0 => {
+            let msg = format!("{}: {} uncorrectable errors while sampled", s.name, r.uncorrectable_new);
+            s.add(Severity::Error, Kind::AerUncorrectable, None, None, msg);
+        }
+        _ if nonfatal + fatal > 0 => {
+            let severity = if fatal > 0 { Severity::Error } else { Severity::Warning };
+            let msg = format!(
+                "{}: {nonfatal} non-fatal and {fatal} fatal uncorrectable errors since boot",
+                s.name
+            );
+            s.add(severity, Kind::AerUncorrectable, None, None, msg);
+        }
+        _ => {}
+    }
+    match rates {
+        Some(r) if r.correctable_peak > 0.0 => {
+            let severity = if r.correctable_peak >= CORRECTABLE_ERROR_PER_S {
+                Severity::Error
+            } else if r.correctable_peak >= CORRECTABLE_WARN_PER_S {
+                Severity::Warning
+            } else {
+                Severity::Info
+            };
+            let busy: Vec<String> = r
+                .peak
+                .iter()
+                .filter(|(_, x)| *x > 0.0)
+                .map(|(n, x)| format!("{n} {x:.1}/s"))
+                .collect();
+            let msg = format!(
+                "{}: correctable errors at up to {:.1}/s ({}): each is a replayed TLP",
+                s.name,
+                r.correctable_peak,
+                busy.join(", ")
+            );
+            s.add(severity, Kind::AerCorrectable, None, None, msg);
+        }
+        None if state.correctable.unwrap_or(0) > 0 => {
+            let cor_types: Vec<(String, u64)> = a
+                .correctable
+                .as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .map(|c| c.types.iter().filter(|(_, n)| *n > 0).cloned().collect())
+                .unwrap_or_default();
+            let msg = format!(
+                "{}: {} correctable errors since boot ({}): run with -I MS --duration S for their rate",
+                s.name,
+                state.correctable.unwrap_or(0),
+                list(&cor_types)
+            );
+            s.add(Severity::Info, Kind::AerCorrectable, None, None, msg);
+        }
+        _ => {}
+    }
+    state
+}

@@ -1,0 +1,98 @@
+//! One finding of the link checks: how bad, what kind, which function, which hop limits it,
+//! what the model says it costs, and a sentence for people.
+
+use pcie_sysfs::Bdf;
+use serde::Serialize;
+
+/// How bad a finding is. `check` exits 3 when any finding is a warning or an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// What a finding is about (its JSON name is the snake_case of the variant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A hop on the path trained below the speed both its ends can do.
+    LinkSpeedDowngraded,
+    /// A hop on the path trained narrower than both its ends can do.
+    LinkWidthDowngraded,
+    /// A speed (never width) below the maximum while the device is idle or in a low-power
+    /// state: likely power saving, to check again under load.
+    LinkPowerSaving,
+    /// A link file or register whose value means nothing (`cannot tell`).
+    LinkUnknown,
+    /// MPS in force below what the device and every hop above it support.
+    MpsBelowPath,
+    /// A Max Read Request Size that costs reads bandwidth.
+    MrrsSmall,
+    /// Fewer tags enabled than the device and its completer could use.
+    TagsLimited,
+    /// ASPM L0s or L1 enabled on a hop of the path.
+    AspmEnabled,
+    AerCorrectable,
+    /// Non-fatal or fatal uncorrectable errors.
+    AerUncorrectable,
+    /// No NUMA node on a host with several.
+    NumaUnknown,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 11] = [
+        Kind::LinkSpeedDowngraded,
+        Kind::LinkWidthDowngraded,
+        Kind::LinkPowerSaving,
+        Kind::LinkUnknown,
+        Kind::MpsBelowPath,
+        Kind::MrrsSmall,
+        Kind::TagsLimited,
+        Kind::AspmEnabled,
+        Kind::AerCorrectable,
+        Kind::AerUncorrectable,
+        Kind::NumaUnknown,
+    ];
+
+    /// The JSON and CSV name (`link_speed_downgraded`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::LinkSpeedDowngraded => "link_speed_downgraded",
+            Kind::LinkWidthDowngraded => "link_width_downgraded",
+            Kind::LinkPowerSaving => "link_power_saving",
+            Kind::LinkUnknown => "link_unknown",
+            Kind::MpsBelowPath => "mps_below_path",
+            Kind::MrrsSmall => "mrrs_small",
+            Kind::TagsLimited => "tags_limited",
+            Kind::AspmEnabled => "aspm_enabled",
+            Kind::AerCorrectable => "aer_correctable",
+            Kind::AerUncorrectable => "aer_uncorrectable",
+            Kind::NumaUnknown => "numa_unknown",
+        }
+    }
+}
+
+/// One finding. `lost_pct` is the model's loss for 4 KiB DMAs in the direction the finding
+/// hurts (writes for link and MPS, reads for MRRS and tags); `None` where it costs no bandwidth
+/// the model can price (ASPM, AER, NUMA).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub severity: Severity,
+    pub kind: Kind,
+    pub bdf: Bdf,
+    pub limited_by: Option<Bdf>,
+    pub lost_pct: Option<f64>,
+    pub message: String,
+}

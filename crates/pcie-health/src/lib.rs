@@ -1,0 +1,143 @@
+//! Link health of a host's PCI tree: is every PCIe link as fast as its ends allow, are MPS,
+//! MRRS and tags set as the path allows, is ASPM on, are errors counting up, does every device
+//! have a NUMA node; and what each problem costs 4 KiB DMAs in Gb/s, from pcie-model.
+//! `pcieperf check` prints it and the Prometheus exporter serves it; both only call [`check`].
+//!
+//! API (stable; other crates build on it):
+//! - [`check`]`(root, &`[`Options`]`) -> Result<`[`Report`]`, `[`CheckError`]`>` reads the tree
+//!   below `root` (`/` on a host, a snapshot or a simulated host's directory otherwise) through
+//!   pcie-sysfs, never writing. With [`Options::sampling`] it watches the AER counters for a
+//!   while and reports rates.
+//! - [`Report`]: `functions` ([`FunctionHealth`]: the path of [`Hop`]s from the root port, the
+//!   limiting hop, available and capable Gb/s, MPS/MRRS/tags, ASPM, power, NUMA, [`AerState`]),
+//!   `findings` (worst first), `skipped` (checks not done and why, e.g. without root),
+//!   `links` (0: no PCIe link to check). [`Report::needs_attention`] is `check`'s exit 3.
+//! - [`Finding`]: `severity` ([`Severity`]), `kind` ([`Kind`]), `bdf`, `limited_by`,
+//!   `lost_pct` (the model's loss for 4 KiB DMAs in the direction it hurts), `message`.
+//!   Serialised with serde as the JSON contract:
+//!   `{"functions": [...], "findings": [{"severity": "warning", "kind": "mps_below_path", ...}]}`.
+//!
+//! How each kind is found and priced is in `docs/check.md`; the thresholds are constants here
+//! ([`WARN_LOST_PCT`], [`MIN_LOST_PCT`], [`CORRECTABLE_WARN_PER_S`], [`CORRECTABLE_ERROR_PER_S`]).
+//! `fixture` (feature) builds realistic host trees for tests.
+
+mod aer;
+mod checks;
+mod cost;
+mod finding;
+#[cfg(any(test, feature = "fixture"))]
+pub mod fixture;
+mod path;
+mod read;
+mod report;
+
+pub use aer::{interval_rates, AerRates, Sampling, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
+pub use checks::{CONFIG_CHECKS, MIN_LOST_PCT, NEEDS_ROOT, WARN_LOST_PCT};
+pub use cost::{rate_name, read_rtt, DMA_BYTES, RTT_64B_NS, RTT_PER_LINE_NS};
+pub use finding::{Finding, Kind, Severity};
+pub use report::{AerState, FunctionHealth, Hop, LinkEnd, Report, Skipped, Tags};
+
+use pcie_sysfs::{PciDevice, SysfsError};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// How to check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Options {
+    /// Watch the AER counters for rates (`-I MS --duration S`); `None`: totals only.
+    pub sampling: Option<Sampling>,
+}
+
+/// Why a host could not be checked at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckError {
+    /// The root is not a directory.
+    NoRoot(PathBuf),
+    /// A file or directory exists but cannot be read.
+    Sysfs(SysfsError),
+}
+
+impl fmt::Display for CheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CheckError::NoRoot(p) => write!(
+                f,
+                "{}: not a directory (a sysfs root: ROOT/sys/bus/pci/devices)",
+                p.display()
+            ),
+            CheckError::Sysfs(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CheckError {}
+
+impl From<SysfsError> for CheckError {
+    fn from(e: SysfsError) -> CheckError {
+        CheckError::Sysfs(e)
+    }
+}
+
+/// Checks every PCI function below `root` (see the crate text). Reads only.
+pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
+    if !root.is_dir() {
+        return Err(CheckError::NoRoot(root.to_path_buf()));
+    }
+    let funcs = PciDevice::discover(root)?
+        .into_iter()
+        .map(read::Func::read)
+        .collect::<Result<Vec<_>, _>>()?;
+    let (rates, sampled_seconds) = match opts.sampling {
+        Some(s) => {
+            let (r, secs) = aer::sample(&funcs, s)?;
+            (Some(r), Some(secs))
+        }
+        None => (None, None),
+    };
+    let numa_nodes = pcie_sysfs::host::numa_nodes(root)?;
+    let host = checks::Host {
+        parents: path::parents(&funcs),
+        funcs: &funcs,
+        aspm_policy: pcie_sysfs::host::aspm_policy(root)?,
+        numa_nodes: numa_nodes.len(),
+        rates,
+        prices: cost::Prices::default(),
+    };
+    let mut functions = Vec::with_capacity(funcs.len());
+    let mut findings = Vec::new();
+    for i in 0..funcs.len() {
+        let (record, mut found) = checks::function(&host, i);
+        functions.push(record);
+        findings.append(&mut found);
+    }
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(b.lost_pct.unwrap_or(0.0).total_cmp(&a.lost_pct.unwrap_or(0.0)))
+            .then(a.bdf.cmp(&b.bdf))
+            .then(a.kind.cmp(&b.kind))
+    });
+    let needs_root: Vec<_> = functions
+        .iter()
+        .filter(|f| !f.skipped.is_empty())
+        .map(|f| f.bdf)
+        .collect();
+    let skipped = if needs_root.is_empty() {
+        Vec::new()
+    } else {
+        vec![Skipped {
+            checks: CONFIG_CHECKS.iter().map(|k| k.name().to_string()).collect(),
+            reason: NEEDS_ROOT.to_string(),
+            functions: needs_root,
+        }]
+    };
+    Ok(Report {
+        links: funcs.iter().filter(|f| f.has_link()).count(),
+        functions,
+        findings,
+        skipped,
+        aspm_policy: host.aspm_policy,
+        numa_nodes,
+        sampled_seconds,
+    })
+}

@@ -1,0 +1,141 @@
+//! What `check` returns: one record per PCI function (its path of links, settings, power and
+//! error state) and the findings, worst first. Serialised as the JSON contract of
+//! `pcieperf check --format json`.
+
+use crate::finding::{Finding, Severity};
+use pcie_sysfs::Bdf;
+use serde::Serialize;
+
+/// One end of a link as one function's files and registers show it. Speeds in GT/s, widths in
+/// lanes; `None` where the function does not say or says nothing readable (the reason is in
+/// the function's `cannot_tell`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct LinkEnd {
+    pub bdf: Option<Bdf>,
+    pub current_gts: Option<f64>,
+    pub current_width: Option<u32>,
+    pub max_gts: Option<f64>,
+    pub max_width: Option<u32>,
+}
+
+/// A link between a port (`upstream`: a root port or a switch's downstream port) and the
+/// function below it (`downstream`: a switch's upstream port or the device), both ends as each
+/// reports it, and what the link runs at and could run at (the lower of the two ends).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hop {
+    /// The hop's name in findings: its downstream function.
+    pub bdf: Bdf,
+    /// `its own link`, `the switch's upstream link`, `a link above it`.
+    pub role: String,
+    pub upstream: LinkEnd,
+    pub downstream: LinkEnd,
+    pub current_gts: Option<f64>,
+    pub current_width: Option<u32>,
+    pub capable_gts: Option<f64>,
+    pub capable_width: Option<u32>,
+    /// The model's 4 KiB DMA write bandwidth at the current and the capable rate and width.
+    pub available_gbps: Option<f64>,
+    pub capable_gbps: Option<f64>,
+}
+
+/// The tag sizes a function uses and could use (5, 8 or 10 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Tags {
+    pub enabled_bits: u32,
+    pub possible_bits: u32,
+}
+
+/// AER counts: totals since boot per class, each type's count, and with sampling each
+/// type's peak rate over an interval (per second).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct AerState {
+    pub correctable: Option<u64>,
+    pub nonfatal: Option<u64>,
+    pub fatal: Option<u64>,
+    /// Root ports: errors reported to them from below (correctable, non-fatal, fatal).
+    pub rootport_correctable: Option<u64>,
+    pub rootport_nonfatal: Option<u64>,
+    pub rootport_fatal: Option<u64>,
+    /// `(type, count)` over all three files, e.g. `("BadDLLP", 212)`.
+    pub by_type: Vec<(String, u64)>,
+    /// `(type, per second)`: the highest rate over one sampling interval.
+    pub rates: Vec<(String, f64)>,
+}
+
+/// One PCI function and the link-health facts about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionHealth {
+    pub bdf: Bdf,
+    /// `10de:2330`.
+    pub id: Option<String>,
+    /// `030200`.
+    pub class: Option<String>,
+    pub driver: Option<String>,
+    pub port_type: Option<String>,
+    /// Bridges (root ports, switch ports) are not checked as devices; their links are hops.
+    pub is_bridge: bool,
+    pub numa_node: Option<u32>,
+    pub local_cpus: Option<String>,
+    pub power_state: Option<String>,
+    pub runtime_status: Option<String>,
+    /// The function's own link files (`None`: it has none).
+    pub link: Option<LinkEnd>,
+    /// From the root port down to this function; empty when no link leads to it.
+    pub path: Vec<Hop>,
+    /// The hop that limits the path (the lowest available bandwidth).
+    pub limited_by: Option<Bdf>,
+    /// The model's 4 KiB DMA write bandwidth through the path now and with every hop at its
+    /// capability.
+    pub available_gbps: Option<f64>,
+    pub capable_gbps: Option<f64>,
+    pub mps: Option<u32>,
+    pub mps_supported: Option<u32>,
+    /// The largest MPS the function and every hop above it support.
+    pub path_mps: Option<u32>,
+    pub mrrs: Option<u32>,
+    pub tags: Option<Tags>,
+    /// ASPM enabled on the function's own link (`L1`, `L0s L1`, `off`).
+    pub aspm: Option<String>,
+    pub has_aer: Option<bool>,
+    pub aer: AerState,
+    /// Values that mean nothing: `"current_link_speed \"fast\": cannot tell"`.
+    pub cannot_tell: Vec<String>,
+    /// Checks not done for this function, each with its reason.
+    pub skipped: Vec<String>,
+}
+
+/// Checks skipped on several functions for one reason.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Skipped {
+    pub checks: Vec<String>,
+    pub reason: String,
+    pub functions: Vec<Bdf>,
+}
+
+/// The whole answer of `check`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub functions: Vec<FunctionHealth>,
+    /// Worst first: severity, then `lost_pct`, then address.
+    pub findings: Vec<Finding>,
+    pub skipped: Vec<Skipped>,
+    /// The kernel's ASPM policy (`default`, `performance`, `powersave`, `powersupersave`).
+    pub aspm_policy: Option<String>,
+    pub numa_nodes: Vec<u32>,
+    /// How many functions have a PCIe link; 0 means there is no link to check.
+    pub links: usize,
+    /// Seconds the AER counters were sampled over (`None`: totals only).
+    pub sampled_seconds: Option<f64>,
+}
+
+impl Report {
+    /// The worst severity found, `None` without findings.
+    pub fn worst(&self) -> Option<Severity> {
+        self.findings.iter().map(|f| f.severity).max()
+    }
+
+    /// True when something is at warning or above (`check` exits 3).
+    pub fn needs_attention(&self) -> bool {
+        self.worst() >= Some(Severity::Warning)
+    }
+}

@@ -1,0 +1,365 @@
+//! The checks on a dual-socket server as root and as a user sees it: every kind, its severity,
+//! the hop it names and its cost, pinned to pcie-model's figures (what `model bw` prints).
+
+use pcie_health::fixture::{self, Func};
+use pcie_health::{check, Finding, Kind, Options, Report, Severity, NEEDS_ROOT};
+use pcie_model::{read_bound, stream, Generation, LinkConfig, LinkParams, Op, Picos};
+use pcie_sysfs::{Bdf, LinkSetup, PortType};
+use std::path::PathBuf;
+
+struct Tree(PathBuf);
+
+impl Tree {
+    fn new(tag: &str) -> Tree {
+        // A memory file system where there is one: the 10,000-function tree is 60,000 files.
+        let shm = std::path::Path::new("/dev/shm");
+        let base = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let root = base.join(format!("pcie-health-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        Tree(root)
+    }
+
+    fn check(&self) -> Report {
+        check(&self.0, &Options::default()).unwrap()
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn bdf(s: &str) -> Bdf {
+    s.parse().unwrap()
+}
+
+fn finding<'a>(r: &'a Report, kind: Kind, at: &str) -> &'a Finding {
+    r.findings
+        .iter()
+        .find(|f| f.kind == kind && f.bdf == bdf(at))
+        .unwrap_or_else(|| panic!("no {kind:?} on {at}: {:#?}", r.findings))
+}
+
+fn cfg(gen: Generation, lanes: u32, mps: u32, mrrs: u32, tag_bits: u32) -> LinkConfig {
+    LinkConfig::new(&LinkParams {
+        gen,
+        lanes,
+        mps,
+        mrrs,
+        tag_bits,
+        ..LinkParams::default()
+    })
+    .unwrap()
+}
+
+fn writes(c: &LinkConfig) -> f64 {
+    stream(c, Op::Wr, 4096, 0).unwrap().payload.0
+}
+
+/// 4 KiB reads: the link or 5/8/10-bit tags of MRRS-sized requests over pcie-bench's round
+/// trip (546 ns for 64 B, 19 ns per further line).
+fn reads(c: &LinkConfig) -> f64 {
+    let request = c.mrrs.min(4096);
+    let rtt = Picos::from_nanos(546.0 + 19.0 * (request / 64 - 1) as f64);
+    read_bound(c, 4096, 0, rtt, None).unwrap().bound.0
+}
+
+fn pct(now: f64, best: f64) -> f64 {
+    (best - now) / best * 100.0
+}
+
+fn assert_lost(f: &Finding, want: f64) {
+    let got = f.lost_pct.expect("a priced finding");
+    assert!((got - want).abs() < 1e-9, "{:?}: lost {got}, model {want}", f.kind);
+}
+
+#[test]
+fn every_kind_on_a_dual_socket_server_with_the_models_cost() {
+    let t = Tree::new("server");
+    fixture::dual_socket_server(&t.0).unwrap();
+    let r = t.check();
+    use Generation::*;
+
+    // The GPU behind the switch: its own link is fine, the switch's upstream link runs x8.
+    let gpu = finding(&r, Kind::LinkWidthDowngraded, "0000:19:00.0");
+    assert_eq!(
+        (gpu.severity, gpu.limited_by),
+        (Severity::Warning, Some(bdf("0000:17:00.0")))
+    );
+    assert_lost(
+        gpu,
+        pct(writes(&cfg(Gen4, 8, 256, 512, 8)), writes(&cfg(Gen4, 16, 256, 512, 8))),
+    );
+    assert!(
+        gpu.message.starts_with(
+            "0000:19:00.0 [10de:20b5] runs Gen4 x8 (limited by 0000:17:00.0, the switch's upstream link) where Gen4 x16 is possible: 4 KiB DMA writes 112 Gb/s of 223 (\u{2212}50 %)"
+        ),
+        "{}",
+        gpu.message
+    );
+    let rec = r.functions.iter().find(|f| f.bdf == bdf("0000:19:00.0")).unwrap();
+    let hops: Vec<String> = rec.path.iter().map(|h| format!("{} {}", h.bdf, h.role)).collect();
+    assert_eq!(
+        hops,
+        ["0000:17:00.0 the switch's upstream link", "0000:19:00.0 its own link"]
+    );
+    assert_eq!(rec.limited_by, Some(bdf("0000:17:00.0")));
+
+    // NVMe: MPS 128 where it and its root port allow 256; writes pay for it.
+    let nvme = finding(&r, Kind::MpsBelowPath, "0000:31:00.0");
+    assert_eq!(nvme.severity, Severity::Warning);
+    assert_lost(
+        nvme,
+        pct(writes(&cfg(Gen4, 4, 128, 512, 8)), writes(&cfg(Gen4, 4, 256, 512, 8))),
+    );
+    let aer = finding(&r, Kind::AerCorrectable, "0000:31:00.0");
+    assert_eq!((aer.severity, aer.lost_pct), (Severity::Info, None));
+    assert!(
+        aer.message.contains("5 correctable errors since boot (RxErr 5)"),
+        "{}",
+        aer.message
+    );
+
+    // The FPGA: MRRS 128 and 5-bit tags, priced on 4 KiB reads through the latency bound.
+    let fpga_mrrs = finding(&r, Kind::MrrsSmall, "0000:99:00.0");
+    assert_lost(
+        fpga_mrrs,
+        pct(reads(&cfg(Gen3, 16, 256, 128, 5)), reads(&cfg(Gen3, 16, 256, 4096, 5))),
+    );
+    let fpga_tags = finding(&r, Kind::TagsLimited, "0000:99:00.0");
+    assert_lost(
+        fpga_tags,
+        pct(reads(&cfg(Gen3, 16, 256, 128, 5)), reads(&cfg(Gen3, 16, 256, 128, 8))),
+    );
+    assert_eq!(fpga_tags.severity, Severity::Warning);
+
+    // The NIC: ASPM L1 on both ends of its link, not priced.
+    let nic = finding(&r, Kind::AspmEnabled, "0000:4b:00.0");
+    assert_eq!(
+        (nic.severity, nic.lost_pct, nic.limited_by),
+        (Severity::Info, None, Some(bdf("0000:4a:02.0")))
+    );
+    assert!(nic.message.contains("kernel policy default"), "{}", nic.message);
+
+    // The idle GPU at Gen1: power saving, information only.
+    let idle = finding(&r, Kind::LinkPowerSaving, "0000:b1:00.0");
+    assert_eq!(idle.severity, Severity::Info);
+    assert_lost(
+        idle,
+        pct(writes(&cfg(Gen1, 16, 256, 512, 8)), writes(&cfg(Gen4, 16, 256, 512, 8))),
+    );
+    assert!(idle
+        .message
+        .ends_with("likely power saving (D3hot, suspended): check again under load"));
+
+    let numa = finding(&r, Kind::NumaUnknown, "0000:e7:01.0");
+    assert_eq!(numa.severity, Severity::Warning);
+
+    // Nothing else: the virtual device, the host bridge and healthy links have no finding.
+    let kinds: Vec<(&str, String)> = r.findings.iter().map(|f| (f.kind.name(), f.bdf.to_string())).collect();
+    assert_eq!(kinds.len(), 8, "{kinds:?}");
+    assert!(
+        r.findings.windows(2).all(|w| w[0].severity >= w[1].severity),
+        "worst first"
+    );
+    assert!(r.needs_attention());
+    assert_eq!(
+        (r.links, r.numa_nodes.len(), r.aspm_policy.as_deref()),
+        (12, 2, Some("default"))
+    );
+    assert!(r.skipped.is_empty());
+}
+
+#[test]
+fn the_json_contract() {
+    let t = Tree::new("json");
+    fixture::dual_socket_server(&t.0).unwrap();
+    let v = serde_json::to_value(t.check()).unwrap();
+    let f = &v["findings"][0];
+    let mut keys: Vec<&str> = f.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["bdf", "kind", "limited_by", "lost_pct", "message", "severity"]);
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(f["kind"], "link_width_downgraded");
+    assert_eq!(f["limited_by"], "0000:17:00.0");
+    assert!(v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["bdf"] == "0000:19:00.0"));
+    for f in v["findings"].as_array().unwrap() {
+        let kind = f["kind"].as_str().unwrap();
+        assert!(Kind::ALL.iter().any(|k| k.name() == kind), "{kind}");
+        assert!(["info", "warning", "error"].contains(&f["severity"].as_str().unwrap()));
+    }
+}
+
+#[test]
+fn without_root_the_config_checks_are_skipped_and_named() {
+    let t = Tree::new("user");
+    fixture::dual_socket_server(&t.0).unwrap();
+    fixture::as_user(&t.0).unwrap();
+    let r = t.check();
+    assert_eq!(r.skipped.len(), 1);
+    let s = &r.skipped[0];
+    assert_eq!(s.reason, NEEDS_ROOT);
+    assert_eq!(
+        s.checks,
+        ["mps_below_path", "mrrs_small", "tags_limited", "aspm_enabled"]
+    );
+    assert!(s.functions.contains(&bdf("0000:31:00.0")) && !s.functions.contains(&bdf("0000:00:04.0")));
+    // The link files are readable by everyone: the downgrade and the idle GPU are still found.
+    finding(&r, Kind::LinkWidthDowngraded, "0000:19:00.0");
+    finding(&r, Kind::LinkPowerSaving, "0000:b1:00.0");
+    assert!(!r.findings.iter().any(|f| matches!(
+        f.kind,
+        Kind::MpsBelowPath | Kind::MrrsSmall | Kind::TagsLimited | Kind::AspmEnabled
+    )));
+    // Without the port types, the switch's internal bus is still told from its links.
+    let rec = r.functions.iter().find(|f| f.bdf == bdf("0000:19:00.0")).unwrap();
+    assert_eq!(
+        rec.path.iter().map(|h| h.bdf.to_string()).collect::<Vec<_>>(),
+        ["0000:17:00.0", "0000:19:00.0"]
+    );
+}
+
+#[test]
+fn width_loss_is_never_power_saving_and_uncorrectable_errors_are_errors() {
+    let t = Tree::new("idle-narrow");
+    let l = fixture::link(2.5, 8, 16.0, 16);
+    fixture::root_port("0000:b0:02.0", 0, l, 0xb1).write(&t.0, &[]).unwrap();
+    Func::new("0000:b1:00.0", 0x10de, 0x20b5, 0x030200, PortType::Endpoint, 0)
+        .link(l)
+        .attr("power_state", "D3hot")
+        .attr("aer_dev_fatal", "DLP 1\nTOTAL_ERR_FATAL 1")
+        .write(&t.0, &["0000:b0:02.0"])
+        .unwrap();
+    let r = t.check();
+    assert_eq!(
+        finding(&r, Kind::LinkWidthDowngraded, "0000:b1:00.0").severity,
+        Severity::Warning
+    );
+    assert_eq!(
+        finding(&r, Kind::AerUncorrectable, "0000:b1:00.0").severity,
+        Severity::Error
+    );
+    assert!(!r.findings.iter().any(|f| f.kind == Kind::LinkPowerSaving));
+    // One NUMA node: no NUMA findings.
+    assert!(!r.findings.iter().any(|f| f.kind == Kind::NumaUnknown));
+}
+
+#[test]
+fn garbage_links_loops_and_truncation_say_cannot_tell() {
+    let t = Tree::new("garbage");
+    let l = LinkSetup::at_max(16.0, 16);
+    fixture::root_port("0000:00:01.0", 0, l, 0x01).write(&t.0, &[]).unwrap();
+    let speeds = ["fast", "Unknown", "64.0 GT/s PCIe", "2.5 GT/s", "NaN GT/s"];
+    let widths = ["0", "255", "16", "x", "4"];
+    for (i, (s, w)) in speeds.iter().zip(widths).enumerate() {
+        let b = format!("0000:01:00.{i}");
+        let mut f = Func::new(&b, 1, 2, 0x020000, PortType::Endpoint, 0)
+            .link(l)
+            .attr("current_link_speed", s)
+            .attr("current_link_width", w);
+        if i == 1 {
+            // Config space cut inside the PCIe capability, and a looping list.
+            f = f.config(|c| c.mps(128, 128));
+        }
+        f.write(&t.0, &["0000:00:01.0"]).unwrap();
+    }
+    let dev = |i: u8| t.0.join(format!("sys/bus/pci/devices/0000:01:00.{i}/config"));
+    let mut cut = std::fs::read(dev(1)).unwrap();
+    cut.truncate(0x74);
+    std::fs::write(dev(1), cut).unwrap();
+    let mut looped = std::fs::read(dev(2)).unwrap();
+    looped[0x41] = 0x40; // the power-management capability points to itself
+    std::fs::write(dev(2), looped).unwrap();
+    let r = t.check();
+    let msgs: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.kind == Kind::LinkUnknown)
+        .map(|f| f.message.as_str())
+        .collect();
+    assert!(
+        msgs[0].contains("current_link_speed \"fast\": cannot tell the speed"),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs[0].contains("current_link_width \"0\": cannot tell the width"),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs[1].contains("\"Unknown\"") && msgs[1].contains("\"255\""),
+        "{msgs:?}"
+    );
+    assert!(msgs[2].contains("loops back to offset 0x40"), "{msgs:?}");
+    assert!(msgs[3].contains("\"x\""), "{msgs:?}");
+    assert!(msgs[4].contains("\"NaN GT/s\""), "{msgs:?}");
+    // The readable 64 GT/s end meets a 16 GT/s port: the link runs at the lower of the two.
+    let f2 = r.functions.iter().find(|f| f.bdf == bdf("0000:01:00.2")).unwrap();
+    assert_eq!(f2.path[0].current_gts, Some(16.0));
+    let f3 = r.functions.iter().find(|f| f.bdf == bdf("0000:01:00.3")).unwrap();
+    assert_eq!(
+        (f3.path[0].current_gts, f3.path[0].current_width),
+        (Some(2.5), Some(16))
+    );
+}
+
+#[test]
+fn an_unreadable_file_is_named() {
+    let t = Tree::new("unreadable");
+    fixture::root_port("0000:00:01.0", 0, LinkSetup::at_max(8.0, 4), 0x01)
+        .write(&t.0, &[])
+        .unwrap();
+    let f = t.0.join("sys/bus/pci/devices/0000:00:01.0/power_state");
+    std::fs::remove_file(&f).unwrap();
+    std::fs::create_dir(&f).unwrap();
+    let e = check(&t.0, &Options::default()).unwrap_err().to_string();
+    assert!(
+        e.ends_with("0000:00:01.0/power_state: Is a directory (os error 21)"),
+        "{e}"
+    );
+    let e = check(&t.0.join("missing"), &Options::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.ends_with("missing: not a directory (a sysfs root: ROOT/sys/bus/pci/devices)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn ten_thousand_functions() {
+    let t = Tree::new("wide");
+    let attrs = [
+        ("class", "0x020000"),
+        ("current_link_speed", "8.0 GT/s PCIe"),
+        ("current_link_width", "8"),
+    ];
+    for i in 0..10_000u32 {
+        let b = format!("{:04x}:{:02x}:{:02x}.{}", i >> 13, (i >> 5) & 0xff, i & 0x1f, 0);
+        pcie_sysfs::tree::write_pci_function(&t.0, &[], &b, &attrs, None).unwrap();
+    }
+    let r = t.check();
+    assert_eq!((r.functions.len(), r.links), (10_000, 10_000));
+    assert!(r.findings.is_empty());
+}
+
+#[test]
+fn this_host_reads_without_error() {
+    // A virtual machine without link files has nothing to check; a real host has links.
+    let r = check(std::path::Path::new("/"), &Options::default()).unwrap();
+    let any_link = std::fs::read_dir("/sys/bus/pci/devices")
+        .map(|d| d.flatten().any(|e| e.path().join("current_link_speed").exists()))
+        .unwrap_or(false);
+    if !any_link {
+        assert_eq!(r.links, 0);
+    }
+}

@@ -1,0 +1,512 @@
+//! The simulated host's sysfs tree, as root sees a real one: one DWC PMU per root port; every
+//! PCI function with its ids, class, driver, link speed and width at both ends of each link,
+//! NUMA node and local CPUs, power state, a 4 KiB config space (PCI Express capability with
+//! MPS/MRRS, tags, link capabilities, control and status; AER extended capability) and AER
+//! counter files; the NUMA nodes and the kernel's ASPM policy.
+//!
+//! The profile's `[[fault]]`s show here as a real host shows them: a link that trained low in the
+//! speed and width files and Link Status, MPS/MRRS in Device Control, ASPM in Link Control, and
+//! correctable errors counted in `aer_dev_correctable` and the root port's
+//! `aer_rootport_total_err_cor`, which [`SimTree::refresh`] rewrites as simulated time goes on.
+
+use crate::sim::pmu_name;
+use crate::sysfs_writer::{dwc_pmu, DwcVariant, SysfsWriter};
+use pcie_model::Generation;
+use pcie_sim::pmu_host::fault::{FaultSpec, CORRECTABLE_KINDS};
+use pcie_sim::pmu_host::profile::{parse_bdf, DeviceSpec, PmuDriver, PmuHostProfile, PortSpec};
+use pcie_sim::pmu_host::PmuHost;
+use pcie_sysfs::{Aspm, ConfigBuilder, LinkSetup, PortType};
+use std::io;
+
+/// The kernel's uncorrectable error names, in `aer_dev_nonfatal`/`aer_dev_fatal`'s order (Linux
+/// `drivers/pci/pcie/aer.c`, `aer_uncorrectable_error_string`).
+const UNCORRECTABLE_KINDS: [&str; 19] = [
+    "Undefined",
+    "DLP",
+    "SDES",
+    "TLP",
+    "FCP",
+    "CmpltTO",
+    "CmpltAbrt",
+    "UnxCmplt",
+    "RxOF",
+    "MalfTLP",
+    "ECRC",
+    "UnsupReq",
+    "ACSViol",
+    "UncorrIntErr",
+    "BlockedTLP",
+    "AtomicOpBlocked",
+    "TLPBlockedErr",
+    "PoisonTLPBlocked",
+    "DMWrReqBlocked",
+];
+
+/// The ASPM policy file's text: the kernel's four policies, `default` in force.
+const ASPM_POLICY: &str = "[default] performance powersave powersupersave";
+
+/// How long the simulated host has been up when the simulation starts: AER counters count
+/// since boot, so a faulty function shows an hour of errors from the start (a count to check
+/// with `check`'s totals) and grows from there (a rate).
+const UP_BEFORE_NS: u64 = 3600 * 1_000_000_000;
+
+/// The Root Port's ids on the Yitian 710 (DesignWare, Alibaba's vendor id).
+const ROOT_PORT_IDS: (u16, u16) = (0x1ded, 0x8000);
+
+/// A function whose correctable errors grow: where its files are and its fault.
+struct Growing {
+    bdf: String,
+    /// The root port above it (or itself), whose totals count its errors too.
+    port: String,
+    fault: FaultSpec,
+}
+
+/// The simulated host's tree (removed with it) and the AER counters that grow in it.
+pub struct SimTree {
+    writer: SysfsWriter,
+    growing: Vec<Growing>,
+}
+
+impl SimTree {
+    /// Write `host`'s tree into a temporary directory, with AER counters at time 0.
+    pub fn write(host: &PmuHost) -> io::Result<SimTree> {
+        let p = host.profile();
+        let w = SysfsWriter::temporary(&format!("sim-{}", p.name))?;
+        let variant = match p.pmu.driver {
+            PmuDriver::DwcRootport => DwcVariant::Upstream,
+            PmuDriver::PcieBdf => DwcVariant::V1,
+        };
+        // Yitian 710 cores are Arm Neoverse N2 (implementer 0x41, part 0xd49).
+        w.raw(
+            "proc/cpuinfo",
+            "processor\t: 0\nBogoMIPS\t: 100.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd49\n\n",
+        )?;
+        w.attr("sys/module/pcie_aspm/parameters/policy", ASPM_POLICY)?;
+        let mut dies: Vec<u32> = p.ports.iter().map(|q| q.die).collect();
+        dies.sort_unstable();
+        dies.dedup();
+        for die in dies {
+            w.attr(&format!("sys/devices/system/node/node{die}/cpulist"), &cpus(p, die))?;
+        }
+        for (i, port) in p.ports.iter().enumerate() {
+            write_port(&w, p, host.link(i).is_some(), port)?;
+            let name = pmu_name(p.pmu.driver, &port.bdf).expect("profile ports have valid BDFs");
+            let cpu = (port.die * p.pmu.cpus_per_die).to_string();
+            dwc_pmu(&w, &name, p.pmu.first_type + i as u32, &cpu, variant)?;
+            w.pmu_attr(
+                &name,
+                "perf_event_mux_interval_ms",
+                &format!("{}", p.pmu.mux_interval_ms),
+            )?;
+        }
+        write_rcieps(&w, p)?;
+        let growing = p
+            .faults
+            .iter()
+            .filter(|f| f.aer_correctable_per_s.is_some_and(|r| r > 0.0))
+            .filter_map(|f| {
+                let port = p
+                    .ports
+                    .iter()
+                    .find(|q| q.bdf == f.bdf || q.device_bdf.as_ref() == Some(&f.bdf))?;
+                Some(Growing {
+                    bdf: f.bdf.clone(),
+                    port: port.bdf.clone(),
+                    fault: f.clone(),
+                })
+            })
+            .collect();
+        let mut tree = SimTree { writer: w, growing };
+        tree.refresh(0)?;
+        Ok(tree)
+    }
+
+    /// The tree's root, laid out like `/`.
+    pub fn path(&self) -> &std::path::Path {
+        self.writer.path()
+    }
+
+    /// Rewrite the AER counters that grow to their counts at `now_ns` of simulated time. Each
+    /// file is replaced whole (written beside it, then renamed), so a reader never sees half.
+    pub fn refresh(&mut self, now_ns: u64) -> io::Result<()> {
+        let now_ns = now_ns.saturating_add(UP_BEFORE_NS);
+        for g in &self.growing {
+            let mut counts = [0u64; CORRECTABLE_KINDS.len()];
+            counts[g.fault.correctable_kind()] = g.fault.correctable_by(now_ns);
+            write_aer(
+                &self.writer,
+                &g.bdf,
+                "aer_dev_correctable",
+                &CORRECTABLE_KINDS,
+                &counts,
+                "COR",
+            )?;
+        }
+        let mut ports: Vec<&str> = self.growing.iter().map(|g| g.port.as_str()).collect();
+        ports.dedup();
+        for port in ports {
+            let below: u64 = self
+                .growing
+                .iter()
+                .filter(|g| g.port == port)
+                .map(|g| g.fault.correctable_by(now_ns))
+                .sum();
+            self.writer.replace(
+                &format!("sys/bus/pci/devices/{port}/aer_rootport_total_err_cor"),
+                &format!("{below}\n"),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The CPUs of `die`, as a cpulist (`0-63`).
+fn cpus(p: &PmuHostProfile, die: u32) -> String {
+    let n = p.pmu.cpus_per_die;
+    format!("{}-{}", die * n, die * n + n - 1)
+}
+
+/// sysfs `current_link_speed` text and GT/s of a generation number (1 to 6, as profiles check).
+fn generation(gen: u32) -> Generation {
+    Generation::ALL[gen.clamp(1, 6) as usize - 1]
+}
+
+/// A link's (generation, width).
+type Rate = (u32, u32);
+
+/// What one function shows, beyond where it sits.
+struct Function<'a> {
+    ids: (u16, u16),
+    class: u32,
+    driver: Option<&'a str>,
+    /// `None`: conventional PCI (no PCI Express capability, no link, no AER).
+    port_type: Option<PortType>,
+    /// Its link's maximum (generation, width) and the trained one (`None`: no link up).
+    link: Option<(Rate, Option<Rate>)>,
+    mps: (u32, u32),
+    mrrs: u32,
+    fault: Option<&'a FaultSpec>,
+    die: u32,
+    root_port: bool,
+}
+
+/// An AER counter file as the kernel prints it: `Name count` per type, then `TOTAL_ERR_<total>`.
+fn write_aer(w: &SysfsWriter, bdf: &str, file: &str, kinds: &[&str], counts: &[u64], total: &str) -> io::Result<()> {
+    let mut text = String::new();
+    for (k, n) in kinds.iter().zip(counts) {
+        text.push_str(&format!("{k} {n}\n"));
+    }
+    text.push_str(&format!("TOTAL_ERR_{total} {}\n", counts.iter().sum::<u64>()));
+    w.replace(&format!("sys/bus/pci/devices/{bdf}/{file}"), &text)
+}
+
+fn write_function(w: &SysfsWriter, p: &PmuHostProfile, chain: &[&str], bdf: &str, f: &Function) -> io::Result<()> {
+    let ids = [
+        format!("{:#06x}", f.ids.0),
+        format!("{:#06x}", f.ids.1),
+        format!("{:#08x}", f.class),
+    ];
+    let (numa, local) = (f.die.to_string(), cpus(p, f.die));
+    let widths: Vec<String> = f.link.map_or(Vec::new(), |((_, lanes), trained)| {
+        vec![lanes.to_string(), trained.map_or(0, |t| t.1).to_string()]
+    });
+    let mut attrs = vec![
+        ("vendor", ids[0].as_str()),
+        ("device", ids[1].as_str()),
+        ("class", ids[2].as_str()),
+        ("numa_node", numa.as_str()),
+        ("local_cpulist", local.as_str()),
+        ("power_state", "D0"),
+        ("power/runtime_status", "active"),
+    ];
+    let aspm = f
+        .fault
+        .and_then(|x| x.aspm)
+        .map(|a| a.states())
+        .unwrap_or((false, false));
+    let link = f.link.map(|((gen, lanes), trained)| {
+        let (cur_gts, cur_width) = trained.map_or((0.0, 0), |(g, l)| (generation(g).gt_per_s(), l));
+        LinkSetup {
+            max_gts: generation(gen).gt_per_s(),
+            max_width: lanes,
+            gts: cur_gts,
+            width: cur_width,
+            aspm_supported: Aspm { l0s: true, l1: true },
+            aspm_enabled: Aspm {
+                l0s: aspm.0,
+                l1: aspm.1,
+            },
+        }
+    });
+    if let Some(((gen, _), trained)) = f.link {
+        attrs.extend([
+            (
+                "current_link_speed",
+                trained.map_or("Unknown", |t| generation(t.0).sysfs_speed()),
+            ),
+            ("max_link_speed", generation(gen).sysfs_speed()),
+            ("current_link_width", widths[1].as_str()),
+            ("max_link_width", widths[0].as_str()),
+        ]);
+    }
+    w.pci(chain, bdf, &attrs, f.driver)?;
+    let config = match f.port_type {
+        None => ConfigBuilder::conventional(f.ids.0, f.ids.1, f.class),
+        Some(t) => {
+            let mps = f.fault.and_then(|x| x.mps).unwrap_or(f.mps.1);
+            let mrrs = f.fault.and_then(|x| x.mrrs).unwrap_or(f.mrrs);
+            let b = ConfigBuilder::new(f.ids.0, f.ids.1, f.class, t)
+                .mps(f.mps.0, mps)
+                .mrrs(mrrs)
+                .aer();
+            match link {
+                Some(l) => b.link(l),
+                None => b,
+            }
+        }
+    };
+    pcie_sysfs::tree::write_config(w.path(), bdf, &config.build())?;
+    if f.port_type.is_none() {
+        return Ok(());
+    }
+    let none = [0u64; UNCORRECTABLE_KINDS.len()];
+    write_aer(
+        w,
+        bdf,
+        "aer_dev_correctable",
+        &CORRECTABLE_KINDS,
+        &none[..CORRECTABLE_KINDS.len()],
+        "COR",
+    )?;
+    write_aer(w, bdf, "aer_dev_nonfatal", &UNCORRECTABLE_KINDS, &none, "NONFATAL")?;
+    write_aer(w, bdf, "aer_dev_fatal", &UNCORRECTABLE_KINDS, &none, "FATAL")?;
+    if f.root_port {
+        for kind in ["cor", "nonfatal", "fatal"] {
+            w.attr(&format!("sys/bus/pci/devices/{bdf}/aer_rootport_total_err_{kind}"), "0")?;
+        }
+    }
+    Ok(())
+}
+
+/// The port type a device shows below a root port: a bridge is a PCI Express to PCI bridge
+/// (type 7), anything else an endpoint.
+fn device_type(d: &DeviceSpec) -> PortType {
+    if d.class >> 8 == 0x0604 {
+        PortType::Other(7)
+    } else {
+        PortType::Endpoint
+    }
+}
+
+fn device<'a>(d: &'a DeviceSpec, fault: Option<&'a FaultSpec>, die: u32) -> Function<'a> {
+    Function {
+        ids: (d.vendor as u16, d.device as u16),
+        class: d.class,
+        driver: (!d.driver.is_empty()).then_some(d.driver.as_str()),
+        port_type: Some(device_type(d)),
+        link: None,
+        mps: (d.max_mps, d.max_mps),
+        mrrs: d.mrrs,
+        fault,
+        die,
+        root_port: false,
+    }
+}
+
+fn write_port(w: &SysfsWriter, p: &PmuHostProfile, up: bool, port: &PortSpec) -> io::Result<()> {
+    let trained = p.trained(port).filter(|_| up);
+    let below: Vec<&str> = port
+        .device_bdf
+        .iter()
+        .map(String::as_str)
+        .chain(port.functions.iter().map(|f| f.bdf.as_str()))
+        .collect();
+    let buses: Vec<u8> = below.iter().filter_map(|b| parse_bdf(b)).map(|b| b.bus).collect();
+    let path_mps = p
+        .device_of(port)
+        .map_or(p.host.max_mps, |d| d.max_mps.min(p.host.max_mps));
+    let rp = Function {
+        ids: ROOT_PORT_IDS,
+        class: 0x060400,
+        driver: Some("pcieport"),
+        port_type: Some(PortType::RootPort),
+        link: Some(((port.gen, port.lanes), trained)),
+        mps: (p.host.max_mps, path_mps),
+        mrrs: 512,
+        fault: p.fault(&port.bdf),
+        die: port.die,
+        root_port: true,
+    };
+    write_function(w, p, &[], &port.bdf, &rp)?;
+    if let (Some(lo), Some(hi)) = (buses.iter().min(), buses.iter().max()) {
+        w.attr(
+            &format!("sys/bus/pci/devices/{}/secondary_bus_number", port.bdf),
+            &lo.to_string(),
+        )?;
+        w.attr(
+            &format!("sys/bus/pci/devices/{}/subordinate_bus_number", port.bdf),
+            &hi.to_string(),
+        )?;
+    }
+    let (Some(dev), Some(dev_bdf)) = (p.device_of(port), &port.device_bdf) else {
+        return Ok(());
+    };
+    let (mps, mrrs) = p.device_control(port).unwrap_or((dev.max_mps, dev.mrrs));
+    let mut f = device(dev, p.fault(dev_bdf), port.die);
+    (f.mps, f.mrrs, f.link) = ((dev.max_mps, mps), mrrs, Some(((dev.gen, dev.lanes), trained)));
+    write_function(w, p, &[&port.bdf], dev_bdf, &f)?;
+    let dev_bus = parse_bdf(dev_bdf).map(|b| b.bus);
+    for g in &port.functions {
+        let Some(d) = p.device(&g.device) else { continue };
+        // Behind the device when it is a bridge and the function sits on a further bus.
+        let behind = dev.class >> 8 == 0x0604 && parse_bdf(&g.bdf).map(|b| b.bus) != dev_bus;
+        let chain: Vec<&str> = if behind {
+            vec![&port.bdf, dev_bdf]
+        } else {
+            vec![&port.bdf]
+        };
+        let mut f = device(d, None, port.die);
+        if d.gen == 0 || d.lanes == 0 {
+            // Conventional PCI behind the bridge.
+            f.port_type = None;
+        } else if !behind {
+            // Another function of the device shares its link; a fault names one function.
+            f.mps.1 = d.max_mps.min(p.host.max_mps);
+            f.link = Some(((d.gen, d.lanes), trained));
+        } else {
+            f.link = Some(((d.gen, d.lanes), Some((d.gen, d.lanes))));
+        }
+        write_function(w, p, &chain, &g.bdf, &f)?;
+    }
+    Ok(())
+}
+
+/// Functions on a root bus outside every root port, on the die of the root ports below them:
+/// integrated endpoints (type 9) and event collectors (class 0807xx, type 10), with no link.
+fn write_rcieps(w: &SysfsWriter, p: &PmuHostProfile) -> io::Result<()> {
+    for r in &p.rcieps {
+        let (Some(d), Some(bus)) = (p.device(&r.device), parse_bdf(&r.bdf).map(|b| b.bus)) else {
+            continue;
+        };
+        let die = p
+            .ports
+            .iter()
+            .filter(|q| parse_bdf(&q.bdf).is_some_and(|b| b.bus <= bus))
+            .max_by_key(|q| parse_bdf(&q.bdf).map(|b| b.bus))
+            .map_or(0, |q| q.die);
+        let mut f = device(d, p.fault(&r.bdf), die);
+        f.port_type = Some(if d.class >> 8 == 0x0807 {
+            PortType::EventCollector
+        } else {
+            PortType::IntegratedEndpoint
+        });
+        write_function(w, p, &[], &r.bdf, &f)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::counter::CounterSource;
+    use crate::sim::{PmuHostProfile, SimHost};
+    use pcie_health::{check, Kind, Options, Severity};
+    use pcie_sysfs::{Bdf, PciDevice};
+    use std::time::Duration;
+
+    fn bdf(s: &str) -> Bdf {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_healthy_host_shows_every_link_config_space_and_aer_file() {
+        let (sys, _src) = SimHost::start(PmuHostProfile::load("yitian710").unwrap(), &[], 1, false).unwrap();
+        let root = sys.root.path();
+        let r = check(root, &Options::default()).unwrap();
+        assert!(!r.needs_attention(), "{:#?}", r.findings);
+        assert_eq!(
+            (r.numa_nodes.as_slice(), r.aspm_policy.as_deref()),
+            ([0, 1].as_slice(), Some("default"))
+        );
+        assert!(r.skipped.is_empty(), "root sees all of config space: {:?}", r.skipped);
+        let nic = r.functions.iter().find(|f| f.bdf == bdf("0000:b1:00.0")).unwrap();
+        let hop = &nic.path[0];
+        assert_eq!(hop.upstream.bdf, Some(bdf("0000:b0:00.0")));
+        assert_eq!((hop.upstream.max_gts, hop.upstream.max_width), (Some(32.0), Some(16)));
+        assert_eq!(
+            (hop.downstream.max_gts, hop.downstream.max_width),
+            (Some(8.0), Some(16))
+        );
+        assert_eq!((hop.current_gts, hop.current_width), (Some(8.0), Some(16)));
+        assert_eq!(
+            (nic.mps, nic.mps_supported, nic.path_mps, nic.mrrs),
+            (Some(512), Some(512), Some(512), Some(4096))
+        );
+        assert_eq!((nic.numa_node, nic.local_cpus.as_deref()), (Some(1), Some("64-127")));
+        assert_eq!(
+            (nic.power_state.as_deref(), nic.aspm.as_deref()),
+            (Some("D0"), Some("off"))
+        );
+        assert_eq!(
+            (nic.has_aer, nic.aer.correctable, nic.aer.fatal),
+            (Some(true), Some(0), Some(0))
+        );
+        let port = PciDevice::read(root, bdf("0000:b0:00.0")).unwrap();
+        assert_eq!(
+            port.pcie_capability().unwrap().port_type,
+            pcie_sysfs::PortType::RootPort
+        );
+        // The BMC's VGA behind the PCIe-to-PCI bridge is conventional PCI: no link, no AER.
+        let vga = r.functions.iter().find(|f| f.bdf == bdf("0000:02:00.0")).unwrap();
+        assert_eq!((vga.link.as_ref(), vga.has_aer), (None, Some(false)));
+        for (rc, t) in [
+            ("0000:7c:00.0", "integrated endpoint"),
+            ("0000:7c:0a.0", "event collector"),
+        ] {
+            let f = r.functions.iter().find(|f| f.bdf == bdf(rc)).unwrap();
+            assert_eq!(f.port_type.as_deref(), Some(t), "{rc}");
+        }
+    }
+
+    #[test]
+    fn faults_show_as_findings_and_errors_grow_with_simulated_time() {
+        let p = PmuHostProfile::load("yitian710-degraded").unwrap();
+        let (sys, mut src) = SimHost::start(p, &[], 1, false).unwrap();
+        let root = sys.root.path();
+        let r = check(root, &Options::default()).unwrap();
+        let found = |kind: Kind, at: &str| {
+            r.findings
+                .iter()
+                .find(|f| f.kind == kind && f.bdf == bdf(at))
+                .unwrap_or_else(|| panic!("no {kind:?} on {at}: {:#?}", r.findings))
+        };
+        let width = found(Kind::LinkWidthDowngraded, "0000:b1:00.0");
+        assert_eq!(
+            (width.severity, width.limited_by),
+            (Severity::Warning, Some(bdf("0000:b1:00.0")))
+        );
+        assert!(width.lost_pct.unwrap() > 40.0, "x8 of x16: {width:?}");
+        assert!(found(Kind::MpsBelowPath, "0000:b1:00.0").lost_pct.unwrap() > 0.0);
+        assert_eq!(
+            found(Kind::LinkSpeedDowngraded, "0000:04:00.0").severity,
+            Severity::Warning
+        );
+        found(Kind::AspmEnabled, "0000:03:00.0");
+        // An hour of 250 BadDLLP a second before the simulation starts.
+        let sata = || {
+            let f = PciDevice::read(root, bdf("0000:04:00.0")).unwrap().aer_files().unwrap();
+            let c = f.correctable.unwrap().unwrap();
+            let port = PciDevice::read(root, bdf("0000:00:02.0")).unwrap().aer_files().unwrap();
+            (c.types[2].clone(), c.total, port.rootport.unwrap()[0])
+        };
+        assert_eq!(found(Kind::AerCorrectable, "0000:04:00.0").severity, Severity::Info);
+        assert_eq!(sata(), (("BadDLLP".to_string(), 900_000), 900_000, Some(900_000)));
+        src.sleep(Duration::from_secs(2)).unwrap();
+        assert_eq!(sata(), (("BadDLLP".to_string(), 900_500), 900_500, Some(900_500)));
+        assert!(
+            !r.findings
+                .iter()
+                .any(|f| f.bdf == bdf("0000:b1:00.1") && f.kind == Kind::MpsBelowPath),
+            "the fault is the first function's alone"
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! Writing a realistic config space: the header, a power-management capability, the PCI
+//! Express capability with the performance settings [`crate::PcieCapability`] reads back, and
+//! optionally the AER and Device Serial Number extended capabilities. A simulated host and
+//! fixture trees describe their functions with it, so the readers see what a real host shows.
+
+use crate::config_space::{speed_code_gts, Aspm, PortType, EXT_CAP_AER, EXT_CAP_DSN};
+
+/// A link as its registers hold it: rates in GT/s (2.5 ... 128), widths in lanes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkSetup {
+    pub max_gts: f64,
+    pub max_width: u32,
+    pub gts: f64,
+    pub width: u32,
+    pub aspm_supported: Aspm,
+    pub aspm_enabled: Aspm,
+}
+
+impl LinkSetup {
+    /// A link running at its maximum, ASPM L1 supported and off.
+    pub fn at_max(gts: f64, width: u32) -> LinkSetup {
+        LinkSetup {
+            max_gts: gts,
+            max_width: width,
+            gts,
+            width,
+            aspm_supported: Aspm { l0s: false, l1: true },
+            aspm_enabled: Aspm::default(),
+        }
+    }
+}
+
+/// A function's config space, built field by field (see the module text).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigBuilder {
+    vendor: u16,
+    device: u16,
+    class: u32,
+    /// `None`: conventional PCI, no PCI Express capability.
+    port_type: Option<PortType>,
+    mps_supported: u32,
+    mps: u32,
+    mrrs: u32,
+    ext_tag: (bool, bool),
+    tags10: Option<(bool, bool, bool)>,
+    link: Option<LinkSetup>,
+    aer: bool,
+    serial: Option<u64>,
+}
+
+fn size_code(bytes: u32) -> u32 {
+    (bytes.max(128) / 128).trailing_zeros().min(5)
+}
+
+fn speed_code(gts: f64) -> u32 {
+    (1..=7).find(|&c| speed_code_gts(c) == Some(gts)).unwrap_or(0)
+}
+
+fn put16(c: &mut [u8], at: usize, v: u16) {
+    c[at..at + 2].copy_from_slice(&v.to_le_bytes());
+}
+
+fn put32(c: &mut [u8], at: usize, v: u32) {
+    c[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+impl ConfigBuilder {
+    /// A PCI Express function of `port_type`: MPS 256 of 512 supported, MRRS 512, 8-bit tags
+    /// supported and enabled, no 10-bit tags, no link (add one with [`ConfigBuilder::link`]).
+    pub fn new(vendor: u16, device: u16, class: u32, port_type: PortType) -> ConfigBuilder {
+        ConfigBuilder {
+            vendor,
+            device,
+            class,
+            port_type: Some(port_type),
+            mps_supported: 512,
+            mps: 256,
+            mrrs: 512,
+            ext_tag: (true, true),
+            tags10: None,
+            link: None,
+            aer: false,
+            serial: None,
+        }
+    }
+
+    /// An endpoint (type 0).
+    pub fn endpoint(vendor: u16, device: u16, class: u32) -> ConfigBuilder {
+        ConfigBuilder::new(vendor, device, class, PortType::Endpoint)
+    }
+
+    /// A conventional PCI function: a header and a power-management capability only.
+    pub fn conventional(vendor: u16, device: u16, class: u32) -> ConfigBuilder {
+        ConfigBuilder {
+            port_type: None,
+            ..ConfigBuilder::endpoint(vendor, device, class)
+        }
+    }
+
+    /// The largest MPS supported and the MPS in force, in bytes.
+    pub fn mps(mut self, supported: u32, configured: u32) -> ConfigBuilder {
+        (self.mps_supported, self.mps) = (supported, configured);
+        self
+    }
+
+    pub fn mrrs(mut self, mrrs: u32) -> ConfigBuilder {
+        self.mrrs = mrrs;
+        self
+    }
+
+    /// 8-bit tags supported and enabled; 10-bit tags as (completer, requester supported,
+    /// requester enabled), `None` for a version-1 capability without those registers.
+    pub fn tags(mut self, ext_supported: bool, ext_enabled: bool, tags10: Option<(bool, bool, bool)>) -> ConfigBuilder {
+        self.ext_tag = (ext_supported, ext_enabled);
+        self.tags10 = tags10;
+        self
+    }
+
+    pub fn link(mut self, link: LinkSetup) -> ConfigBuilder {
+        self.link = Some(link);
+        self
+    }
+
+    /// An AER extended capability (its counters live in sysfs files, not here).
+    pub fn aer(mut self) -> ConfigBuilder {
+        self.aer = true;
+        self
+    }
+
+    /// A Device Serial Number extended capability holding `serial`.
+    pub fn serial(mut self, serial: u64) -> ConfigBuilder {
+        self.serial = Some(serial);
+        self
+    }
+
+    /// The 4096 bytes root reads from `config`.
+    pub fn build(&self) -> Vec<u8> {
+        let mut c = vec![0u8; 4096];
+        put16(&mut c, 0x00, self.vendor);
+        put16(&mut c, 0x02, self.device);
+        put16(&mut c, 0x06, 0x10); // capability list present
+        c[0x09..0x0c].copy_from_slice(&self.class.to_le_bytes()[..3]);
+        c[0x0e] = u8::from(self.class >> 8 == 0x0604); // bridges have a type-1 header
+        c[0x34] = 0x40;
+        c[0x40] = 0x01; // power management
+        let Some(port_type) = self.port_type else {
+            return c;
+        };
+        c[0x41] = 0x70;
+        let at = 0x70;
+        c[at] = 0x10;
+        let code = match port_type {
+            PortType::Endpoint => 0,
+            PortType::LegacyEndpoint => 1,
+            PortType::RootPort => 4,
+            PortType::UpstreamPort => 5,
+            PortType::DownstreamPort => 6,
+            PortType::IntegratedEndpoint => 9,
+            PortType::EventCollector => 10,
+            PortType::Other(t) => t as u16 & 0xf,
+        };
+        let version = if self.tags10.is_some() || self.link.is_some() {
+            2
+        } else {
+            1
+        };
+        put16(&mut c, at + 2, code << 4 | version);
+        let devcap = size_code(self.mps_supported) | u32::from(self.ext_tag.0) << 5;
+        put32(&mut c, at + 4, devcap);
+        let devctl = size_code(self.mps) << 5 | u32::from(self.ext_tag.1) << 8 | size_code(self.mrrs) << 12;
+        put16(&mut c, at + 8, devctl as u16);
+        if let Some(l) = self.link {
+            let bits = |a: Aspm| u32::from(a.l0s) | u32::from(a.l1) << 1;
+            let lnkcap = speed_code(l.max_gts) | (l.max_width & 0x3f) << 4 | bits(l.aspm_supported) << 10;
+            put32(&mut c, at + 0x0c, lnkcap);
+            put16(&mut c, at + 0x10, bits(l.aspm_enabled) as u16);
+            put16(&mut c, at + 0x12, (speed_code(l.gts) | (l.width & 0x3f) << 4) as u16);
+        }
+        if let Some((completer, requester, enabled)) = self.tags10 {
+            put32(
+                &mut c,
+                at + 0x24,
+                u32::from(completer) << 16 | u32::from(requester) << 17,
+            );
+            put16(&mut c, at + 0x28, u16::from(enabled) << 12);
+        }
+        let mut ext = Vec::new();
+        if self.aer {
+            ext.push((EXT_CAP_AER, 0x100usize));
+        }
+        if let Some(serial) = self.serial {
+            ext.push((EXT_CAP_DSN, 0x150));
+            put32(&mut c, 0x154, serial as u32);
+            put32(&mut c, 0x158, (serial >> 32) as u32);
+        }
+        for (i, &(id, at)) in ext.iter().enumerate() {
+            let next = ext.get(i + 1).map_or(0, |&(_, n)| n as u32);
+            put32(&mut c, at, id as u32 | 1 << 16 | next << 20);
+        }
+        if ext.first().is_some_and(|&(_, at)| at != 0x100) {
+            // The extended list must start at 0x100: a null capability pointing on.
+            put32(&mut c, 0x100, 0x150 << 20);
+        }
+        c
+    }
+}

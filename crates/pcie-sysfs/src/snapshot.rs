@@ -1,0 +1,264 @@
+//! A copy of exactly the sysfs and procfs files pcieperf reads, laid out as on the host, so
+//! every reader runs offline on it with `--sysfs DIR` (a user attaches it to a bug report):
+//! each PCI function's [`DEVICE_FILES`] and driver link, each PMU's own files with its
+//! `format/` and `events/`, the NUMA nodes' CPU lists, the ASPM policy and `proc/cpuinfo`.
+//! The Device Serial Number capability is blanked in every config space copied. Files the
+//! host does not let us read are left out and listed.
+
+use crate::config_space::blank_serial;
+use crate::device::{DEVICE_FILES, PCI_DEVICES};
+use crate::files::list_dir;
+use crate::host::{ASPM_POLICY, NUMA_NODES};
+use crate::tree::symlink;
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+/// Where PMUs are listed, below a root.
+pub const EVENT_SOURCE: &str = "sys/bus/event_source/devices";
+/// The PMU subdirectories copied whole.
+const PMU_DIRS: [&str; 2] = ["format", "events"];
+/// No sysfs or procfs file pcieperf reads is longer than this.
+const FILE_MAX: u64 = 1 << 20;
+
+/// What a snapshot holds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SnapshotSummary {
+    pub functions: usize,
+    pub pmus: usize,
+    pub files: usize,
+    pub serials_blanked: usize,
+    /// Files that exist but could not be read (`path: reason`).
+    pub unreadable: Vec<String>,
+}
+
+/// Why no snapshot was written.
+#[derive(Debug)]
+pub enum SnapshotError {
+    /// The destination exists and is not an empty directory.
+    NotEmpty(PathBuf),
+    Io(PathBuf, io::Error),
+}
+
+impl std::fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SnapshotError::NotEmpty(p) => write!(
+                f,
+                "{}: exists and is not an empty directory (a snapshot goes into a new directory)",
+                p.display()
+            ),
+            SnapshotError::Io(p, e) => write!(f, "{}: {e}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for SnapshotError {}
+
+struct Copier<'a> {
+    root: PathBuf,
+    out: &'a Path,
+    summary: SnapshotSummary,
+}
+
+fn io_at(p: &Path) -> impl FnOnce(io::Error) -> SnapshotError + '_ {
+    move |e| SnapshotError::Io(p.to_path_buf(), e)
+}
+
+impl Copier<'_> {
+    /// `rel` (a path below the root) read and written to the same place below the output;
+    /// `edit` may change the bytes. A missing file is skipped, an unreadable one listed.
+    fn copy(&mut self, rel: &Path, edit: impl FnOnce(&mut Vec<u8>)) -> Result<(), SnapshotError> {
+        let from = self.root.join(rel);
+        let mut bytes = Vec::new();
+        let read = fs::File::open(&from).and_then(|f| f.take(FILE_MAX).read_to_end(&mut bytes));
+        match read {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => {
+                self.summary.unreadable.push(format!("{}: {e}", rel.display()));
+                return Ok(());
+            }
+        }
+        edit(&mut bytes);
+        let to = self.out.join(rel);
+        if let Some(dir) = to.parent() {
+            fs::create_dir_all(dir).map_err(io_at(dir))?;
+        }
+        fs::write(&to, bytes).map_err(io_at(&to))?;
+        self.summary.files += 1;
+        Ok(())
+    }
+
+    /// The real directory of a bus entry, relative to the root (`sys/devices/pci0000:00/...`);
+    /// `None` for an entry that resolves outside the root.
+    fn real(&self, entry: &Path) -> Option<PathBuf> {
+        let real = fs::canonicalize(entry).ok()?;
+        real.strip_prefix(&self.root).ok().map(Path::to_path_buf)
+    }
+
+    /// The bus entry `bus/name` as a link to `real`, as sysfs has it.
+    fn link(&self, bus: &str, name: &str, real: &Path) -> Result<(), SnapshotError> {
+        let up = "../".repeat(bus.split('/').count());
+        let rel = format!("{bus}/{name}");
+        symlink(self.out, &rel, &format!("{up}{}", real.display())).map_err(io_at(&self.out.join(&rel)))
+    }
+
+    fn pci_functions(&mut self) -> Result<(), SnapshotError> {
+        let bus = self.root.join(PCI_DEVICES);
+        for name in list_dir(&bus).map_err(|e| SnapshotError::Io(bus.clone(), io::Error::other(e.to_string())))? {
+            let Some(real) = self.real(&bus.join(&name)) else {
+                continue;
+            };
+            for file in DEVICE_FILES {
+                let mut blanked = false;
+                self.copy(&real.join(file), |b| {
+                    if file == "config" {
+                        blanked = blank_serial(b);
+                    }
+                })?;
+                self.summary.serials_blanked += usize::from(blanked);
+            }
+            if let Some(driver) = fs::read_link(self.root.join(&real).join("driver"))
+                .ok()
+                .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
+            {
+                let drivers = self.out.join("sys/bus/pci/drivers").join(&driver);
+                fs::create_dir_all(&drivers).map_err(io_at(&drivers))?;
+                let up = "../".repeat(real.components().count());
+                let rel = real.join("driver");
+                symlink(
+                    self.out,
+                    &rel.to_string_lossy(),
+                    &format!("{up}sys/bus/pci/drivers/{driver}"),
+                )
+                .map_err(io_at(&self.out.join(&rel)))?;
+            }
+            fs::create_dir_all(self.out.join(&real)).map_err(io_at(&self.out.join(&real)))?;
+            self.link(PCI_DEVICES, &name, &real)?;
+            self.summary.functions += 1;
+        }
+        Ok(())
+    }
+
+    fn pmus(&mut self) -> Result<(), SnapshotError> {
+        let bus = self.root.join(EVENT_SOURCE);
+        let out_bus = self.out.join(EVENT_SOURCE);
+        fs::create_dir_all(&out_bus).map_err(io_at(&out_bus))?;
+        for name in list_dir(&bus).map_err(|e| SnapshotError::Io(bus.clone(), io::Error::other(e.to_string())))? {
+            let Some(real) = self.real(&bus.join(&name)) else {
+                continue;
+            };
+            let dir = self.root.join(&real);
+            for entry in list_dir(&dir).unwrap_or_default() {
+                let p = dir.join(&entry);
+                let Ok(meta) = fs::symlink_metadata(&p) else { continue };
+                if meta.is_file() {
+                    self.copy(&real.join(&entry), |_| {})?;
+                } else if meta.is_dir() && PMU_DIRS.contains(&entry.as_str()) {
+                    for file in list_dir(&p).unwrap_or_default() {
+                        self.copy(&real.join(&entry).join(file), |_| {})?;
+                    }
+                }
+            }
+            fs::create_dir_all(self.out.join(&real)).map_err(io_at(&self.out.join(&real)))?;
+            self.link(EVENT_SOURCE, &name, &real)?;
+            self.summary.pmus += 1;
+        }
+        Ok(())
+    }
+
+    fn host(&mut self) -> Result<(), SnapshotError> {
+        self.copy(Path::new("proc/cpuinfo"), |_| {})?;
+        self.copy(Path::new(ASPM_POLICY), |_| {})?;
+        for node in list_dir(&self.root.join(NUMA_NODES)).unwrap_or_default() {
+            if node.strip_prefix("node").is_some_and(|n| n.parse::<u32>().is_ok()) {
+                self.copy(&Path::new(NUMA_NODES).join(node).join("cpulist"), |_| {})?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Copies the files pcieperf reads below `root` (`/` on a host) into `out`, a new or empty
+/// directory. Only reads below `root`; writes only below `out`.
+pub fn snapshot(root: &Path, out: &Path) -> Result<SnapshotSummary, SnapshotError> {
+    let empty = match fs::read_dir(out) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
+    };
+    if !empty {
+        return Err(SnapshotError::NotEmpty(out.to_path_buf()));
+    }
+    fs::create_dir_all(out).map_err(io_at(out))?;
+    let root = fs::canonicalize(root).map_err(io_at(root))?;
+    let mut c = Copier {
+        root,
+        out,
+        summary: SnapshotSummary::default(),
+    };
+    c.pci_functions()?;
+    c.pmus()?;
+    c.host()?;
+    Ok(c.summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config_builder::ConfigBuilder;
+    use crate::tree::{write_config, write_pci_function};
+    use crate::PciDevice;
+
+    #[test]
+    fn a_snapshot_reads_like_the_host_without_the_serial_number() {
+        let base = std::env::temp_dir().join(format!("pcie-sysfs-snap-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let (root, out) = (base.join("host"), base.join("snap"));
+        let port = [
+            ("class", "0x060400"),
+            ("current_link_speed", "16.0 GT/s PCIe"),
+            ("numa_node", "1"),
+        ];
+        write_pci_function(&root, &[], "0000:30:03.0", &port, Some("pcieport")).unwrap();
+        let nic = [
+            ("class", "0x020000"),
+            ("aer_dev_correctable", "RxErr 2\nTOTAL_ERR_COR 2"),
+            ("irq", "33"),
+        ];
+        write_pci_function(&root, &["0000:30:03.0"], "0000:31:00.0", &nic, Some("mlx5_core")).unwrap();
+        let config = ConfigBuilder::endpoint(0x15b3, 0x1017, 0x020000)
+            .aer()
+            .serial(0xdead_beef)
+            .build();
+        write_config(&root, "0000:31:00.0", &config).unwrap();
+        fs::create_dir_all(root.join("proc")).unwrap();
+        fs::write(root.join("proc/cpuinfo"), "processor\t: 0\n").unwrap();
+        fs::create_dir_all(root.join(EVENT_SOURCE)).unwrap();
+
+        let s = snapshot(&root, &out).unwrap();
+        assert_eq!((s.functions, s.pmus, s.serials_blanked), (2, 0, 1));
+        assert_eq!(s.files, 7, "{s:?}");
+        let (host, copy) = (PciDevice::discover(&root).unwrap(), PciDevice::discover(&out).unwrap());
+        assert_eq!(host.len(), copy.len());
+        for (h, c) in host.iter().zip(&copy) {
+            assert_eq!(
+                (h.bdf, h.class, &h.driver, h.numa_node),
+                (c.bdf, c.class, &c.driver, c.numa_node)
+            );
+            assert_eq!(h.upstream_bdf(), c.upstream_bdf());
+        }
+        assert_eq!(host[1].aer_files().unwrap(), copy[1].aer_files().unwrap());
+        assert_eq!(host[1].pcie_capability(), copy[1].pcie_capability());
+        let copied = copy[1].config_bytes().unwrap();
+        assert_eq!(copied.len(), 4096);
+        assert_eq!(&copied[0x154..0x15c], &[0; 8]);
+        assert_ne!(copied, config);
+        // Only the files pcieperf reads.
+        assert!(!copy[1].dir().join("irq").exists());
+        assert!(out.join("proc/cpuinfo").is_file() && out.join(EVENT_SOURCE).is_dir());
+        let again = snapshot(&root, &out).unwrap_err().to_string();
+        assert!(again.ends_with("snap: exists and is not an empty directory (a snapshot goes into a new directory)"));
+        fs::remove_dir_all(&base).unwrap();
+    }
+}

@@ -1,0 +1,306 @@
+//! `pcieperf check`: every PCIe link of the host (or of a snapshot with `--sysfs`), its
+//! limiting hop, MPS/MRRS/tags, ASPM, AER, NUMA and power, each finding priced by the model
+//! (pcie-health does the work). Exit status 3 when something is at warning or above.
+//! `pcieperf snapshot`: the files those readers use, copied for offline use (pcie-sysfs).
+
+use crate::error::CliError;
+use crate::output::{json, Cell, Format, Table};
+use crate::pmu::source::SourceArgs;
+use clap::Args;
+use pcie_health::{rate_name, CheckError, FunctionHealth, Options, Report, Sampling};
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// perf (or --sysfs ROOT): this host's tree, or a directory `pcieperf snapshot` wrote;
+    /// sim[:PROFILE]: a simulated host's (yitian710-degraded carries faults)
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Output format
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Read the AER counters every MS milliseconds for --duration and report each error
+    /// type's rate
+    #[arg(short = 'I', long = "interval", value_name = "MS", requires = "duration")]
+    pub interval: Option<u64>,
+    /// Watch the AER counters for S seconds (one interval unless -I is given)
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    pub duration: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// The new (or empty) directory to write the snapshot into
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: PathBuf,
+    /// Root of the tree to copy (/ on this host)
+    #[arg(long, value_name = "ROOT", default_value = "/")]
+    pub sysfs: PathBuf,
+}
+
+/// Exit status of a check that found something at warning or above.
+pub const EXIT_FINDINGS: u8 = 3;
+
+fn sampling(a: &CheckArgs) -> Result<Option<Sampling>, CliError> {
+    crate::pmu::watch::check_interval(a.interval)?;
+    crate::pmu::watch::check_duration(a.duration)?;
+    Ok(a.duration.map(|d| {
+        let duration = Duration::from_secs_f64(d);
+        Sampling {
+            interval: a.interval.map_or(duration, Duration::from_millis),
+            duration,
+        }
+    }))
+}
+
+/// The report as text and the exit status (0, or 3 with a finding at warning or above).
+pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
+    let opts = Options { sampling: sampling(a)? };
+    // A simulated host's clock runs while it is checked, so its AER counters grow.
+    let (root, _sim) = crate::pmu::source::tree(&a.source)?;
+    let report = pcie_health::check(&root, &opts).map_err(|e| match e {
+        CheckError::NoRoot(_) => CliError::Usage(format!("--sysfs {e}")),
+        CheckError::Sysfs(_) => CliError::Runtime(e.to_string()),
+    })?;
+    let text = match a.format {
+        Format::Table => human(&report),
+        Format::Csv => csv(&report),
+        Format::Json => json(&report),
+    };
+    Ok((text, if report.needs_attention() { EXIT_FINDINGS } else { 0 }))
+}
+
+pub fn snapshot(a: &SnapshotArgs) -> Result<String, CliError> {
+    use pcie_sysfs::snapshot::SnapshotError;
+    let s = pcie_sysfs::snapshot::snapshot(&a.sysfs, &a.output).map_err(|e| match e {
+        SnapshotError::NotEmpty(_) => CliError::Usage(format!("-o {e}")),
+        SnapshotError::Io(..) => CliError::Runtime(e.to_string()),
+    })?;
+    for u in &s.unreadable {
+        eprintln!("warning: not copied: {u}");
+    }
+    Ok(format!(
+        "{}: {} PCI functions, {} PMUs, {} files ({} serial numbers blanked); read it with --sysfs {}\n",
+        a.output.display(),
+        s.functions,
+        s.pmus,
+        s.files,
+        s.serials_blanked,
+        a.output.display()
+    ))
+}
+
+fn opt<T: ToString>(v: &Option<T>) -> Cell {
+    v.as_ref().map_or(Cell::Empty, |v| Cell::text(v.to_string()))
+}
+
+fn num(v: Option<f64>) -> Cell {
+    v.map_or(Cell::Empty, Cell::gbps)
+}
+
+fn link_text(f: &FunctionHealth) -> Option<String> {
+    let l = f.link.as_ref()?;
+    let now = rate_name(l.current_gts, l.current_width);
+    let max = rate_name(l.max_gts, l.max_width);
+    Some(if now == max { now } else { format!("{now} of {max}") })
+}
+
+fn path_text(f: &FunctionHealth) -> String {
+    let hops: Vec<String> = f
+        .path
+        .iter()
+        .map(|h| {
+            let now = rate_name(h.current_gts, h.current_width);
+            let max = rate_name(h.capable_gts, h.capable_width);
+            let rate = if now == max { now } else { format!("{now} of {max}") };
+            format!("{} ({}) {rate}", h.bdf, h.role)
+        })
+        .collect();
+    hops.join(" -> ")
+}
+
+fn tags_text(f: &FunctionHealth) -> Option<String> {
+    f.tags.map(|t| format!("{}/{} bit", t.enabled_bits, t.possible_bits))
+}
+
+fn power_text(f: &FunctionHealth) -> Option<String> {
+    let parts: Vec<&str> = [&f.power_state, &f.runtime_status]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
+fn aer_text(f: &FunctionHealth) -> Option<String> {
+    let a = &f.aer;
+    let parts: Vec<String> = [("cor", a.correctable), ("nonfatal", a.nonfatal), ("fatal", a.fatal)]
+        .iter()
+        .filter_map(|(n, v)| v.map(|v| format!("{n} {v}")))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+fn rates_text(f: &FunctionHealth) -> String {
+    let r: Vec<String> = f.aer.rates.iter().map(|(n, r)| format!("{n} {r:.2}/s")).collect();
+    r.join("; ")
+}
+
+fn lost(v: Option<f64>) -> Cell {
+    v.map_or(Cell::Empty, |p| Cell::num(p, 1))
+}
+
+fn human(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} PCI functions, {} with a PCIe link; ASPM policy {}; {} NUMA node{}{}",
+        r.functions.len(),
+        r.links,
+        r.aspm_policy.as_deref().unwrap_or("unknown"),
+        r.numa_nodes.len(),
+        if r.numa_nodes.len() == 1 { "" } else { "s" },
+        r.sampled_seconds
+            .map_or(String::new(), |s| format!("; AER counters watched for {s:.1} s"))
+    );
+    if r.links == 0 {
+        out.push_str("No PCIe link to check: no function has link files or a PCIe link register (virtual or conventional PCI devices).\n");
+    }
+    if r.findings.is_empty() {
+        out.push_str("No findings.\n");
+    } else {
+        out.push_str("\nFindings, worst first (lost: % of 4 KiB DMA bandwidth, model):\n");
+        let mut t = Table::new(&[
+            ("severity", "Severity"),
+            ("kind", "Kind"),
+            ("lost_pct", "Lost %"),
+            ("message", "Finding"),
+        ]);
+        for f in &r.findings {
+            t.push(vec![
+                Cell::text(f.severity.name()),
+                Cell::text(f.kind.name()),
+                lost(f.lost_pct),
+                Cell::text(f.message.as_str()),
+            ]);
+        }
+        out.push_str(&t.to_human());
+    }
+    let devices: Vec<&FunctionHealth> = r.functions.iter().filter(|f| !f.is_bridge).collect();
+    if !devices.is_empty() {
+        out.push_str("\nDevices (Gb/s: 4 KiB DMA writes through the path now, and with every hop at its best):\n");
+        let shown: Vec<&Column> = COLUMNS.iter().filter(|c| c.2).collect();
+        let mut heads = vec![("bdf", "Function")];
+        heads.extend(shown.iter().map(|c| (c.0, c.1)));
+        let mut t = Table::new(&heads);
+        for f in &devices {
+            let mut row = vec![Cell::text(f.bdf.to_string())];
+            row.extend(shown.iter().map(|c| (c.3)(f)));
+            t.push(row);
+        }
+        out.push_str(&t.to_human());
+        let paths: Vec<&&FunctionHealth> = devices.iter().filter(|f| !f.path.is_empty()).collect();
+        if !paths.is_empty() {
+            out.push_str("\nPaths from the root port (each link as it runs, of what both its ends can do):\n");
+            for f in paths {
+                let _ = writeln!(out, "  {}: {}", f.bdf, path_text(f));
+            }
+        }
+        if r.sampled_seconds.is_some() {
+            out.push_str("\nAER rates (peak over one interval):\n");
+            for f in r.functions.iter().filter(|f| !f.aer.rates.is_empty()) {
+                let _ = writeln!(out, "  {}: {}", f.bdf, rates_text(f));
+            }
+        }
+    }
+    for s in &r.skipped {
+        let _ = writeln!(
+            out,
+            "\nSkipped on {} functions ({}): {}",
+            s.functions.len(),
+            s.reason,
+            s.checks.join(", ")
+        );
+    }
+    out
+}
+
+/// A function's column: CSV name, heading, shown in the table, value.
+type Column = (&'static str, &'static str, bool, fn(&FunctionHealth) -> Cell);
+
+/// The columns of a function, in the table (where marked) and in CSV.
+const COLUMNS: [Column; 23] = [
+    ("id", "Id", true, |f| opt(&f.id)),
+    ("class", "Class", false, |f| opt(&f.class)),
+    ("driver", "Driver", true, |f| opt(&f.driver)),
+    ("port_type", "Type", false, |f| opt(&f.port_type)),
+    ("link", "Link", true, |f| opt(&link_text(f))),
+    ("limited_by", "Limited by", true, |f| opt(&f.limited_by)),
+    ("path", "Path", false, |f| Cell::text(path_text(f))),
+    ("available_gbps", "Gb/s", true, |f| num(f.available_gbps)),
+    ("capable_gbps", "of", true, |f| num(f.capable_gbps)),
+    ("mps", "MPS", true, |f| opt(&f.mps)),
+    ("mps_supported", "MPS supported", false, |f| opt(&f.mps_supported)),
+    ("path_mps", "Path MPS", true, |f| opt(&f.path_mps)),
+    ("mrrs", "MRRS", true, |f| opt(&f.mrrs)),
+    ("tags", "Tags", true, |f| opt(&tags_text(f))),
+    ("aspm", "ASPM", true, |f| opt(&f.aspm)),
+    ("numa_node", "NUMA", true, |f| opt(&f.numa_node)),
+    ("local_cpus", "CPUs", true, |f| opt(&f.local_cpus)),
+    ("power", "Power", true, |f| opt(&power_text(f))),
+    ("aer", "AER", true, |f| opt(&aer_text(f))),
+    ("aer_rates", "AER rates", false, |f| Cell::text(rates_text(f))),
+    ("has_aer", "AER capability", false, |f| opt(&f.has_aer)),
+    ("cannot_tell", "Cannot tell", false, |f| {
+        Cell::text(f.cannot_tell.join("; "))
+    }),
+    ("skipped", "Skipped", false, |f| Cell::text(f.skipped.join(";"))),
+];
+
+/// One CSV: a row per finding (`record` = finding), then a row per function (`record` =
+/// function) with every column, so it carries everything the table shows.
+fn csv(r: &Report) -> String {
+    let mut heads = vec![
+        ("record", "record"),
+        ("severity", "severity"),
+        ("kind", "kind"),
+        ("lost_pct", "lost_pct"),
+        ("message", "message"),
+        ("bdf", "bdf"),
+    ];
+    heads.extend(COLUMNS.iter().map(|c| (c.0, c.0)));
+    let mut t = Table::new(&heads);
+    for f in &r.findings {
+        let mut row = vec![
+            Cell::text("finding"),
+            Cell::text(f.severity.name()),
+            Cell::text(f.kind.name()),
+            f.lost_pct.map_or(Cell::Empty, |p| Cell::num(p, 4)),
+            Cell::text(f.message.as_str()),
+            Cell::text(f.bdf.to_string()),
+        ];
+        row.extend(COLUMNS.iter().map(|c| {
+            if c.0 == "limited_by" {
+                opt(&f.limited_by)
+            } else {
+                Cell::Empty
+            }
+        }));
+        t.push(row);
+    }
+    for f in &r.functions {
+        let mut row = vec![
+            Cell::text("function"),
+            Cell::Empty,
+            Cell::Empty,
+            Cell::Empty,
+            Cell::Empty,
+        ];
+        row.push(Cell::text(f.bdf.to_string()));
+        row.extend(COLUMNS.iter().map(|c| (c.3)(f)));
+        t.push(row);
+    }
+    t.to_csv()
+}

@@ -1,0 +1,82 @@
+//! `pcieperf check --source sim[:PROFILE]`: the simulated Yitian 710 is healthy, its degraded
+//! variant shows each of its profile's faults as a finding (exit 3), and with `-I/--duration`
+//! the simulated clock runs, so the SATA controller's 250 BadDLLP a second show as a rate.
+
+mod common;
+use common::{pcieperf, refused, stdout};
+
+fn json(args: &[&str]) -> (serde_json::Value, Option<i32>) {
+    let mut all = vec!["check", "--format", "json"];
+    all.extend_from_slice(args);
+    let o = pcieperf(&all);
+    (serde_json::from_str(&stdout(&o)).expect("JSON"), o.status.code())
+}
+
+fn findings(v: &serde_json::Value) -> Vec<(String, String, String)> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap_or("").to_string();
+            (s("bdf"), s("kind"), s("severity"))
+        })
+        .collect()
+}
+
+#[test]
+fn the_simulated_host_is_healthy_and_its_faults_are_found() {
+    let (v, code) = json(&["--source", "sim"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert!(findings(&v).iter().all(|(_, _, s)| s == "info"), "{:?}", findings(&v));
+    let (v, code) = json(&["--source", "sim:yitian710-degraded"]);
+    assert_eq!(code, Some(3));
+    let f = findings(&v);
+    for (bdf, kind, severity) in [
+        ("0000:b1:00.0", "link_width_downgraded", "warning"),
+        ("0000:b1:00.0", "mps_below_path", "warning"),
+        ("0000:04:00.0", "link_speed_downgraded", "warning"),
+        ("0000:04:00.0", "aer_correctable", "info"),
+        ("0000:03:00.0", "aspm_enabled", "info"),
+    ] {
+        assert!(
+            f.iter().any(|(b, k, s)| b == bdf && k == kind && s == severity),
+            "no {kind} ({severity}) on {bdf}: {f:?}"
+        );
+    }
+}
+
+#[test]
+fn sampling_a_simulated_host_sees_its_error_rate() {
+    let (v, code) = json(&["--source", "sim:yitian710-degraded", "-I", "250", "--duration", "1"]);
+    assert_eq!(code, Some(3));
+    let sata = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["bdf"] == "0000:04:00.0")
+        .unwrap();
+    let rate = sata["aer"]["rates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r[0] == "BadDLLP")
+        .and_then(|r| r[1].as_f64())
+        .unwrap();
+    // 250 a second of simulated time, paced to the wall clock: a quarter-second interval
+    // catches 62 or 63, and a late wake-up a few more.
+    assert!((150.0..400.0).contains(&rate), "{rate}");
+    assert!(
+        findings(&v).contains(&("0000:04:00.0".into(), "aer_correctable".into(), "error".into())),
+        "{:?}",
+        findings(&v)
+    );
+}
+
+#[test]
+fn a_simulated_host_has_its_own_tree() {
+    let e = refused(&["check", "--source", "sim", "--sysfs", "/tmp"]);
+    assert!(e.contains("--sysfs /tmp: only with --source perf"), "{e}");
+    let e = refused(&["check", "--source", "sim:pentium"]);
+    assert!(e.contains("sim:pentium") && e.contains("yitian710-degraded"), "{e}");
+}
