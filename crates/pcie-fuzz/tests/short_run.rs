@@ -10,8 +10,19 @@ use std::time::Duration;
 static ALLOC: BoundedAlloc = BoundedAlloc;
 
 /// Feeds `inputs` mutated inputs to every target; fails on any failure, or on a target whose
-/// mutants were all refused (its seeds are broken).
+/// mutants were all refused (its seeds are broken). The targets run on a thread with a main
+/// thread's stack (8 MiB), as in the fuzz binary: a test thread's 2 MiB is too small for the
+/// parsers' bounded recursion (TOML nesting) in an unoptimised build, and overflowed once.
 fn every_target_survives(inputs: u64) {
+    std::thread::Builder::new()
+        .stack_size(8 << 20)
+        .spawn(move || run_every_target(inputs))
+        .expect("a thread for the fuzz run")
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+}
+
+fn run_every_target(inputs: u64) {
     let mut failures = Vec::new();
     for t in targets::all() {
         let r = fuzz(&t, inputs, 20261125, Duration::from_secs(5));

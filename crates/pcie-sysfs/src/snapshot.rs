@@ -190,7 +190,7 @@ pub fn snapshot(root: &Path, out: &Path) -> Result<SnapshotSummary, SnapshotErro
     if !empty {
         return Err(SnapshotError::NotEmpty(out.to_path_buf()));
     }
-    fs::create_dir_all(out).map_err(io_at(out))?;
+    pcie_output::create_dir(out).map_err(io_at(out))?;
     let root = fs::canonicalize(root).map_err(io_at(root))?;
     let mut c = Copier {
         root,

@@ -74,6 +74,7 @@ pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
 
 pub fn snapshot(a: &SnapshotArgs) -> Result<String, CliError> {
     use pcie_sysfs::snapshot::SnapshotError;
+    crate::output::check_dir("-o", &a.output)?;
     let s = pcie_sysfs::snapshot::snapshot(&a.sysfs, &a.output).map_err(|e| match e {
         SnapshotError::NotEmpty(_) => CliError::Usage(format!("-o {e}")),
         SnapshotError::Io(..) => CliError::Runtime(e.to_string()),

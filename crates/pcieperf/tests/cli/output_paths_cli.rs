@@ -107,6 +107,11 @@ const DIR_OPTIONS: &[DirOption] = &[
         holds: "bw_dma_off_rd_cold_host.svg",
     },
     DirOption {
+        name: "snapshot -o",
+        args: |p| vec!["snapshot".into(), "-o".into(), p.into()],
+        holds: "proc/cpuinfo",
+    },
+    DirOption {
         name: "man --out-dir",
         args: |p| vec!["man".into(), "--out-dir".into(), p.into()],
         holds: "pcieperf.1",
