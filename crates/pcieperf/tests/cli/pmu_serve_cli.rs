@@ -4,12 +4,11 @@
 //! perf_event_open is not permitted).
 
 mod common;
-use common::{can_count_software, pcieperf, refused, software_backed_dwc, stderr};
+use common::{can_count_software, pcieperf, refused, serve, software_backed_dwc, stderr, Server};
 
 use prometheus_parse::{Scrape, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A GET over HTTP/1.1: (status line, headers, body).
@@ -44,40 +43,9 @@ fn value(s: &Scrape, metric: &str, event: &str) -> f64 {
     }
 }
 
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Starts the server on a free port; `None` where counting is refused here.
 fn start(args: &[&str]) -> Option<Server> {
-    if !can_count_software() {
-        return None;
-    }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pcieperf"))
-        .args(["pmu", "serve", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    Some(Server { child, addr })
+    can_count_software().then(|| serve(args))
 }
 
 #[test]

@@ -4,8 +4,11 @@
 //! Prometheus scrapes the exporter, evaluates the shipped alert rules until the degraded-link
 //! alert fires, and every query of the shipped Grafana dashboard returns series.
 
+mod common;
+use common::serve;
+
 use prometheus_parse::{Scrape, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -50,35 +53,6 @@ impl Drop for Running {
     }
 }
 
-/// `pcieperf pmu serve ARGS` on a free loopback port, and its address.
-fn serve(args: &[&str]) -> (Running, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pcieperf"))
-        .args(["pmu", "serve", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("http://") {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "the server ended before listening"
-        );
-    }
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap()
-        .to_string();
-    // Keep reading stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-    (Running(child), addr)
-}
-
 /// Scrape `/metrics` until the link-health families are there (the first check runs on its
 /// own thread as the server starts).
 fn scrape_health(addr: &str) -> Scrape {
@@ -110,7 +84,8 @@ fn a_host_without_pcie_pmus_serves_link_health() {
     pcie_health::fixture::dual_socket_server(&root).unwrap();
     std::fs::create_dir_all(root.join("sys/bus/event_source/devices")).unwrap();
     std::fs::create_dir_all(root.join("proc")).unwrap();
-    let (_server, addr) = serve(&["--sysfs", root.to_str().unwrap(), "-I", "100"]);
+    let server = serve(&["--sysfs", root.to_str().unwrap(), "-I", "100"]);
+    let addr = &server.addr;
     let s = scrape_health(&addr);
     assert!(
         !s.samples.iter().any(|x| x.metric.starts_with("pcieperf_event_")),
@@ -225,7 +200,8 @@ fn prometheus_fires_the_degraded_link_alert_and_the_dashboard_finds_its_series()
     let dir = std::env::temp_dir().join(format!("pcieperf-prometheus-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let (_exporter, target) = serve(&["--source", "sim:yitian710-degraded", "-I", "200"]);
+    let exporter = serve(&["--source", "sim:yitian710-degraded", "-I", "200"]);
+    let target = &exporter.addr;
     std::fs::write(dir.join("rules.yml"), fast).unwrap();
     std::fs::write(
         dir.join("prometheus.yml"),

@@ -81,3 +81,48 @@ pub fn reference(name: &str) -> std::path::PathBuf {
         .join("../../data/reference/pcie-bench")
         .join(name)
 }
+
+/// `pcieperf pmu serve ARGS` on a free loopback port, killed when dropped.
+pub struct Server {
+    pub child: std::process::Child,
+    pub addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `pcieperf pmu serve ARGS` on a free loopback port and reads its address from the
+/// first line naming it; stderr is then drained so the server never blocks on a full pipe or
+/// fails on a closed one.
+pub fn serve(args: &[&str]) -> Server {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pcieperf"))
+        .args(["pmu", "serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("http://") {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "the server ended before listening"
+        );
+    }
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    Server { child, addr }
+}
