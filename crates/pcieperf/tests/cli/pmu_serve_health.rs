@@ -86,7 +86,7 @@ fn a_host_without_pcie_pmus_serves_link_health() {
     std::fs::create_dir_all(root.join("proc")).unwrap();
     let server = serve(&["--sysfs", root.to_str().unwrap(), "-I", "100"]);
     let addr = &server.addr;
-    let s = scrape_health(&addr);
+    let s = scrape_health(addr);
     assert!(
         !s.samples.iter().any(|x| x.metric.starts_with("pcieperf_event_")),
         "no PMU counts"
