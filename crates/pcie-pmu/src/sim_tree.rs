@@ -9,7 +9,6 @@
 //! correctable errors counted in `aer_dev_correctable` and the root port's
 //! `aer_rootport_total_err_cor`, which [`SimTree::refresh`] rewrites as simulated time goes on.
 
-use crate::sim::pmu_name;
 use crate::sysfs_writer::{dwc_pmu, DwcVariant, SysfsWriter};
 use pcie_model::Generation;
 use pcie_sim::pmu_host::fault::{FaultSpec, CORRECTABLE_KINDS};
@@ -405,108 +404,13 @@ fn write_rcieps(w: &SysfsWriter, p: &PmuHostProfile) -> io::Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use crate::counter::CounterSource;
-    use crate::sim::{PmuHostProfile, SimHost};
-    use pcie_health::{check, Kind, Options, Severity};
-    use pcie_sysfs::{Bdf, PciDevice};
-    use std::time::Duration;
-
-    fn bdf(s: &str) -> Bdf {
-        s.parse().unwrap()
-    }
-
-    #[test]
-    fn the_healthy_host_shows_every_link_config_space_and_aer_file() {
-        let (sys, _src) = SimHost::start(PmuHostProfile::load("yitian710").unwrap(), &[], 1, false).unwrap();
-        let root = sys.root.path();
-        let r = check(root, &Options::default()).unwrap();
-        assert!(!r.needs_attention(), "{:#?}", r.findings);
-        assert_eq!(
-            (r.numa_nodes.as_slice(), r.aspm_policy.as_deref()),
-            ([0, 1].as_slice(), Some("default"))
-        );
-        assert!(r.skipped.is_empty(), "root sees all of config space: {:?}", r.skipped);
-        let nic = r.functions.iter().find(|f| f.bdf == bdf("0000:b1:00.0")).unwrap();
-        let hop = &nic.path[0];
-        assert_eq!(hop.upstream.bdf, Some(bdf("0000:b0:00.0")));
-        assert_eq!((hop.upstream.max_gts, hop.upstream.max_width), (Some(32.0), Some(16)));
-        assert_eq!(
-            (hop.downstream.max_gts, hop.downstream.max_width),
-            (Some(8.0), Some(16))
-        );
-        assert_eq!((hop.current_gts, hop.current_width), (Some(8.0), Some(16)));
-        assert_eq!(
-            (nic.mps, nic.mps_supported, nic.path_mps, nic.mrrs),
-            (Some(512), Some(512), Some(512), Some(4096))
-        );
-        assert_eq!((nic.numa_node, nic.local_cpus.as_deref()), (Some(1), Some("64-127")));
-        assert_eq!(
-            (nic.power_state.as_deref(), nic.aspm.as_deref()),
-            (Some("D0"), Some("off"))
-        );
-        assert_eq!(
-            (nic.has_aer, nic.aer.correctable, nic.aer.fatal),
-            (Some(true), Some(0), Some(0))
-        );
-        let port = PciDevice::read(root, bdf("0000:b0:00.0")).unwrap();
-        assert_eq!(
-            port.pcie_capability().unwrap().port_type,
-            pcie_sysfs::PortType::RootPort
-        );
-        // The BMC's VGA behind the PCIe-to-PCI bridge is conventional PCI: no link, no AER.
-        let vga = r.functions.iter().find(|f| f.bdf == bdf("0000:02:00.0")).unwrap();
-        assert_eq!((vga.link.as_ref(), vga.has_aer), (None, Some(false)));
-        for (rc, t) in [
-            ("0000:7c:00.0", "integrated endpoint"),
-            ("0000:7c:0a.0", "event collector"),
-        ] {
-            let f = r.functions.iter().find(|f| f.bdf == bdf(rc)).unwrap();
-            assert_eq!(f.port_type.as_deref(), Some(t), "{rc}");
-        }
-    }
-
-    #[test]
-    fn faults_show_as_findings_and_errors_grow_with_simulated_time() {
-        let p = PmuHostProfile::load("yitian710-degraded").unwrap();
-        let (sys, mut src) = SimHost::start(p, &[], 1, false).unwrap();
-        let root = sys.root.path();
-        let r = check(root, &Options::default()).unwrap();
-        let found = |kind: Kind, at: &str| {
-            r.findings
-                .iter()
-                .find(|f| f.kind == kind && f.bdf == bdf(at))
-                .unwrap_or_else(|| panic!("no {kind:?} on {at}: {:#?}", r.findings))
-        };
-        let width = found(Kind::LinkWidthDowngraded, "0000:b1:00.0");
-        assert_eq!(
-            (width.severity, width.limited_by),
-            (Severity::Warning, Some(bdf("0000:b1:00.0")))
-        );
-        assert!(width.lost_pct.unwrap() > 40.0, "x8 of x16: {width:?}");
-        assert!(found(Kind::MpsBelowPath, "0000:b1:00.0").lost_pct.unwrap() > 0.0);
-        assert_eq!(
-            found(Kind::LinkSpeedDowngraded, "0000:04:00.0").severity,
-            Severity::Warning
-        );
-        found(Kind::AspmEnabled, "0000:03:00.0");
-        // An hour of 250 BadDLLP a second before the simulation starts.
-        let sata = || {
-            let f = PciDevice::read(root, bdf("0000:04:00.0")).unwrap().aer_files().unwrap();
-            let c = f.correctable.unwrap().unwrap();
-            let port = PciDevice::read(root, bdf("0000:00:02.0")).unwrap().aer_files().unwrap();
-            (c.types[2].clone(), c.total, port.rootport.unwrap()[0])
-        };
-        assert_eq!(found(Kind::AerCorrectable, "0000:04:00.0").severity, Severity::Info);
-        assert_eq!(sata(), (("BadDLLP".to_string(), 900_000), 900_000, Some(900_000)));
-        src.sleep(Duration::from_secs(2)).unwrap();
-        assert_eq!(sata(), (("BadDLLP".to_string(), 900_500), 900_500, Some(900_500)));
-        assert!(
-            !r.findings
-                .iter()
-                .any(|f| f.bdf == bdf("0000:b1:00.1") && f.kind == Kind::MpsBelowPath),
-            "the fault is the first function's alone"
-        );
-    }
+/// The perf PMU name the driver gives a root port: `dwc_rootport_<sbdf>` upstream,
+/// `pcie_bdf_<seg,bus,dev,fn bytes>` for the pre-upstream driver.
+pub fn pmu_name(driver: PmuDriver, bdf: &str) -> Option<String> {
+    let b = parse_bdf(bdf)?;
+    let (d, bus, dev, f) = (b.domain as u64, b.bus as u64, b.dev as u64, b.func as u64);
+    Some(match driver {
+        PmuDriver::DwcRootport => format!("dwc_rootport_{:x}", d << 16 | bus << 8 | dev << 3 | f),
+        PmuDriver::PcieBdf => format!("pcie_bdf_{:x}", d << 24 | bus << 16 | dev << 8 | f),
+    })
 }

@@ -63,6 +63,8 @@ pub(crate) fn load<T: Checked>(name: &str, builtin: &[(&str, &str)], what: &str)
 /// host or device (a DMA read that took 1 ms would be a completion timeout), small enough that
 /// one transaction's worst case fits the simulator's time base (see [`crate::MAX_TRANSACTIONS`]).
 pub(crate) const MAX_NS: f64 = 1e6;
+/// MPS and MRRS sizes, bytes.
+pub(crate) const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
 /// Longest time per read request or TLP: 100 µs.
 pub(crate) const MAX_REQUEST_NS: f64 = 1e5;
 /// Longest time per 64 B line: 10 µs (6.4 MB/s, a thousand times slower than any real path).

@@ -204,3 +204,96 @@ impl ConfigBuilder {
         c
     }
 }
+
+/// What the builder writes, read back by the decoders.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config_space::*;
+
+    #[test]
+    fn link_tag_and_aspm_registers_decode() {
+        let link = LinkSetup {
+            max_gts: 32.0,
+            max_width: 16,
+            gts: 16.0,
+            width: 8,
+            aspm_supported: Aspm { l0s: true, l1: true },
+            aspm_enabled: Aspm { l0s: false, l1: true },
+        };
+        let bytes = ConfigBuilder::endpoint(0x10de, 0x2330, 0x030200)
+            .mps(512, 256)
+            .mrrs(1024)
+            .tags(true, false, Some((true, true, false)))
+            .link(link)
+            .aer()
+            .serial(0x1122_3344_5566_7788)
+            .build();
+        let c = PcieCapability::decode(&bytes).unwrap();
+        assert_eq!(c.port_type, PortType::Endpoint);
+        assert_eq!(
+            c.control,
+            DeviceControl {
+                mps: 256,
+                mrrs: 1024,
+                mps_supported: 512
+            }
+        );
+        assert!(c.ext_tag_supported && !c.ext_tag_enabled);
+        assert_eq!(
+            c.tags10,
+            Some(Tags10 {
+                completer: true,
+                requester: true,
+                requester_enabled: false
+            })
+        );
+        let l = c.link.unwrap();
+        assert_eq!(
+            (l.max_speed, l.max_width, l.speed, l.width),
+            (Some(32.0), 16, Some(16.0), 8)
+        );
+        assert_eq!((l.aspm_supported.name(), l.aspm_enabled.name()), ("L0s L1", "L1"));
+        assert_eq!(has_aer(&bytes), Some(true));
+        assert_eq!(has_aer(&bytes[..256]), None);
+        let mut blanked = bytes.clone();
+        assert!(blank_serial(&mut blanked));
+        assert_ne!(blanked, bytes);
+        assert_eq!(PcieCapability::decode(&blanked), Ok(c));
+        assert_eq!(has_aer(&blanked), Some(true));
+        // Without the extended capabilities, nothing to blank.
+        let plain = ConfigBuilder::endpoint(1, 2, 0x020000).build();
+        assert_eq!(has_aer(&plain), Some(false));
+        assert!(!blank_serial(&mut plain.clone()));
+    }
+
+    #[test]
+    fn a_looping_extended_list_and_bad_speed_codes_are_named() {
+        let mut bytes = ConfigBuilder::endpoint(1, 2, 0x020000).aer().build();
+        // The AER header's next pointer back to itself.
+        bytes[0x102] = 0x01;
+        bytes[0x103] = 0x10;
+        assert_eq!(
+            extended_capabilities(&bytes),
+            Err(ConfigSpaceError::CapabilityLoop(0x100))
+        );
+        assert!(!blank_serial(&mut bytes));
+        assert_eq!(speed_code_gts(0), None);
+        assert_eq!(speed_code_gts(8), None);
+        assert_eq!(speed_code_gts(4), Some(16.0));
+    }
+
+    #[test]
+    fn a_capability_at_the_end_of_the_standard_space_stops_there() {
+        // Found by the fuzzer: the PCIe capability at 0xf0 with a serial number capability at
+        // 0x100 overlapping where its version-2 registers would be.
+        let mut c = ConfigBuilder::endpoint(1, 2, 0x020000).serial(u64::MAX).build();
+        c[0x41] = 0xf0;
+        c.copy_within(0x70..0x7c, 0xf0);
+        c[0xf2] = 0x02; // version 2: Device Capabilities 2 would be at 0x114
+        let before = PcieCapability::decode(&c).unwrap();
+        assert_eq!(before.tags10, None);
+        assert!(blank_serial(&mut c));
+        assert_eq!(PcieCapability::decode(&c), Ok(before));
+    }
+}

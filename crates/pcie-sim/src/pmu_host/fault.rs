@@ -7,8 +7,7 @@
 //! act on the link between the two (the simulation moves its traffic over the degraded link too);
 //! MPS, MRRS and ASPM are that function's own Device and Link Control settings.
 
-use super::profile::SIZES;
-use crate::profile_file::{between, one_of};
+use crate::profile_file::{between, one_of, SIZES};
 use serde::Deserialize;
 
 /// The kernel's names of the correctable errors, in `aer_dev_correctable`'s order (Linux

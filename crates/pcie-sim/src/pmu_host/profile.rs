@@ -4,7 +4,7 @@
 
 use super::fault::FaultSpec;
 use crate::distribution::Spread;
-use crate::profile_file::{above_zero, between, chars, count, one_of, spread, words, ProfileError, MAX_NS};
+use crate::profile_file::{above_zero, between, chars, count, one_of, spread, words, ProfileError, MAX_NS, SIZES};
 use pcie_sysfs::Bdf;
 use serde::Deserialize;
 
@@ -487,9 +487,6 @@ impl PmuHostProfile {
         self.check_faults()
     }
 }
-
-/// MPS and MRRS sizes, bytes.
-pub(crate) const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
 
 /// Longest host CPU time (submit, reap) or media latency a PMU host profile may give: 1 s,
 /// beyond any real I/O path, small enough that a day of I/Os stays far inside the simulator's
