@@ -28,6 +28,8 @@ pub const NEEDS_ROOT: &str = "config space past byte 64 is readable only by root
 pub(crate) struct Host<'a> {
     pub funcs: &'a [Func],
     pub parents: Vec<Option<usize>>,
+    /// Whether any function sits below each function (an empty slot's port trains no link).
+    pub occupied: Vec<bool>,
     pub aspm_policy: Option<String>,
     pub numa_nodes: usize,
     pub rates: Option<Vec<AerRates>>,
@@ -148,7 +150,10 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
             aspm_finding(&mut s, host, &chain);
         }
     }
-    if !cannot_tell.is_empty() {
+    // A port with nothing below it has no link to train: its "Unknown" speed and width 0 are
+    // an empty slot, kept in the record but not a finding.
+    let empty_slot = is_bridge && !host.occupied[i];
+    if !cannot_tell.is_empty() && !empty_slot {
         let msg = format!("{}: {}", s.name, cannot_tell.join("; "));
         s.add(Severity::Info, Kind::LinkUnknown, None, None, msg);
     }

@@ -95,8 +95,14 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         None => (None, None),
     };
     let numa_nodes = pcie_sysfs::host::numa_nodes(root)?;
+    let parents = path::parents(&funcs);
+    let mut occupied = vec![false; funcs.len()];
+    for p in parents.iter().flatten() {
+        occupied[*p] = true;
+    }
     let host = checks::Host {
-        parents: path::parents(&funcs),
+        parents,
+        occupied,
         funcs: &funcs,
         aspm_policy: pcie_sysfs::host::aspm_policy(root)?,
         numa_nodes: numa_nodes.len(),

@@ -313,6 +313,36 @@ fn garbage_links_loops_and_truncation_say_cannot_tell() {
 }
 
 #[test]
+fn an_empty_slots_port_is_quiet_and_an_occupied_ones_unknown_link_is_told() {
+    let t = Tree::new("empty-slot");
+    let down = |port: &str| {
+        fixture::root_port(port, 0, LinkSetup::at_max(16.0, 16), 0x01)
+            .attr("current_link_speed", "Unknown")
+            .attr("current_link_width", "0")
+    };
+    down("0000:00:01.0").write(&t.0, &[]).unwrap();
+    down("0000:00:02.0").write(&t.0, &[]).unwrap();
+    Func::new("0000:02:00.0", 1, 2, 0x020000, PortType::Endpoint, 0)
+        .link(LinkSetup::at_max(16.0, 16))
+        .write(&t.0, &["0000:00:02.0"])
+        .unwrap();
+    let r = t.check();
+    let unknown: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.kind == Kind::LinkUnknown)
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(unknown.len(), 1, "{unknown:?}");
+    assert!(unknown[0].starts_with("0000:00:02.0"), "{unknown:?}");
+    let empty = r.functions.iter().find(|f| f.bdf == bdf("0000:00:01.0")).unwrap();
+    assert!(
+        !empty.cannot_tell.is_empty(),
+        "the record still says what it could not read"
+    );
+}
+
+#[test]
 fn an_unreadable_file_is_named() {
     let t = Tree::new("unreadable");
     fixture::root_port("0000:00:01.0", 0, LinkSetup::at_max(8.0, 4), 0x01)
