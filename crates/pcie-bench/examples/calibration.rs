@@ -14,21 +14,12 @@
 use pcie_bench::fit::measured::MeasuredRun;
 use pcie_bench::fit::score::{calibrated, score};
 use pcie_bench::*;
-use std::path::Path;
-
-const DIRS: [&str; 2] = [
-    "nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro",
-    "nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro-iommu-nosp",
-];
+mod common;
+use common::{opt, reference_root, DIRS};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let opt = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
+    let opt = |name: &str| opt(&args, name);
     let samples: u64 = opt("--samples").map_or(200_000, |s| s.parse().expect("--samples N"));
     let only: Vec<String> = opt("--only")
         .map(|s| s.split(',').map(String::from).collect())
@@ -36,7 +27,7 @@ fn main() {
     let rows = args.iter().any(|a| a == "--rows");
     let spec = opt("--backend").unwrap_or_else(|| "sim".into());
     let backend = SimBackend::from_spec(&spec).expect("profiles load");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/reference/pcie-bench");
+    let root = reference_root();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut failures = 0;
     for dir in DIRS {

@@ -18,12 +18,8 @@ use pcie_bench::fit::score::{score, Verdict};
 use pcie_bench::fit::{fit, FitOptions, FitReport};
 use pcie_bench::{Iommu, SimBackend};
 use pcie_sim::{DeviceProfile, HostProfile};
-use std::path::Path;
-
-const DIRS: [&str; 2] = [
-    "nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro",
-    "nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro-iommu-nosp",
-];
+mod common;
+use common::{opt, reference_root, DIRS};
 
 /// `base` with every fittable key it has moved 30 % up (even keys) or down (odd ones).
 fn off_by_30(base: &HostProfile) -> HostProfile {
@@ -62,17 +58,12 @@ fn show(what: &str, r: &FitReport, t0: std::time::Instant) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let opt = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
+    let opt = |name: &str| opt(&args, name);
     let which = args.get(1).filter(|a| !a.starts_with("--")).cloned();
     let search_count = opt("--search-samples").map_or(20_000, |s| s.parse().expect("--search-samples N"));
     let final_count = opt("--samples").map_or(200_000, |s| s.parse().expect("--samples N"));
     let hand = HostProfile::load(&opt("--base").unwrap_or_else(|| "e5-2637v3".into())).expect("base loads");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/reference/pcie-bench");
+    let root = reference_root();
     let opts = |base: HostProfile, holdout: Vec<String>| FitOptions {
         dirs: DIRS.iter().map(|d| root.join(d)).collect(),
         device: DeviceProfile::load("nfp6000").expect("device loads"),
