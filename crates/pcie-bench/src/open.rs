@@ -29,6 +29,8 @@ pub struct OpenOptions {
     pub device: Option<String>,
     /// sim: the device's outstanding read tags [default: its profile's maximum].
     pub tags: Option<u32>,
+    /// sim: simulate every DMA of each bandwidth test, not only up to its steady state.
+    pub every_dma: bool,
     /// Sockets of buffer memory and warming CPU (the simulator checks its own).
     pub numa: Numa,
     /// exec: copies of the program running tests in parallel.
@@ -47,6 +49,7 @@ impl Default for OpenOptions {
             engine: None,
             device: None,
             tags: None,
+            every_dma: false,
             numa: Numa::default(),
             children: 1,
             root: PathBuf::from("/"),
@@ -111,6 +114,11 @@ impl OpenOptions {
                 "--tags: only for sim backends (--backend {spec} has no setting for the device's read tags)"
             )));
         }
+        if self.every_dma && (cuda || spec.starts_with("exec:")) {
+            return Err(err(format!(
+                "--every-dma: only for sim backends (--backend {spec} moves every DMA it is asked for)"
+            )));
+        }
         if self.engine.is_some() && !cuda {
             return Err(err("--engine: only for cuda backends"));
         }
@@ -121,7 +129,9 @@ impl OpenOptions {
             return self.open_cuda(spec);
         }
         if !spec.starts_with("exec:") {
-            let mut backend = SimBackend::from_spec(spec).map_err(|e| err(format!("--backend {spec}: {e}")))?;
+            let mut backend = SimBackend::from_spec(spec)
+                .map_err(|e| err(format!("--backend {spec}: {e}")))?
+                .with_every_dma(self.every_dma);
             if let Some(n) = self.tags {
                 backend = backend.with_read_tags(n).map_err(|e| err(format!("--{e}")))?;
             }
@@ -227,6 +237,24 @@ mod tests {
             "--tags: only for sim backends (--backend cuda:0 has no setting for the device's read tags)"
         );
         assert!(open("exec:/bin/true", tags).err().unwrap().starts_with("--tags: only"));
+        let every = OpenOptions {
+            every_dma: true,
+            ..OpenOptions::default()
+        };
+        for spec in ["cuda", "exec:/bin/true"] {
+            let e = open(spec, every.clone()).err().unwrap();
+            assert_eq!(
+                e,
+                format!("--every-dma: only for sim backends (--backend {spec} moves every DMA it is asked for)")
+            );
+        }
+        let sim = every.open("sim").unwrap().backend.info().description;
+        assert_eq!(sim["bandwidth_dmas"], "every DMA simulated");
+        let steady = OpenOptions::default().open("sim").unwrap().backend.info().description;
+        assert!(steady["bandwidth_dmas"]
+            .as_str()
+            .unwrap()
+            .starts_with("simulated until the rate is known"));
         let engine = OpenOptions {
             engine: Some("ce".into()),
             ..OpenOptions::default()

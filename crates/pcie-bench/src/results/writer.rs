@@ -98,7 +98,7 @@ impl RunWriter {
         &mut self,
         group: &Group,
         params: &TestParams,
-        outcome: &Outcome,
+        outcome: Outcome,
     ) -> Result<Measurement, ResultsError> {
         let csv_path = self.dir.join(format!("{}.csv", group.base));
         let err = |m: String| {
@@ -126,13 +126,14 @@ impl RunWriter {
         };
         let measurement = match outcome {
             Outcome::Latency(samples) => {
-                let sorted = SortedLatencies::new(samples).ok_or_else(|| err("no latency samples".into()))?;
-                let stats = sorted.stats();
-                if group.raw {
+                // The raw samples go out in issue order before they are sorted in place.
+                if group.raw && !samples.cycles.is_empty() {
                     let path = self.dir.join(format!("{}_raw.csv", group.base));
-                    append(&path, raw::HEADER, |w| raw::write_block(w, params, samples))
+                    append(&path, raw::HEADER, |w| raw::write_block(w, params, &samples))
                         .map_err(|e| ResultsError::io(&path, e))?;
                 }
+                let sorted = SortedLatencies::from_samples(samples).ok_or_else(|| err("no latency samples".into()))?;
+                let stats = sorted.stats();
                 let base = &mut self.bases[idx];
                 if group.cdf {
                     base.cdf.push_str(&cdf::format_section(&sorted.cdf()));
@@ -144,7 +145,7 @@ impl RunWriter {
                 Measurement::Latency(stats)
             }
             Outcome::Bandwidth(totals) => {
-                let stats = BandwidthStats::new(totals).ok_or_else(|| err("the test took no time".into()))?;
+                let stats = BandwidthStats::new(&totals).ok_or_else(|| err("the test took no time".into()))?;
                 self.bases[idx].rows.push_str(&bandwidth::format_row(params, &stats));
                 Measurement::Bandwidth(stats)
             }

@@ -82,12 +82,15 @@ fn run(dir: &Path) -> Vec<(TestParams, Outcome)> {
     let mut done = Vec::new();
     for (i, p) in details.expand().into_iter().take(2).enumerate() {
         let o = Outcome::Latency(samples(700 + 100 * i as u32, 5000));
-        assert!(matches!(w.record(&details, &p, &o).unwrap(), Measurement::Latency(_)));
+        assert!(matches!(
+            w.record(&details, &p, o.clone()).unwrap(),
+            Measurement::Latency(_)
+        ));
         done.push((p, o));
     }
     for p in sweep.expand().into_iter().take(2) {
         let o = bandwidth(&p);
-        let Measurement::Bandwidth(b) = w.record(sweep, &p, &o).unwrap() else {
+        let Measurement::Bandwidth(b) = w.record(sweep, &p, o.clone()).unwrap() else {
             panic!()
         };
         assert_eq!(b.gbps, 8.0 * b.bytes as f64 / b.time_ns);
@@ -224,8 +227,7 @@ fn interrupted_run_leaves_complete_files_for_finished_tests() {
     let tests = g.expand();
     let mut w = RunWriter::create(&dir, info()).unwrap();
     for (i, p) in tests.iter().take(3).enumerate() {
-        w.record(g, p, &Outcome::Latency(samples(600 + i as u32, 1000)))
-            .unwrap();
+        w.record(g, p, Outcome::Latency(samples(600 + i as u32, 1000))).unwrap();
         // After every test the directory loads, with exactly the finished tests.
         let data = RunData::load(&dir).unwrap();
         let Some(ResultData::Latency(rows)) = data.get("lat_dma_sizes") else {
@@ -236,7 +238,7 @@ fn interrupted_run_leaves_complete_files_for_finished_tests() {
     }
     // A backend answering with the wrong kind of result is refused and changes nothing.
     let before = std::fs::read(dir.join("lat_dma_sizes.csv")).unwrap();
-    let e = w.record(g, &tests[3], &bandwidth(&tests[3])).unwrap_err().to_string();
+    let e = w.record(g, &tests[3], bandwidth(&tests[3])).unwrap_err().to_string();
     assert!(
         e.ends_with("lat_dma_sizes.csv: LAT_RD size 256 window 8192: the backend returned the other kind of result"),
         "{e}"
@@ -247,7 +249,7 @@ fn interrupted_run_leaves_complete_files_for_finished_tests() {
         total_cycles: 0,
     };
     assert!(w
-        .record(g, &tests[3], &Outcome::Latency(empty))
+        .record(g, &tests[3], Outcome::Latency(empty))
         .unwrap_err()
         .to_string()
         .ends_with("no latency samples"));

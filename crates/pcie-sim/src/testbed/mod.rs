@@ -9,6 +9,7 @@ mod llc;
 mod machine;
 mod power;
 mod profile;
+mod steady;
 mod tlp_time;
 mod wire;
 mod workload;
@@ -91,11 +92,23 @@ impl Simulator {
         1e6 / self.device.clock.mhz
     }
 
-    /// Run one test. The same workload and seed always give the same result.
+    /// Run one test. The same workload and seed always give the same result. A bandwidth
+    /// test is simulated until its steady state is known and its remaining DMAs are accounted
+    /// at that rate ([`steady`]).
     pub fn run(&self, w: &Workload, seed: u64) -> Measured {
+        self.run_as(w, seed, false)
+    }
+
+    /// Run one test simulating every DMA of a bandwidth test (for checking [`Simulator::run`]
+    /// and for measuring the simulator's speed).
+    pub fn run_every(&self, w: &Workload, seed: u64) -> Measured {
+        self.run_as(w, seed, true)
+    }
+
+    fn run_as(&self, w: &Workload, seed: u64, every: bool) -> Measured {
         let mut m = machine::Machine::new(&self.host, &self.device, &self.link, w, seed);
         if w.op.is_bandwidth() {
-            m.run_bandwidth(w)
+            m.run_bandwidth(w, every)
         } else {
             m.run_latency(w)
         }

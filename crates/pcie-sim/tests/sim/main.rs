@@ -9,3 +9,5 @@ mod mechanisms;
 mod netfpga;
 #[path = "profile_ranges.rs"]
 mod profile_ranges;
+#[path = "steady_state.rs"]
+mod steady_state;

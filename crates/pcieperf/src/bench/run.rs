@@ -48,6 +48,10 @@ pub struct RunArgs {
     /// profile's, e.g. 32 for netfpga-sume, 22 for nfp6000) [default: the maximum]
     #[arg(long)]
     tags: Option<u32>,
+    /// sim backends: simulate every DMA of each bandwidth test; by default a test is simulated
+    /// until its rate is known within 0.1 % and the rest is accounted at it (docs/simulator.md)
+    #[arg(long)]
+    every_dma: bool,
     /// Run directory to create [default: bench-<suite>-<UTC time>, with -2, -3, ... when taken;
     /// none for a single test printed with --format csv or json]
     #[arg(long)]
@@ -171,6 +175,7 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         engine: a.engine.clone(),
         device: a.device.clone(),
         tags: a.tags,
+        every_dma: a.every_dma,
         numa,
         children: threads,
         root: PathBuf::from("/"),
@@ -285,7 +290,7 @@ fn run_into(
                 return false;
             }
         };
-        let m = match writer.record(group, t, &outcome) {
+        let m = match writer.record(group, t, outcome) {
             Ok(m) => m,
             Err(e) => {
                 failure = Some(e.to_string());

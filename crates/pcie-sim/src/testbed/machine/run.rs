@@ -3,6 +3,7 @@
 
 use super::{Dma, Machine};
 use crate::queue::Earliest;
+use crate::testbed::steady::Steady;
 use crate::testbed::workload::{Addresses, TestOp, Workload};
 use crate::time::{ps, Ps};
 
@@ -17,6 +18,9 @@ pub enum Measured {
         bytes: u64,
         transactions: u64,
         time_cycles: u64,
+        /// DMAs simulated one by one (of all the test's, reads and writes); the rest were
+        /// accounted at the steady state's rate ([`crate::testbed::steady`]).
+        simulated: u64,
     },
 }
 
@@ -59,12 +63,14 @@ impl Machine<'_> {
     }
 
     /// Bandwidth test: every DMA thread keeps one DMA outstanding; the earliest free thread
-    /// claims the next transaction.
-    pub fn run_bandwidth(&mut self, w: &Workload) -> Measured {
+    /// claims the next transaction. Unless `every`, the simulation stops at the steady state
+    /// and accounts the remaining DMAs at its rate.
+    pub fn run_bandwidth(&mut self, w: &Workload, every: bool) -> Measured {
         let worker_ps = ps(self.dev.dma.worker_ns);
         let mut addrs = Addresses::new(w);
         let mut threads = Earliest::new(self.dev.dma.workers as usize);
-        let mut end = 0;
+        let mut steady = (!every).then(|| Steady::new(w));
+        let (mut end, mut simulated) = (0, w.count);
         for i in 0..w.count {
             // The earliest free thread claims transaction i.
             threads.take(|free| {
@@ -74,6 +80,11 @@ impl Machine<'_> {
                 end = end.max(done);
                 done
             });
+            if let Some(per_dma) = steady.as_mut().and_then(|s| s.observe(i + 1, end)) {
+                simulated = i + 1;
+                end += ((w.count - simulated) as f64 * per_dma).round() as Ps;
+                break;
+            }
         }
         let counted = if w.op == TestOp::BwReadWrite {
             w.count / 2
@@ -84,6 +95,7 @@ impl Machine<'_> {
             bytes: counted * w.size as u64,
             transactions: counted,
             time_cycles: (end as f64 / self.cycle_ps() + 0.5) as u64,
+            simulated,
         }
     }
 }
