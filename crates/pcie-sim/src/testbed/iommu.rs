@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Iotlb {
     page_shift: u32,
     resident: Vec<bool>,
@@ -25,6 +25,11 @@ impl Iotlb {
             order: VecDeque::with_capacity(entries),
             entries,
         }
+    }
+
+    /// Pages it holds at most.
+    pub fn entries(&self) -> usize {
+        self.entries
     }
 
     pub fn page_of(&self, addr: u64) -> u32 {

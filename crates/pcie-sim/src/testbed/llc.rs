@@ -25,14 +25,14 @@ const STATE: u8 = 3;
 const STATES: [LineState; 4] = [LineState::Memory, LineState::Cpu, LineState::Io, LineState::Memory];
 
 /// A FIFO-replaced set of lines with a fixed capacity.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 struct Region {
     order: VecDeque<u32>,
     capacity: usize,
 }
 
 /// The LLC over a buffer of `lines` lines.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Llc {
     /// Each line's [`LineState`] and, in [`UNSNOOPED`], whether a device line was last written
     /// by a request that did not snoop: only a request that does not snoop either finds it in
@@ -63,6 +63,11 @@ impl Llc {
     /// Lines the cores' share of the LLC holds.
     pub fn cpu_capacity(&self) -> usize {
         self.cpu.capacity
+    }
+
+    /// Lines the DDIO share holds.
+    pub fn io_capacity(&self) -> usize {
+        self.io.capacity
     }
 
     #[inline]

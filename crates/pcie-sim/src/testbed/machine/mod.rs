@@ -47,6 +47,12 @@ fn pieces(addr: u64, len: u32, boundary: u32) -> u64 {
     ((addr + len as u64 - 1) >> shift) - (addr >> shift) + 1
 }
 
+/// Touches per FIFO slot after which a thrashed FIFO (the DDIO share, the IO-TLB) holds the same
+/// lines as after any longer thrash: a slot outlives one turnover only where the touch that
+/// would have replaced it hit a line still held, and almost every touch misses (the DDIO share
+/// is 2.5 % of the E5's buffer). Checked against the whole thrash in the tests below.
+const FIFO_TURNOVER: u64 = 4;
+
 /// Everything with state.
 pub struct Machine<'a> {
     host: &'a HostProfile,
@@ -181,20 +187,28 @@ impl<'a> Machine<'a> {
         match w.prep {
             CachePrep::Cold => {}
             CachePrep::HostWarm => {
-                let lines = window_lines.min((BUFFER_BYTES / LINE) as u32);
-                let mut order: Vec<u32> = (0..lines).collect();
+                let lines = window_lines.min((BUFFER_BYTES / LINE) as u32) as usize;
+                let keep = self.llc.cpu_capacity();
+                if lines <= keep {
+                    (0..lines as u32).for_each(|l| self.llc.cpu_write(l));
+                    return;
+                }
                 // The LLC resists streams (adaptive insertion, not LRU): a window larger than
                 // the LLC leaves a scattered share of its lines resident, not the last ones
-                // written. Modelled as warming the lines in a random order.
-                if lines as usize > self.llc.cpu_capacity() {
-                    for i in (1..order.len()).rev() {
+                // written. Modelled as warming the lines in a random order (a Fisher-Yates
+                // shuffle from the back), of which the last `keep` stay. The shuffle's first
+                // `keep` steps fix those places; the other steps only draw, as the whole shuffle
+                // would (a 64 MB window's warming was most of a short test's time).
+                let mut order: Vec<u32> = (0..lines as u32).collect();
+                for i in (1..lines).rev() {
+                    if i >= lines - keep {
                         let j = self.rng.below(i as u64 + 1) as usize;
                         order.swap(i, j);
+                    } else {
+                        self.rng.next_u64();
                     }
                 }
-                for l in order {
-                    self.llc.cpu_write(l);
-                }
+                order[lines - keep..].iter().for_each(|&l| self.llc.cpu_write(l));
             }
             CachePrep::DeviceWarm => {
                 // pcie-bench warms with command-path writes, which snoop as the path does.
@@ -204,9 +218,17 @@ impl<'a> Machine<'a> {
             }
             CachePrep::DeviceThrash => {
                 let lines = BUFFER_BYTES / LINE;
-                for _ in 0..lines * 2 {
+                let touches = lines * 2;
+                // Only the last touches decide what the DDIO share and the IO-TLB hold at the
+                // end: each is a FIFO that a few times its capacity of touches fills with their
+                // lines whatever it held before. The earlier touches are drawn, not made.
+                let entries = self.iotlb.as_ref().map_or(0, Iotlb::entries);
+                let decisive = (FIFO_TURNOVER * (self.llc.io_capacity() + entries) as u64).min(touches);
+                for k in 0..touches {
                     let l = self.rng.below(lines);
-                    self.device_touch(l * LINE, true);
+                    if k >= touches - decisive {
+                        self.device_touch(l * LINE, true);
+                    }
                 }
             }
         }
@@ -261,6 +283,61 @@ mod tests {
             iommu_page: None,
         };
         (Simulator::load("e5-2637v3", "nfp6000").unwrap(), w)
+    }
+
+    #[test]
+    fn the_decisive_touches_of_a_thrash_leave_the_caches_as_the_whole_thrash() {
+        for (host, iommu_page) in [
+            ("e5-2637v3", None),
+            ("e5-2637v3", Some(4096)),
+            ("e3-1226v3", Some(4096)),
+        ] {
+            let s = Simulator::load(host, "nfp6000").unwrap();
+            let mut w = Workload::new(TestOp::BwRead, 64, 64 << 20, CachePrep::DeviceThrash, 1);
+            w.iommu_page = iommu_page;
+            for seed in 1..4 {
+                let mut m = Machine::new(&s.host, &s.device, &s.link, &w, seed);
+                // The whole thrash, every touch made.
+                let (mut rng, lines) = (Rng::new(seed), BUFFER_BYTES / LINE);
+                let mut llc = Llc::new(
+                    lines as usize,
+                    (s.host.memory.llc_bytes / LINE) as usize,
+                    s.host.memory.ddio_share,
+                );
+                let mut tlb = iommu_page.map(|p| Iotlb::new(BUFFER_BYTES, p, s.host.iommu.iotlb_entries as usize));
+                for _ in 0..2 * lines {
+                    let l = rng.below(lines);
+                    llc.device_write(l as u32, true);
+                    if let Some(t) = &mut tlb {
+                        let p = t.page_of(l * LINE);
+                        t.lookup(p);
+                    }
+                }
+                assert!(m.llc == llc, "{host} {iommu_page:?} seed {seed}: the LLC differs");
+                assert_eq!(m.iotlb, tlb, "{host} {iommu_page:?} seed {seed}");
+                assert_eq!(m.rng.next_u64(), rng.next_u64(), "the test's draws go on alike");
+            }
+        }
+    }
+
+    #[test]
+    fn warming_only_the_lines_that_stay_leaves_the_llc_as_warming_all() {
+        let (s, w) = warmed(64 << 20);
+        for seed in 1..4 {
+            let m = Machine::new(&s.host, &s.device, &s.link, &w, seed);
+            let (mut rng, lines) = (Rng::new(seed), (w.window / LINE) as u32);
+            let mut llc = Llc::new(
+                (BUFFER_BYTES / LINE) as usize,
+                (s.host.memory.llc_bytes / LINE) as usize,
+                s.host.memory.ddio_share,
+            );
+            let mut order: Vec<u32> = (0..lines).collect();
+            for i in (1..order.len()).rev() {
+                order.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+            order.into_iter().for_each(|l| llc.cpu_write(l));
+            assert!(m.llc == llc, "seed {seed}");
+        }
     }
 
     #[test]
