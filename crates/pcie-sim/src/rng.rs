@@ -37,6 +37,14 @@ impl Rng {
         result
     }
 
+    /// Past `n` draws, as `n` calls of [`Rng::next_u64`] would go (a preparation step whose
+    /// draws cannot change what it leaves).
+    pub fn skip(&mut self, n: u64) {
+        for _ in 0..n {
+            self.next_u64();
+        }
+    }
+
     /// Uniform in [0, 1).
     #[inline]
     pub fn unit(&mut self) -> f64 {

@@ -87,6 +87,14 @@ impl Llc {
         self.lines[line as usize] & UNSNOOPED != 0
     }
 
+    /// Marks `lines` as last written by the device without a snoop, in whatever state they
+    /// are: what such writes leave on lines the DDIO share has evicted since.
+    pub fn mark_unsnooped(&mut self, lines: std::ops::Range<u32>) {
+        self.lines[lines.start as usize..lines.end as usize]
+            .iter_mut()
+            .for_each(|e| *e |= UNSNOOPED);
+    }
+
     fn insert(&mut self, line: u32, to: LineState) {
         let region = if to == LineState::Cpu {
             &mut self.cpu

@@ -200,20 +200,32 @@ impl<'a> Machine<'a> {
                 // `keep` steps fix those places; the other steps only draw, as the whole shuffle
                 // would (a 64 MB window's warming was most of a short test's time).
                 let mut order: Vec<u32> = (0..lines as u32).collect();
-                for i in (1..lines).rev() {
-                    if i >= lines - keep {
-                        let j = self.rng.below(i as u64 + 1) as usize;
-                        order.swap(i, j);
-                    } else {
-                        self.rng.next_u64();
-                    }
+                for i in (lines - keep..lines).rev() {
+                    let j = self.rng.below(i as u64 + 1) as usize;
+                    order.swap(i, j);
                 }
+                self.rng.skip((lines - keep - 1) as u64);
                 order[lines - keep..].iter().for_each(|&l| self.llc.cpu_write(l));
             }
             CachePrep::DeviceWarm => {
-                // pcie-bench warms with command-path writes, which snoop as the path does.
-                for l in 0..(w.window / LINE) as u32 {
-                    self.device_touch(l as u64 * LINE, self.cmd_snoops);
+                // pcie-bench warms with command-path writes, which snoop as the path does. Each
+                // line is written once, in order, so the DDIO share ends holding the last lines
+                // it allocated and the IO-TLB the last pages: only those lines are written (the
+                // others keep the mark of a write that did not snoop), each page looked up once.
+                let (lines, snoop) = ((w.window / LINE) as u32, self.cmd_snoops);
+                let first_kept = lines.saturating_sub(self.llc.io_capacity() as u32);
+                if !snoop {
+                    self.llc.mark_unsnooped(0..first_kept);
+                }
+                (first_kept..lines).for_each(|l| {
+                    self.llc.device_write(l, snoop);
+                });
+                if let Some(t) = &mut self.iotlb {
+                    if lines > 0 {
+                        (0..=t.page_of((lines as u64 - 1) * LINE)).for_each(|p| {
+                            t.lookup(p);
+                        });
+                    }
                 }
             }
             CachePrep::DeviceThrash => {
@@ -224,11 +236,10 @@ impl<'a> Machine<'a> {
                 // lines whatever it held before. The earlier touches are drawn, not made.
                 let entries = self.iotlb.as_ref().map_or(0, Iotlb::entries);
                 let decisive = (FIFO_TURNOVER * (self.llc.io_capacity() + entries) as u64).min(touches);
-                for k in 0..touches {
+                self.rng.skip(touches - decisive);
+                for _ in 0..decisive {
                     let l = self.rng.below(lines);
-                    if k >= touches - decisive {
-                        self.device_touch(l * LINE, true);
-                    }
+                    self.device_touch(l * LINE, true);
                 }
             }
         }
@@ -285,58 +296,69 @@ mod tests {
         (Simulator::load("e5-2637v3", "nfp6000").unwrap(), w)
     }
 
+    /// The caches, IO-TLB and random stream the whole preparation leaves: every line warmed or
+    /// thrashed, as pcie-bench's steps touch them.
+    fn whole_preparation(m: &Machine, w: &Workload, seed: u64) -> (Llc, Option<Iotlb>, Rng) {
+        let (h, lines) = (m.host, BUFFER_BYTES / LINE);
+        let mut llc = Llc::new(
+            lines as usize,
+            (h.memory.llc_bytes / LINE) as usize,
+            h.memory.ddio_share,
+        );
+        let mut tlb = w
+            .iommu_page
+            .map(|p| Iotlb::new(BUFFER_BYTES, p, h.iommu.iotlb_entries as usize));
+        let mut rng = Rng::new(seed);
+        let mut touch = |llc: &mut Llc, l: u64, snoop: bool| {
+            llc.device_write(l as u32, snoop);
+            if let Some(t) = &mut tlb {
+                let p = t.page_of(l * LINE);
+                t.lookup(p);
+            }
+        };
+        match w.prep {
+            CachePrep::HostWarm => {
+                let mut order: Vec<u32> = (0..(w.window / LINE) as u32).collect();
+                for i in (1..order.len()).rev() {
+                    order.swap(i, rng.below(i as u64 + 1) as usize);
+                }
+                order.into_iter().for_each(|l| llc.cpu_write(l));
+            }
+            CachePrep::DeviceWarm => (0..w.window / LINE).for_each(|l| touch(&mut llc, l, m.cmd_snoops)),
+            CachePrep::DeviceThrash => (0..2 * lines).for_each(|_| {
+                let l = rng.below(lines);
+                touch(&mut llc, l, true)
+            }),
+            CachePrep::Cold => {}
+        }
+        (llc, tlb, rng)
+    }
+
     #[test]
-    fn the_decisive_touches_of_a_thrash_leave_the_caches_as_the_whole_thrash() {
+    fn preparing_only_what_decides_the_end_leaves_the_state_of_the_whole_preparation() {
         for (host, iommu_page) in [
             ("e5-2637v3", None),
             ("e5-2637v3", Some(4096)),
             ("e3-1226v3", Some(4096)),
         ] {
             let s = Simulator::load(host, "nfp6000").unwrap();
-            let mut w = Workload::new(TestOp::BwRead, 64, 64 << 20, CachePrep::DeviceThrash, 1);
-            w.iommu_page = iommu_page;
-            for seed in 1..4 {
-                let mut m = Machine::new(&s.host, &s.device, &s.link, &w, seed);
-                // The whole thrash, every touch made.
-                let (mut rng, lines) = (Rng::new(seed), BUFFER_BYTES / LINE);
-                let mut llc = Llc::new(
-                    lines as usize,
-                    (s.host.memory.llc_bytes / LINE) as usize,
-                    s.host.memory.ddio_share,
-                );
-                let mut tlb = iommu_page.map(|p| Iotlb::new(BUFFER_BYTES, p, s.host.iommu.iotlb_entries as usize));
-                for _ in 0..2 * lines {
-                    let l = rng.below(lines);
-                    llc.device_write(l as u32, true);
-                    if let Some(t) = &mut tlb {
-                        let p = t.page_of(l * LINE);
-                        t.lookup(p);
-                    }
+            for (prep, window) in [
+                (CachePrep::DeviceThrash, 8192),
+                (CachePrep::DeviceWarm, 64 << 20),
+                (CachePrep::DeviceWarm, 1 << 20),
+                (CachePrep::HostWarm, 64 << 20),
+            ] {
+                let mut w = Workload::new(TestOp::BwRead, 64, window, prep, 1);
+                w.iommu_page = iommu_page;
+                for seed in 1..4 {
+                    let mut m = Machine::new(&s.host, &s.device, &s.link, &w, seed);
+                    let (llc, tlb, mut rng) = whole_preparation(&m, &w, seed);
+                    let case = format!("{host} {iommu_page:?} {prep:?} {window} seed {seed}");
+                    assert!(m.llc == llc, "{case}: the LLC differs");
+                    assert_eq!(m.iotlb, tlb, "{case}");
+                    assert_eq!(m.rng.next_u64(), rng.next_u64(), "{case}: the test's draws go on alike");
                 }
-                assert!(m.llc == llc, "{host} {iommu_page:?} seed {seed}: the LLC differs");
-                assert_eq!(m.iotlb, tlb, "{host} {iommu_page:?} seed {seed}");
-                assert_eq!(m.rng.next_u64(), rng.next_u64(), "the test's draws go on alike");
             }
-        }
-    }
-
-    #[test]
-    fn warming_only_the_lines_that_stay_leaves_the_llc_as_warming_all() {
-        let (s, w) = warmed(64 << 20);
-        for seed in 1..4 {
-            let m = Machine::new(&s.host, &s.device, &s.link, &w, seed);
-            let (mut rng, lines) = (Rng::new(seed), (w.window / LINE) as u32);
-            let mut llc = Llc::new(
-                (BUFFER_BYTES / LINE) as usize,
-                (s.host.memory.llc_bytes / LINE) as usize,
-                s.host.memory.ddio_share,
-            );
-            let mut order: Vec<u32> = (0..lines).collect();
-            for i in (1..order.len()).rev() {
-                order.swap(i, rng.below(i as u64 + 1) as usize);
-            }
-            order.into_iter().for_each(|l| llc.cpu_write(l));
-            assert!(m.llc == llc, "seed {seed}");
         }
     }
 
