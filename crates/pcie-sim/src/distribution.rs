@@ -64,8 +64,14 @@ impl Sampler {
 #[inline]
 pub(crate) fn draw_tail(rng: &mut Rng, t: &Tail) -> Ps {
     if rng.chance(t.prob) {
-        ps(t.min_ns + rng.unit() * (t.max_ns - t.min_ns))
+        tail_length(rng, t)
     } else {
         0
     }
+}
+
+/// How long a tail that hit lasts: rare, so out of line.
+#[cold]
+fn tail_length(rng: &mut Rng, t: &Tail) -> Ps {
+    ps(t.min_ns + rng.unit() * (t.max_ns - t.min_ns))
 }

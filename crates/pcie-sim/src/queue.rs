@@ -40,6 +40,43 @@ impl Pool {
     }
 }
 
+/// A fixed number of tokens (a device's read tags, a root port's posted credits), each held until
+/// a release time, taken in turn: the one taken next is the one held longest. A slot per token
+/// in a ring, all released at 0 to begin with, so a take is one read and its hold one write.
+#[derive(Debug, Clone)]
+pub(crate) struct Tokens {
+    release: Box<[Ps]>,
+    /// The token taken next.
+    next: usize,
+}
+
+impl Tokens {
+    /// `count` tokens (at least one), all free.
+    pub(crate) fn new(count: usize) -> Tokens {
+        Tokens {
+            release: vec![0; count.max(1)].into_boxed_slice(),
+            next: 0,
+        }
+    }
+
+    /// When the token taken next is free (0 for one never held). Each DMA step that waits for
+    /// it then takes it with [`Tokens::hold_until`].
+    #[inline]
+    pub(crate) fn next_free(&self) -> Ps {
+        self.release[self.next]
+    }
+
+    /// The next token is taken and held until `t`.
+    #[inline]
+    pub(crate) fn hold_until(&mut self, t: Ps) {
+        self.release[self.next] = t;
+        self.next += 1;
+        if self.next == self.release.len() {
+            self.next = 0;
+        }
+    }
+}
+
 /// Identical servers each taken by the next job as soon as it is free (pcie-bench's DMA
 /// threads): their free times in order, earliest first, in a ring. A job's end lands among the
 /// last few (jobs take similar times), so it is put in place from the back, which costs less
@@ -97,5 +134,22 @@ mod tests {
         assert_eq!(starts, vec![0, 0, 0, 10, 15, 20, 30]);
         let mut one = Earliest::new(1);
         assert_eq!((one.take(|f| f + 7), one.take(|f| f + 7)), (0, 7));
+    }
+
+    #[test]
+    fn a_token_is_free_at_once_until_all_are_held_then_at_the_oldest_release() {
+        let mut t = Tokens::new(3);
+        let mut frees = Vec::new();
+        for release in [30, 10, 20, 40, 50, 60, 70] {
+            frees.push(t.next_free());
+            t.hold_until(release);
+        }
+        // Three free at once; then each take waits for the token held longest (in take order,
+        // not the earliest release): 30, 10, 20, 40.
+        assert_eq!(frees, vec![0, 0, 0, 30, 10, 20, 40]);
+        let mut one = Tokens::new(1);
+        assert_eq!(one.next_free(), 0);
+        one.hold_until(5);
+        assert_eq!(one.next_free(), 5);
     }
 }

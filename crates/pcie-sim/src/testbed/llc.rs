@@ -24,6 +24,23 @@ const STATE: u8 = 3;
 /// The states by their bits.
 const STATES: [LineState; 4] = [LineState::Memory, LineState::Cpu, LineState::Io, LineState::Memory];
 
+/// [`Llc::found`] by whether the request snoops and a line's byte: a table, as every DMA asks.
+const FOUND: [[LineState; 8]; 2] = [found_table(false), found_table(true)];
+
+const fn found_table(snoop: bool) -> [LineState; 8] {
+    let mut table = [LineState::Memory; 8];
+    let mut bits = 0;
+    while bits < 8 {
+        table[bits] = match STATES[bits & STATE as usize] {
+            LineState::Cpu if !snoop => LineState::Memory,
+            LineState::Io if snoop && bits & UNSNOOPED as usize != 0 => LineState::Memory,
+            state => state,
+        };
+        bits += 1;
+    }
+    table
+}
+
 /// A FIFO-replaced set of lines with a fixed capacity.
 #[derive(Debug, Clone, PartialEq)]
 struct Region {
@@ -81,10 +98,12 @@ impl Llc {
         *entry = (*entry & !STATE) | to as u8;
     }
 
-    /// Whether `line`, if the device's, was written without snooping ([`Llc::device_write`]).
+    /// Where a request that snoops or not finds `line`: one that does not snoop may not take
+    /// a core's line and reads memory; a line the device wrote without snooping is found in
+    /// the LLC only by a request that does not snoop either, a snooping one reads memory.
     #[inline]
-    pub fn unsnooped(&self, line: u32) -> bool {
-        self.lines[line as usize] & UNSNOOPED != 0
+    pub fn found(&self, line: u32, snoop: bool) -> LineState {
+        FOUND[snoop as usize][(self.lines[line as usize] & (STATE | UNSNOOPED)) as usize]
     }
 
     /// Marks `lines` as last written by the device without a snoop, in whatever state they
@@ -176,9 +195,27 @@ mod tests {
         c.cpu_write(501);
         assert!(c.device_write(501, false), "a No Snoop write allocates");
         assert_eq!(c.state(501), LineState::Io);
-        assert!(c.unsnooped(501) && !c.unsnooped(500));
+        assert_eq!(c.found(501, false), LineState::Io);
+        assert_eq!(
+            c.found(501, true),
+            LineState::Memory,
+            "a snooping read does not find it"
+        );
+        assert_eq!(c.found(500, true), LineState::Io);
         assert!(!c.device_write(501, true));
-        assert!(!c.unsnooped(501), "a snooping write makes the line coherent again");
+        assert_eq!(
+            c.found(501, true),
+            LineState::Io,
+            "a snooping write makes the line coherent again"
+        );
+        c.cpu_write(502);
+        assert_eq!(c.found(502, true), LineState::Cpu);
+        assert_eq!(
+            c.found(502, false),
+            LineState::Memory,
+            "a core's line is not for No Snoop"
+        );
+        assert_eq!(c.found(503, true), LineState::Memory);
         for l in 600..700 {
             c.device_write(l, true);
         }

@@ -59,7 +59,7 @@ impl Machine<'_> {
             .map(|l| self.line_latency_in(l, self.cmd_snoops).0)
             .max()
             .unwrap_or(0);
-        let ready = asked + slowest + self.read_hiccup(first, self.cmd_snoops);
+        let ready = asked + slowest + self.read_hiccup(self.found(first, self.cmd_snoops));
         let cpl = self.tlp.cpl(d.addr, d.size).wire;
         let sent = self.down.send(ready + c.half_fixed, cpl);
         self.rest(sent);

@@ -28,16 +28,6 @@ impl Machine<'_> {
         moved + self.jitter.draw(&mut self.rng)
     }
 
-    /// Wait for a free read tag: returns when the request may be sent.
-    #[inline]
-    pub(super) fn claim_tag(&mut self, t: Ps) -> Ps {
-        if self.tags.len() == self.dev.dma.read_tags as usize {
-            t.max(self.tags.pop_front().unwrap_or(0))
-        } else {
-            t
-        }
-    }
-
     /// A DMA read issued at `t`. After a write to the same address its requests may not leave
     /// before the write's last TLP (`after`: PCIe ordering, reads do not pass posted writes) and
     /// its lines not be served before the write's commit (`not_before`). Returns when the
@@ -55,10 +45,11 @@ impl Machine<'_> {
         } = self.costs;
         let mut device_done = start;
         let base = d.addr / LINE;
-        let hiccup = self.read_hiccup(base, true);
+        let hiccup = self.read_hiccup(self.found(base, true));
         for (i, k) in (shape.requests.0..shape.requests.1).enumerate() {
             let r = self.shapes.requests[k as usize];
-            let tagged = self.claim_tag(start).max(after);
+            // Wait for a free read tag.
+            let tagged = start.max(self.tags.next_free()).max(after);
             let sent = self.up.send(tagged, r.mrd.wire);
             self.down.owe(r.mrd.dllps);
             let arrival = self.wake_first(i, sent + wire + half_fixed);
@@ -91,7 +82,7 @@ impl Machine<'_> {
                 device_done = device_done.max(arrived) + move_ps * c.lines;
             }
             // The tag is free once the request's last completion has arrived.
-            self.tags.push_back(last_arrival);
+            self.tags.hold_until(last_arrival);
         }
         device_done + hiccup
     }
@@ -106,18 +97,13 @@ impl Machine<'_> {
             wire,
             ..
         } = self.costs;
-        let credits = self.host.root_complex.posted_credits as usize;
         // The engine gathers the DMA's data, then its TLPs leave back to back.
         let gathered = start + shape.gather;
         let (mut sent_last, mut committed) = (start, start);
         for (i, k) in (shape.writes.0..shape.writes.1).enumerate() {
             let w = self.shapes.writes[k as usize];
             let addr = d.addr + w.offset;
-            let credit = if self.posted.len() == credits {
-                self.posted.pop_front().unwrap_or(0)
-            } else {
-                0
-            };
+            let credit = self.posted.next_free();
             let sent = self.up.send(gathered.max(credit), w.mwr.wire);
             self.down.owe(w.mwr.dllps);
             let arrival = self.wake_first(i, sent + wire);
@@ -131,7 +117,7 @@ impl Machine<'_> {
             let (accepted, translated) = self.enter_fabric(arrival, addr, busy, w.mwr.payload);
             let processed = translated + busy;
             self.rest(processed);
-            self.posted.push_back(processed);
+            self.posted.hold_until(processed);
             sent_last = sent;
             committed = committed.max(self.visible(accepted, translated, busy, slowest_own, hop, true));
         }

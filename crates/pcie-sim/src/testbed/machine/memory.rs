@@ -15,9 +15,25 @@ impl Machine<'_> {
     /// running is parked and translated again after it, behind the other parked requests.
     #[inline]
     pub(super) fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
+        match self.iotlb {
+            None => self.enter_untranslated(arrival, busy),
+            Some(_) => self.enter_translated(arrival, addr, busy, early),
+        }
+    }
+
+    /// [`Machine::enter_fabric`] without an IOMMU: the address needs no translation.
+    #[inline]
+    fn enter_untranslated(&mut self, arrival: Ps, busy: Ps) -> (Ps, Ps) {
+        let accepted = self.fabric.serve(arrival, busy);
+        (accepted, accepted)
+    }
+
+    /// [`Machine::enter_fabric`] where the IOMMU translates: out of line, so that the path
+    /// without it stays small enough to inline.
+    #[inline(never)]
+    fn enter_translated(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
         let Some(tlb) = self.iotlb.as_mut() else {
-            let accepted = self.fabric.serve(arrival, busy);
-            return (accepted, accepted);
+            return self.enter_untranslated(arrival, busy);
         };
         let page = tlb.page_of(addr);
         match tlb.lookup(page) {
@@ -47,12 +63,8 @@ impl Machine<'_> {
     /// pcie-bench's device warming is No Snoop command writes: LAT_RD 64 B DWarm 640 ns = Cold,
     /// 560 with the IOMMU's snoop control, while LAT_CMD_RD DWarm is 413 in both runs).
     #[inline]
-    fn found(&self, line: u64, snoop: bool) -> LineState {
-        match self.llc.state(line as u32) {
-            LineState::Cpu if !snoop => LineState::Memory,
-            LineState::Io if snoop && self.llc.unsnooped(line as u32) => LineState::Memory,
-            state => state,
-        }
+    pub(super) fn found(&self, line: u64, snoop: bool) -> LineState {
+        self.llc.found(line as u32, snoop)
     }
 
     /// Time for the memory system to deliver one line from `state` once the RC asks for it.
@@ -172,11 +184,11 @@ impl Machine<'_> {
 
     /// Rare delays that hit a whole read rather than each line: a DRAM hiccup (refresh, bank
     /// conflict) when the read starts in memory, a sleeping core's snoop when it starts on a
-    /// line a core wrote (where the read snoops, [`Machine::found`]). The measured tails are as
-    /// long for 2 KB reads as for 64 B ones.
-    #[inline]
-    pub(super) fn read_hiccup(&mut self, first_line: u64, snoop: bool) -> Ps {
-        let hiccup = match self.found(first_line, snoop) {
+    /// line a core wrote (`first`: where the read found its first line, [`Machine::found`]).
+    /// The measured tails are as long for 2 KB reads as for 64 B ones.
+    #[inline(always)]
+    pub(super) fn read_hiccup(&mut self, first: LineState) -> Ps {
+        let hiccup = match first {
             LineState::Cpu => draw_tail(&mut self.rng, &self.host.cpu.wake),
             LineState::Memory => draw_tail(&mut self.rng, &self.host.memory.dram_tail),
             LineState::Io => 0,

@@ -33,12 +33,11 @@ use super::wire::Wire;
 use super::workload::{CachePrep, TestOp, Workload, BUFFER_BYTES};
 use super::LINE;
 use crate::distribution::Sampler;
-use crate::queue::{Pool, Server};
+use crate::queue::{Pool, Server, Tokens};
 use crate::rng::Rng;
 use crate::time::{ps, Ps};
 use pcie_model::LinkConfig;
 use shape::Shapes;
-use std::collections::VecDeque;
 
 /// How many pieces `[addr, addr + len)` is cut into at multiples of `boundary`, a power of two
 /// (a line, MPS or MRRS): shifts, not divisions, as this runs for every DMA.
@@ -65,12 +64,12 @@ pub struct Machine<'a> {
     write_engine: Server,
     bus: Server,
     /// Release times of the read tags in use, oldest first.
-    tags: VecDeque<Ps>,
+    tags: Tokens,
     /// The root complex's path into the coherent fabric: read requests, the lines they fetch,
     /// posted writes and the IOMMU's page-walk reads all take their turn in it.
     fabric: Server,
     /// Release times of the posted credits in use, oldest first.
-    posted: VecDeque<Ps>,
+    posted: Tokens,
     walkers: Pool,
     /// Translates again, one after another, the requests parked while their page was walked.
     replayer: Server,
@@ -140,9 +139,9 @@ impl<'a> Machine<'a> {
             read_engine: Server::default(),
             write_engine: Server::default(),
             bus: Server::default(),
-            tags: VecDeque::with_capacity(dev.dma.read_tags as usize),
+            tags: Tokens::new(dev.dma.read_tags as usize),
             fabric: Server::default(),
-            posted: VecDeque::with_capacity(host.root_complex.posted_credits as usize),
+            posted: Tokens::new(host.root_complex.posted_credits as usize),
             walkers: Pool {
                 free: vec![0; host.iommu.walkers as usize],
             },
@@ -256,6 +255,8 @@ impl<'a> Machine<'a> {
     }
 
     /// One transaction of `op` starting at `t`; returns when the device sees it complete.
+    /// Always inlined: the test loops call it for every DMA, and it only picks the steps.
+    #[inline(always)]
     fn transaction(&mut self, op: TestOp, t: Ps, d: Dma, index: u64) -> Ps {
         let complete = self.costs.complete;
         match op {
