@@ -195,27 +195,20 @@ mod tests {
         c.cpu_write(501);
         assert!(c.device_write(501, false), "a No Snoop write allocates");
         assert_eq!(c.state(501), LineState::Io);
-        assert_eq!(c.found(501, false), LineState::Io);
-        assert_eq!(
-            c.found(501, true),
-            LineState::Memory,
-            "a snooping read does not find it"
-        );
-        assert_eq!(c.found(500, true), LineState::Io);
-        assert!(!c.device_write(501, true));
-        assert_eq!(
-            c.found(501, true),
-            LineState::Io,
-            "a snooping write makes the line coherent again"
-        );
         c.cpu_write(502);
-        assert_eq!(c.found(502, true), LineState::Cpu);
-        assert_eq!(
-            c.found(502, false),
-            LineState::Memory,
-            "a core's line is not for No Snoop"
-        );
-        assert_eq!(c.found(503, true), LineState::Memory);
+        use LineState::{Cpu, Io, Memory};
+        for (line, snoop, found, why) in [
+            (501, false, Io, "a No Snoop read finds a No Snoop write's line"),
+            (501, true, Memory, "a snooping read does not"),
+            (500, true, Io, "a snooping write's line is found by a snooping read"),
+            (502, true, Cpu, "a snooping read finds a core's line"),
+            (502, false, Memory, "a No Snoop read does not"),
+            (503, true, Memory, "a line in no cache"),
+        ] {
+            assert_eq!(c.found(line, snoop), found, "line {line}, snoop {snoop}: {why}");
+        }
+        assert!(!c.device_write(501, true));
+        assert_eq!(c.found(501, true), Io, "a snooping write makes the line coherent again");
         for l in 600..700 {
             c.device_write(l, true);
         }
