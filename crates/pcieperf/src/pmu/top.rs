@@ -1,5 +1,5 @@
 //! `pcieperf pmu top`: a live view per root port (Rx/Tx Gb/s, share of the link's model
-//! bandwidth, a sparkline of recent intervals) drawn with ratatui, redrawn on resize, sortable
+//! bandwidth, a sparkline of recent intervals) drawn on the terminal, redrawn on resize, sortable
 //! with keys or `--sort` (a help line names the keys); `q` or Ctrl-C quits and puts the terminal
 //! back. With `--format csv|json` it prints the same rows every
 //! interval instead (no terminal needed).
@@ -7,16 +7,13 @@
 use super::rows::strip_header;
 use super::watch::{check_duration, usage, WatchArgs};
 use crate::error::CliError;
-use crate::output::terminal::{self, Screen};
+use crate::output::terminal::{self, Line, Screen, Span, Style};
 use crate::output::{Cell, Format, Table};
 use crate::signals::cancel_on_signals;
 use clap::{Args, ValueEnum};
+use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers};
+use crossterm::style::Color;
 use pcie_pmu::monitor::{self, add_interval, Monitor, Row, Schedule, Sink, Target, Trend};
-use ratatui::crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers};
-use ratatui::layout::{Constraint, Layout};
-use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 use serde::Serialize;
 use std::cmp::Ordering;
 use std::io::Write;
@@ -126,7 +123,7 @@ const HELP: &str = " n name  r Rx  t Tx  a total  c rate  i reverse  q quit ";
 impl Board {
     /// The lines above the help line: a title, the table and each row's sparkline, clipped to
     /// `height` lines (the terminal clips them to its width).
-    fn lines(&self, width: usize, height: usize) -> Vec<Line<'static>> {
+    fn lines(&self, width: usize, height: usize) -> Vec<Line> {
         let mut trends: Vec<&Trend> = self.trends.iter().collect();
         trends.sort_by(|a, b| compare(&a.last, &b.last, self.key, self.reverse));
         let arrow = if self.reverse { '▲' } else { '▼' };
@@ -162,38 +159,40 @@ impl Board {
             self.time_s,
             self.key
         );
-        let mut out = vec![Line::styled(title, self.style(Color::Cyan)), Line::default()];
+        let mut out = vec![vec![Span::styled(title, self.style(Color::Cyan))], Line::new()];
         for (i, l) in table.lines().enumerate().take(height.saturating_sub(2)) {
             let (spark, style) = match i.checked_sub(1).and_then(|j| trends.get(j)) {
                 Some(tr) if spark_w > 0 => {
                     let h = &tr.history;
                     let s = sparkline(h.iter().skip(h.len().saturating_sub(spark_w)).copied());
-                    (s, self.style(Color::Green).remove_modifier(Modifier::BOLD))
+                    (
+                        s,
+                        Style {
+                            bold: false,
+                            ..self.style(Color::Green)
+                        },
+                    )
                 }
                 _ if i == 0 && spark_w > 0 => ("History".to_string(), self.style(Color::Yellow)),
-                _ => (String::new(), Style::new()),
+                _ => (String::new(), Style::default()),
             };
             let row = format!("{l:<table_w$}  ");
             let row_style = if i == 0 {
                 self.style(Color::Yellow)
             } else {
-                Style::new()
+                Style::default()
             };
-            out.push(Line::from(vec![
-                Span::styled(row, row_style),
-                Span::styled(spark, style),
-            ]));
+            out.push(vec![Span::styled(row, row_style), Span::styled(spark, style)]);
         }
         out
     }
 
     /// Bold text in `colour`, or just bold under `NO_COLOR`.
     fn style(&self, colour: Color) -> Style {
-        let bold = Style::new().add_modifier(Modifier::BOLD);
-        if self.colours {
-            bold.fg(colour)
-        } else {
-            bold
+        Style {
+            fg: self.colours.then_some(colour),
+            bold: true,
+            reversed: false,
         }
     }
 }
@@ -202,11 +201,19 @@ impl View {
     fn redraw(&mut self) -> Result<(), CliError> {
         let board = &self.board;
         self.screen
-            .draw(|f| {
-                let [body, foot] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(f.area());
-                let lines = board.lines(body.width.into(), body.height.into());
-                f.render_widget(Paragraph::new(lines), body);
-                f.render_widget(Line::styled(HELP, Style::new().add_modifier(Modifier::REVERSED)), foot);
+            .draw(|width, height| {
+                // The table on every row but the last, the help line on the last.
+                let body = height.saturating_sub(1).into();
+                let mut lines = board.lines(width.into(), body);
+                lines.resize(body, Line::new());
+                if height > 0 {
+                    let reversed = Style {
+                        reversed: true,
+                        ..Style::default()
+                    };
+                    lines.push(vec![Span::styled(HELP, reversed)]);
+                }
+                lines
             })
             .map_err(|e| CliError::Runtime(format!("cannot draw: {e}")))
     }
@@ -365,7 +372,7 @@ pub fn run(a: &TopArgs) -> Result<String, CliError> {
     };
     let first = format!("pcieperf pmu top: first interval in {} ms ...", a.watch.interval);
     view.screen
-        .draw(|f| f.render_widget(Line::raw(first), f.area()))
+        .draw(|_, _| vec![vec![Span::styled(first, Style::default())]])
         .map_err(|e| CliError::Runtime(format!("cannot draw: {e}")))?;
     monitor::run(src.as_mut(), &mut mon, sched, &cancel, &mut view)?;
     Ok(String::new())
