@@ -35,6 +35,10 @@ pub struct FitKey {
     pub groups: &'static [&'static str],
     /// ... and only when measured with the IOMMU on.
     pub needs_iommu: bool,
+    /// Only the groups' read tests (LAT_RD, LAT_CMD_RD) identify it: a read latency. A
+    /// write-then-read's time also holds the write path, whose keys come later and would
+    /// otherwise be compensated here (a DDIO line's latency pulled down by a too-short commit).
+    pub reads_only: bool,
 }
 
 /// 1 ms, 100 µs and 10 µs: the loader's limits per event, per request and per line
@@ -55,6 +59,7 @@ pub const KEYS: &[FitKey] = &[
         step: 10.0,
         groups: &["lat_dma_sizes", "lat_dma_sweep_rd", "lat_dma_details", "lat_dma_off_rd"],
         needs_iommu: false,
+        reads_only: true,
     },
     FitKey {
         name: "memory.dram",
@@ -70,6 +75,7 @@ pub const KEYS: &[FitKey] = &[
             "lat_cmd_sizes",
         ],
         needs_iommu: false,
+        reads_only: true,
     },
     FitKey {
         name: "memory.io_line",
@@ -80,6 +86,7 @@ pub const KEYS: &[FitKey] = &[
         step: 10.0,
         groups: &["lat_cmd_sweep_rd", "lat_cmd_details"],
         needs_iommu: false,
+        reads_only: true,
     },
     FitKey {
         name: "root_complex.write_commit_ns",
@@ -97,6 +104,7 @@ pub const KEYS: &[FitKey] = &[
             "lat_dma_details",
         ],
         needs_iommu: false,
+        reads_only: false,
     },
     FitKey {
         name: "root_complex.write_merge_ns",
@@ -107,6 +115,7 @@ pub const KEYS: &[FitKey] = &[
         step: 10.0,
         groups: &["lat_cmd_sweep_wrrd", "lat_cmd_off_wrrd"],
         needs_iommu: false,
+        reads_only: false,
     },
     FitKey {
         name: "root_complex.write_own_llc_ns",
@@ -117,6 +126,7 @@ pub const KEYS: &[FitKey] = &[
         step: 10.0,
         groups: &["lat_dma_sweep_wrrd", "lat_dma_details"],
         needs_iommu: true,
+        reads_only: false,
     },
     FitKey {
         name: "iommu.walk_ns",
@@ -127,6 +137,7 @@ pub const KEYS: &[FitKey] = &[
         step: 10.0,
         groups: &["lat_dma_sweep", "lat_cmd_sweep", "lat_dma_details"],
         needs_iommu: true,
+        reads_only: false,
     },
     FitKey {
         name: "iommu.iotlb_entries",
@@ -137,6 +148,7 @@ pub const KEYS: &[FitKey] = &[
         step: 1.0,
         groups: &["lat_dma_sweep", "bw_dma_win_sweep"],
         needs_iommu: true,
+        reads_only: false,
     },
     FitKey {
         name: "iommu.walk_busy_ns",
@@ -147,6 +159,7 @@ pub const KEYS: &[FitKey] = &[
         step: 5.0,
         groups: &["bw_dma_win_sweep_rd"],
         needs_iommu: true,
+        reads_only: false,
     },
     FitKey {
         name: "root_complex.request_ns",
@@ -157,6 +170,7 @@ pub const KEYS: &[FitKey] = &[
         step: 1.0,
         groups: &["bw_dma_sz_sweep", "bw_dma_win_sweep_rd", "bw_dma_off_rd"],
         needs_iommu: false,
+        reads_only: false,
     },
     FitKey {
         name: "root_complex.line_ns",
@@ -167,6 +181,7 @@ pub const KEYS: &[FitKey] = &[
         step: 0.25,
         groups: &["bw_dma_sz_sweep", "bw_dma_win_sweep_rd"],
         needs_iommu: false,
+        reads_only: false,
     },
     FitKey {
         name: "root_complex.write_line_ns",
@@ -177,6 +192,7 @@ pub const KEYS: &[FitKey] = &[
         step: 0.25,
         groups: &["bw_dma_sz_sweep", "bw_dma_win_sweep_wr", "bw_dma_off_wr"],
         needs_iommu: false,
+        reads_only: false,
     },
     FitKey {
         name: "memory.dram_tail.prob",
@@ -187,6 +203,7 @@ pub const KEYS: &[FitKey] = &[
         step: 0.01,
         groups: &["lat_dma_details", "lat_cmd_details"],
         needs_iommu: false,
+        reads_only: false,
     },
     FitKey {
         name: "power.tick_ns",
@@ -197,6 +214,7 @@ pub const KEYS: &[FitKey] = &[
         step: 50.0,
         groups: &["lat_dma_sizes", "lat_dma_details", "lat_dma_sweep_rd"],
         needs_iommu: false,
+        reads_only: false,
     },
 ];
 

@@ -3,7 +3,7 @@
 
 use super::FitError;
 use crate::host::KernelIommu;
-use crate::params::{Iommu, Numa, TestParams};
+use crate::params::{Iommu, Numa, TestKind, TestParams};
 use crate::results::{CdfSection, ResultData, RunData};
 use pcie_sim::DeviceProfile;
 use std::path::Path;
@@ -110,6 +110,25 @@ impl MeasuredRun {
             });
         }
         out
+    }
+}
+
+impl Group {
+    /// The group with only its read latency tests (LAT_RD, LAT_CMD_RD) and their rows and CDF
+    /// sections; `None` where it has none.
+    pub fn reads(&self) -> Option<Group> {
+        let ResultData::Latency(rows) = &self.measured else {
+            return None;
+        };
+        let keep: Vec<usize> = (0..self.tests.len())
+            .filter(|&i| matches!(self.tests[i].kind, TestKind::LatRd | TestKind::LatCmdRd))
+            .collect();
+        (!keep.is_empty()).then(|| Group {
+            tests: keep.iter().map(|&i| self.tests[i].clone()).collect(),
+            measured: ResultData::Latency(keep.iter().map(|&i| rows[i].clone()).collect()),
+            cdf: self.cdf.as_ref().map(|c| keep.iter().map(|&i| c[i].clone()).collect()),
+            ..self.clone()
+        })
     }
 }
 
@@ -230,5 +249,31 @@ mod tests {
         assert_eq!(iommu_of("ro intel_iommu=on,sp_off quiet"), Iommu::Pages4K);
         assert_eq!(iommu_of("intel_iommu=on"), Iommu::Super2M);
         assert_eq!(iommu_of("intel_iommu=on iommu=pt"), Iommu::Off);
+    }
+
+    #[test]
+    fn a_groups_reads_keep_their_rows_and_cdf_sections() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../data/reference/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro");
+        let groups = MeasuredRun::load(&dir).unwrap().groups(0, 1000);
+        let group = |base: &str| groups.iter().find(|g| g.base == base).unwrap();
+        let details = group("lat_dma_details");
+        let reads = details.reads().unwrap();
+        assert!(reads.tests.iter().all(|t| t.kind == TestKind::LatRd));
+        assert_eq!(reads.tests.len() * 2, details.tests.len(), "LAT_RD and LAT_WRRD alike");
+        let (ResultData::Latency(all), ResultData::Latency(kept)) = (&details.measured, &reads.measured) else {
+            panic!("latency tables");
+        };
+        let (all_cdf, kept_cdf) = (details.cdf.as_ref().unwrap(), reads.cdf.as_ref().unwrap());
+        for (t, (row, section)) in reads.tests.iter().zip(kept.iter().zip(kept_cdf)) {
+            let i = all.iter().position(|r| r.key == row.key).unwrap();
+            assert_eq!(
+                (t.size, t.window, t.cache),
+                (row.key.size, row.key.window, row.key.cache)
+            );
+            assert_eq!(section, &all_cdf[i], "the section stays with its row");
+        }
+        assert!(group("lat_cmd_sweep_wrrd_rnd_08").reads().is_none());
+        assert!(group("bw_dma_sz_sweep").reads().is_none());
     }
 }

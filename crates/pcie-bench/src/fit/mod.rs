@@ -169,15 +169,16 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
         .collect();
     let run_labels: Vec<(String, Iommu)> = runs.iter().map(|r| (r.label.clone(), r.iommu)).collect();
     let base_value = serde_json::to_value(&opts.base).map_err(|e| FitError::Run(e.to_string()))?;
-    // The keys the fitting groups identify, each with its groups.
-    let plan: Vec<(&FitKey, Vec<&Group>)> = KEYS
+    // The keys the fitting groups identify, each with its groups (their read tests only, for
+    // a read latency).
+    let plan: Vec<(&FitKey, Vec<Group>)> = KEYS
         .iter()
         .filter(|k| keys::get(&base_value, k.name).is_some())
         .map(|k| {
-            let gs: Vec<&Group> = fitting
+            let gs: Vec<Group> = fitting
                 .iter()
-                .copied()
                 .filter(|g| keys::identifies(k, &g.base, runs[g.run].iommu))
+                .filter_map(|g| if k.reads_only { g.reads() } else { Some((*g).clone()) })
                 .collect();
             (k, gs)
         })
@@ -223,6 +224,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
             let Some(start) = keys::get(&current, key.name) else {
                 continue;
             };
+            let gs: Vec<&Group> = gs.iter().collect();
             let tests: usize = gs.iter().map(|g| g.tests.len()).sum();
             let mut failure = None;
             let mut loss = |x: f64| -> f64 {
@@ -235,7 +237,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
                     // Outside the loader's ranges or the time base: not a candidate.
                     return f64::INFINITY;
                 };
-                let scores = match score(&backend, gs, &run_labels, opts.seed, opts.threads) {
+                let scores = match score(&backend, &gs, &run_labels, opts.seed, opts.threads) {
                     Ok(s) => s,
                     Err(e) => {
                         failure = Some(e);
