@@ -28,6 +28,21 @@ pub enum RunEvent {
 /// finished latency samples waiting for their turn to be written.
 const LOOKAHEAD_PER_THREAD: usize = 2;
 
+/// Latency samples (4 bytes each) the tests in flight and those waiting for their turn may hold
+/// together, per thread: one of pcie-bench's long tests (16 M samples). Past it a thread waits
+/// for the oldest test to be delivered rather than start another long one, so a run of long
+/// tests holds one per thread, not two.
+const LOOKAHEAD_SAMPLES_PER_THREAD: u64 = 16 << 20;
+
+/// The samples `t` holds until it is written.
+fn held_samples(t: &TestParams) -> u64 {
+    if t.kind.is_latency() {
+        t.count
+    } else {
+        0
+    }
+}
+
 /// Run `tests` on `threads` threads, each with its seed derived from `seed` and its parameters.
 /// `on_event` sees starts as they happen and finishes in suite order; it returns false to stop
 /// the run. Setting `cancel` (e.g. on Ctrl-C) stops threads from taking new tests; tests already
@@ -53,7 +68,13 @@ pub fn run_tests(
                 let index = {
                     let (lock, cvar) = state;
                     let mut s = lock.lock().expect("runner state");
-                    while s.0 < tests.len() && s.0 >= s.1 + window && !cancel.load(Ordering::Relaxed) {
+                    let too_much = |s: &(usize, usize)| {
+                        s.0 > s.1
+                            && tests[s.1..=s.0].iter().map(held_samples).sum::<u64>()
+                                > threads as u64 * LOOKAHEAD_SAMPLES_PER_THREAD
+                    };
+                    while s.0 < tests.len() && (s.0 >= s.1 + window || too_much(&s)) && !cancel.load(Ordering::Relaxed)
+                    {
                         s = cvar.wait(s).expect("runner state");
                     }
                     if s.0 >= tests.len() || cancel.load(Ordering::Relaxed) {
@@ -159,5 +180,50 @@ mod tests {
             true
         });
         assert_eq!(seen, vec![0, 1, 2, 3]);
+    }
+
+    /// Long latency tests whose first is slow: the others may not pile up behind it.
+    struct SlowFirst;
+
+    impl Backend for SlowFirst {
+        fn info(&self) -> crate::backend::BackendInfo {
+            crate::backend::BackendInfo {
+                name: "slow-first".into(),
+                description: serde_json::Value::Null,
+                max_transfer: 4096,
+            }
+        }
+
+        fn run(&self, t: &TestParams, _seed: u64) -> Result<Outcome, BackendError> {
+            if t.size == 64 {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            Ok(Outcome::Latency(crate::backend::LatencySamples {
+                cycles: vec![1],
+                cycle_ps: 1000.0,
+                total_cycles: 1,
+            }))
+        }
+    }
+
+    #[test]
+    fn long_latency_tests_run_ahead_one_per_thread() {
+        // Eight tests of pcie-bench's long count; the look-ahead by tests alone would start
+        // four while the first still runs.
+        let long: Vec<TestParams> = (0..8)
+            .map(|i| TestParams {
+                size: 64 * (i + 1),
+                ..sample(TestKind::LatRd, LOOKAHEAD_SAMPLES_PER_THREAD)
+            })
+            .collect();
+        let (mut delivered, mut ahead) = (0, 0);
+        run_tests(&SlowFirst, &long, 5, 2, &AtomicBool::new(false), |e| {
+            match e {
+                RunEvent::Started(i) => ahead = ahead.max(i + 1 - delivered),
+                RunEvent::Finished(_) => delivered += 1,
+            }
+            true
+        });
+        assert_eq!((delivered, ahead), (8, 2), "tests started but not delivered, at most");
     }
 }
