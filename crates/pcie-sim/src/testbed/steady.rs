@@ -35,8 +35,7 @@ pub(crate) struct Steady {
 
 impl Steady {
     pub(crate) fn new(w: &Workload) -> Steady {
-        let unit = (w.size as u64 + w.host_offset as u64).next_multiple_of(64);
-        let pass = (w.window / unit).max(1);
+        let pass = w.units().1;
         Steady {
             warm: (2 * pass).max(2 * BLOCK).next_multiple_of(BLOCK),
             last_end: None,

@@ -82,6 +82,15 @@ impl Workload {
     }
 }
 
+impl Workload {
+    /// pcie-bench's unit: transfer plus host offset, rounded up to 64 B cache lines; the window
+    /// holds `window / unit` of them (at least one).
+    pub fn units(&self) -> (u64, u64) {
+        let unit = (self.size as u64 + self.host_offset as u64).next_multiple_of(64);
+        (unit, (self.window / unit).max(1))
+    }
+}
+
 /// The 64 MB host buffer pcie-bench allocates.
 pub const BUFFER_BYTES: u64 = 64 << 20;
 
@@ -98,8 +107,7 @@ pub struct Addresses {
 
 impl Addresses {
     pub fn new(w: &Workload) -> Addresses {
-        let unit = (w.size as u64 + w.host_offset as u64).next_multiple_of(64);
-        let count = (w.window / unit).max(1);
+        let (unit, count) = w.units();
         // Transfers larger than a page (a GPU's copy engines) cross pages by nature.
         let page_bound = w.size as u64 + w.host_offset as u64 <= 4096;
         let crosses = |u: u64| {
