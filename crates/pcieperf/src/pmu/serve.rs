@@ -74,14 +74,18 @@ const MAX_CLIENTS: usize = 32;
 /// holds its slot no longer than a silent one.
 const HEAD_TIME: Duration = Duration::from_secs(2);
 
+/// A refused client's request is read for at most this long after its answer (so a silent
+/// client cannot hold the accepting thread).
+const REFUSE_TIME: Duration = Duration::from_millis(50);
+
 /// A connection's reading side that fails with `TimedOut` once `until` has passed, however
 /// the bytes trickle in.
-struct Deadline {
-    stream: TcpStream,
+struct Deadline<'a> {
+    stream: &'a TcpStream,
     until: Instant,
 }
 
-impl Read for Deadline {
+impl Read for Deadline<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let left = self.until.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -93,10 +97,10 @@ impl Read for Deadline {
 }
 
 /// Read one request's head; answer GET `/metrics`, `/`, `/api/targets`.
-fn answer(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
+fn answer(stream: &TcpStream, shared: &Shared) -> std::io::Result<()> {
     stream.set_write_timeout(Some(Duration::from_secs(2)))?;
     let mut reader = BufReader::new(Deadline {
-        stream: stream.try_clone()?,
+        stream,
         until: Instant::now() + HEAD_TIME,
     });
     let mut first = String::new();
@@ -135,7 +139,7 @@ fn answer(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     respond(stream, status, ctype, &body)
 }
 
-fn respond(mut w: TcpStream, status: &str, ctype: &str, body: &str) -> std::io::Result<()> {
+fn respond(mut w: &TcpStream, status: &str, ctype: &str, body: &str) -> std::io::Result<()> {
     write!(
         w,
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{body}",
@@ -144,23 +148,25 @@ fn respond(mut w: TcpStream, status: &str, ctype: &str, body: &str) -> std::io::
     w.flush()
 }
 
-/// Tell a client beyond [`MAX_CLIENTS`] to retry. Its request is read (for at most 50 ms, so a
-/// silent client cannot hold the accepting thread) before the socket closes: a socket closed
-/// with unread data is reset, and the reset would discard the answer on the client's side.
+/// Tell a client beyond [`MAX_CLIENTS`] to retry, and close in stages (RFC 9112 section 9.6):
+/// answer, close the writing side, then read what the client sends until it closes or
+/// [`REFUSE_TIME`] has passed. A socket closed while its client still sends is reset, and the
+/// reset fails the client's next write; one closed after a single read did that to a client
+/// whose request came in several pieces.
 fn refuse(stream: TcpStream) {
     let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
-    let reader = stream.try_clone();
     let _ = respond(
-        stream,
+        &stream,
         "503 Service Unavailable",
         "text/plain",
         "too many clients; retry\n",
     );
-    if let Ok(mut r) = reader {
-        let _ = r.shutdown(Shutdown::Write);
-        let _ = r.read(&mut [0u8; 8192]);
-    }
+    let _ = stream.shutdown(Shutdown::Write);
+    let mut rest = Deadline {
+        stream: &stream,
+        until: Instant::now() + REFUSE_TIME,
+    };
+    let _ = std::io::copy(&mut rest, &mut std::io::sink());
 }
 
 /// Answer every connection on its own thread, up to [`MAX_CLIENTS`] at once.
@@ -175,8 +181,11 @@ fn listen(listener: TcpListener, shared: Shared) {
         let (shared, busy) = (Arc::clone(&shared), Arc::clone(&busy));
         std::thread::spawn(move || {
             // A client that goes away mid-answer is its own problem.
-            let _ = answer(stream, &shared);
+            let _ = answer(&stream, &shared);
+            // The slot is free before the client sees the connection close: a client that
+            // read its answer to the end and connects again finds it free.
             busy.fetch_sub(1, Ordering::AcqRel);
+            drop(stream);
         });
     }
 }

@@ -4,7 +4,7 @@
 //! perf_event_open is not permitted).
 
 mod common;
-use common::{can_count_software, pcieperf, refused, serve, software_backed_dwc, stderr, Server};
+use common::{can_count_software, http_get, pcieperf, refused, serve, software_backed_dwc, stderr, Server};
 
 use prometheus_parse::{Scrape, Value};
 use std::io::{Read, Write};
@@ -13,11 +13,7 @@ use std::time::{Duration, Instant};
 
 /// A GET over HTTP/1.1: (status line, headers, body).
 fn get(addr: &str, path: &str) -> (String, String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
+    let text = http_get(addr, path, Duration::from_secs(5));
     let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
     let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
     (status.to_string(), headers.to_string(), body.to_string())
@@ -285,6 +281,17 @@ fn thirty_two_slow_clients_are_answered_beside_and_more_are_told_to_retry() {
     assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{headers}\n{body}");
     assert_eq!(body, "too many clients; retry\n");
     assert!(start.elapsed() < Duration::from_secs(1), "waited {:?}", start.elapsed());
+    // A refused request that comes in pieces is read to its end before the socket closes: a
+    // socket closed after the first piece is reset by the second, and the third's write fails.
+    let mut pieces = TcpStream::connect(&server.addr).unwrap();
+    for piece in ["GET /metrics HTTP/1.1\r\n", "Host: x\r\n", "\r\n"] {
+        pieces.write_all(piece.as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut text = String::new();
+    pieces.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{text}");
+    assert!(pieces.take_error().unwrap().is_none(), "the connection was reset");
     // The silent clients are cut off after 2 s and their slots come back.
     std::thread::sleep(Duration::from_millis(2500));
     assert_eq!(get(&server.addr, "/metrics").0, "HTTP/1.1 200 OK");

@@ -5,10 +5,9 @@
 //! alert fires, and every query of the shipped Grafana dashboard returns series.
 
 mod common;
-use common::serve;
+use common::{http_get, serve};
 
 use prometheus_parse::{Scrape, Value};
-use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -16,12 +15,7 @@ use std::time::{Duration, Instant};
 
 /// A GET over HTTP/1.1: (status line, body).
 fn get(addr: &str, path: &str) -> (String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
-    let mut text = Vec::new();
-    s.read_to_end(&mut text).unwrap();
-    let text = String::from_utf8_lossy(&text).to_string();
+    let text = http_get(addr, path, Duration::from_secs(10));
     let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
     let status = head.lines().next().unwrap_or("").to_string();
     // Prometheus answers with chunked encoding; its JSON has no CRLF of its own.

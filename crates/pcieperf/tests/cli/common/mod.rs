@@ -82,6 +82,26 @@ pub fn reference(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
+/// `GET path` over HTTP/1.1 with `Connection: close`: the answer's text, up to the server's
+/// close. The request goes in one write, and the answer is read even when that write failed:
+/// a server may answer and close before it read the request (RFC 9112 section 9.6), and its
+/// answer is still there to read, as HTTP clients do.
+pub fn http_get(addr: &str, path: &str, timeout: std::time::Duration) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(timeout)).unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let sent = s.write_all(request.as_bytes());
+    let mut text = Vec::new();
+    if let Err(e) = s.read_to_end(&mut text) {
+        panic!(
+            "GET {path}: {e} (sending: {sent:?}); read {}",
+            String::from_utf8_lossy(&text)
+        );
+    }
+    String::from_utf8_lossy(&text).into_owned()
+}
+
 /// `pcieperf pmu serve ARGS` on a free loopback port, killed when dropped.
 pub struct Server {
     pub child: std::process::Child,
