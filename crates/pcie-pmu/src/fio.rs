@@ -3,6 +3,7 @@
 //! runtime, completion latency). The simulated host reports the same figures
 //! ([`FioStats::from_sim`]), so both sources print one table.
 
+use crate::private_dir::PrivateDir;
 use crate::sim::StorageJob;
 use crate::{PmuError, System};
 use pcie_sim::pmu_host::{IoStats, StorageStats};
@@ -141,6 +142,8 @@ fn combine(jobs: &[serde_json::Value], dir: &str) -> Result<DirStats, String> {
 pub enum FioError {
     /// `fio` could not be started (not installed, not on PATH).
     Missing(io::Error),
+    /// The private directory for its report could not be made.
+    Scratch(io::Error),
     /// fio exited unsuccessfully; its messages went to stderr.
     Failed(ExitStatus),
     /// A job reported an error (fio's errno).
@@ -153,6 +156,7 @@ impl fmt::Display for FioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FioError::Missing(e) => write!(f, "cannot run fio ({e}): install fio (e.g. apt install fio)"),
+            FioError::Scratch(e) => write!(f, "cannot make a directory for fio's report: {e}"),
             FioError::Failed(s) => write!(f, "fio failed ({s}); its messages are above"),
             FioError::Job { name, errno } => write!(
                 f,
@@ -234,21 +238,23 @@ pub fn block_device_below(sys: &System, port: &str) -> Result<Option<PathBuf>, P
     }))
 }
 
-/// A running fio. Dropping it before it finished kills it; its report file goes either way.
+/// A running fio. Dropping it before it finished kills it; its report's directory goes either
+/// way.
 pub struct FioRun {
     child: Child,
-    report: PathBuf,
+    /// Where fio writes its report: a private directory (see [`PrivateDir`]).
+    dir: PrivateDir,
     done: bool,
 }
 
 impl FioRun {
-    /// Start fio for `job`. It writes its JSON report to a temporary file (a pipe could fill up
-    /// while nobody reads it); its messages go to this process's stderr.
+    /// Start fio for `job`. It writes its JSON report to a file in a private temporary directory
+    /// (a pipe could fill up while nobody reads it); its messages go to this process's stderr.
     pub fn start(job: &StorageJob, filename: &Path) -> Result<FioRun, FioError> {
-        let report = std::env::temp_dir().join(format!("pcieperf-fio-{}.json", std::process::id()));
+        let dir = PrivateDir::new("pcieperf-fio").map_err(FioError::Scratch)?;
         let child = Command::new("fio")
             .args(args(job, filename))
-            .arg(format!("--output={}", report.display()))
+            .arg(format!("--output={}", dir.path().join(REPORT).display()))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -256,7 +262,7 @@ impl FioRun {
             .map_err(FioError::Missing)?;
         Ok(FioRun {
             child,
-            report,
+            dir,
             done: false,
         })
     }
@@ -269,24 +275,26 @@ impl FioRun {
             Err(e) => return Some(Err(FioError::Report(format!("cannot be awaited: {e}")))),
         };
         self.done = true;
-        let text = std::fs::read_to_string(&self.report);
-        let _ = std::fs::remove_file(&self.report);
+        let report = self.dir.path().join(REPORT);
+        let text = std::fs::read_to_string(&report);
         if !status.success() {
             return Some(Err(FioError::Failed(status)));
         }
         Some(
-            text.map_err(|e| FioError::Report(format!("{}: {e}", self.report.display())))
+            text.map_err(|e| FioError::Report(format!("{}: {e}", report.display())))
                 .and_then(|t| FioStats::parse(&t)),
         )
     }
 }
+
+/// The report's name in the run's directory.
+const REPORT: &str = "report.json";
 
 impl Drop for FioRun {
     fn drop(&mut self) {
         if !self.done {
             let _ = self.child.kill();
             let _ = self.child.wait();
-            let _ = std::fs::remove_file(&self.report);
         }
     }
 }
@@ -370,6 +378,48 @@ mod tests {
             Some(PathBuf::from("/dev/nvme0n1"))
         );
         assert_eq!(block_device_below(&sys, "0000:00:02.0").unwrap(), None);
+    }
+
+    #[test]
+    fn the_report_goes_to_a_private_directory_removed_when_done_or_dropped() {
+        use std::os::unix::fs::PermissionsExt;
+        if check_installed().is_err() {
+            eprintln!("skipped: fio is not installed (apt install fio)");
+            return;
+        }
+        let job = StorageJob {
+            port: "0000:00:02.0".into(),
+            rw: Rw::Read,
+            bs: 4096,
+            iodepth: 1,
+            numjobs: 1,
+            runtime: Some(60.0),
+            size: None,
+        };
+        // fio fails on a file that does not exist: an error path, and one that ends quickly.
+        let missing = Path::new("/nonexistent/pcie-pmu-fio-test");
+        let start = |job: &StorageJob| {
+            let run = FioRun::start(job, missing).unwrap();
+            let dir = run.dir.path().to_path_buf();
+            assert_eq!(dir.parent(), Some(std::env::temp_dir().as_path()));
+            let mode = std::fs::symlink_metadata(&dir).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{}", dir.display());
+            (run, dir)
+        };
+        let (mut run, dir) = start(&job);
+        let outcome = loop {
+            if let Some(r) = run.poll() {
+                break r;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        assert!(outcome.is_err(), "{outcome:?}");
+        drop(run);
+        assert!(!dir.exists(), "{} is still there", dir.display());
+        // Dropped at once, whether fio still runs or not.
+        let (run, dir) = start(&job);
+        drop(run);
+        assert!(!dir.exists(), "{} is still there", dir.display());
     }
 
     #[test]

@@ -1,0 +1,82 @@
+//! A private temporary directory for files another program writes (fio's report): a fixed
+//! name under a shared `/tmp` lets another user plant a symlink there first and have the file
+//! written through it. This one has a random name, is created by `mkdir` (which fails on an
+//! existing name, symlinks included) with mode 0700, and is removed with its contents on drop.
+
+use std::fs::DirBuilder;
+use std::hash::{BuildHasher, RandomState};
+use std::io;
+#[cfg(unix)]
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Names tried before giving up: each is taken only if someone else made it first.
+const TRIES: u32 = 100;
+
+#[derive(Debug)]
+pub struct PrivateDir {
+    path: PathBuf,
+}
+
+impl PrivateDir {
+    /// A new empty directory `PREFIX-<random>` in the temporary directory (`TMPDIR`, else `/tmp`).
+    pub fn new(prefix: &str) -> io::Result<PrivateDir> {
+        let base = std::env::temp_dir();
+        let mut builder = DirBuilder::new();
+        #[cfg(unix)]
+        builder.mode(0o700);
+        for n in 0..TRIES {
+            // RandomState's keys come from the OS's random source, once per process and thread.
+            let random = RandomState::new().hash_one((std::process::id(), n, SystemTime::now()));
+            let path = base.join(format!("{prefix}-{random:016x}"));
+            match builder.create(&path) {
+                Ok(()) => return Ok(PrivateDir { path }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("{}: {TRIES} names under it were taken", base.display()),
+        ))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn new_directories_are_private_distinct_and_removed_with_their_contents() {
+        let (a, b) = (
+            PrivateDir::new("pcie-pmu-test").unwrap(),
+            PrivateDir::new("pcie-pmu-test").unwrap(),
+        );
+        assert_ne!(a.path(), b.path());
+        for d in [&a, &b] {
+            assert_eq!(d.path().parent(), Some(std::env::temp_dir().as_path()));
+            let meta = std::fs::symlink_metadata(d.path()).unwrap();
+            assert!(meta.is_dir());
+            assert_eq!(meta.permissions().mode() & 0o777, 0o700, "{}", d.path().display());
+            assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+        }
+        let path = a.path().to_path_buf();
+        std::fs::create_dir(path.join("sub")).unwrap();
+        std::fs::write(path.join("sub/report.json"), "{}").unwrap();
+        drop(a);
+        assert!(!path.exists());
+        assert!(b.path().is_dir());
+    }
+}
