@@ -21,10 +21,11 @@ const DEVICES: [&str; 2] = [
     include_str!("../../../../data/profiles/nfp6000.toml"),
     include_str!("../../../../data/profiles/netfpga-sume.toml"),
 ];
-const PMU_HOSTS: [&str; 3] = [
+const PMU_HOSTS: [&str; 4] = [
     include_str!("../../../../data/profiles/yitian710.toml"),
     include_str!("../../../../data/profiles/yitian710-narrow.toml"),
     include_str!("../../../../data/profiles/yitian710-nvme.toml"),
+    include_str!("../../../../data/profiles/yitian710-degraded.toml"),
 ];
 
 const PROFILE_TOKENS: [&str; 16] = [
@@ -226,6 +227,22 @@ pub fn targets() -> Vec<FuzzTarget> {
                     "[[device]]",
                     "[device.storage]",
                     "read_mbps",
+                    // Every key a profile may leave out (the test below checks the loader's).
+                    "device_bdf",
+                    "[[port.function]]",
+                    "[[rciep]]",
+                    "[device.nic]",
+                    "program_mbps",
+                    "read_pause",
+                    "write_pause",
+                    "[[fault]]",
+                    "link_gen",
+                    "link_lanes",
+                    "mps",
+                    "mrrs",
+                    "aspm",
+                    "aer_correctable_per_s",
+                    "aer_correctable_kind",
                 ],
             ]
             .concat(),
@@ -245,4 +262,137 @@ pub fn targets() -> Vec<FuzzTarget> {
             workload,
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A step to a table inside a profile: a key, or an index in an array of tables.
+    #[derive(Clone, Debug)]
+    enum Step {
+        Key(String),
+        Index(usize),
+    }
+
+    /// The table at `path`; a step into an array of tables is its key, then the index.
+    fn table_at<'a>(t: &'a mut toml::Table, path: &[Step]) -> &'a mut toml::Table {
+        let Some((Step::Key(k), rest)) = path.split_first() else {
+            assert!(path.is_empty(), "an index without its array's key: {path:?}");
+            return t;
+        };
+        let mut v = t.get_mut(k).unwrap_or_else(|| panic!("no {k}"));
+        let rest = match rest {
+            [Step::Index(i), rest @ ..] => {
+                v = &mut v.as_array_mut().expect("an array of tables")[*i];
+                rest
+            }
+            _ => rest,
+        };
+        table_at(v.as_table_mut().expect("a table"), rest)
+    }
+
+    /// Paths of every table in `t`, arrays of tables and inline tables included.
+    fn tables(t: &toml::Table, path: Vec<Step>, out: &mut Vec<Vec<Step>>) {
+        out.push(path.clone());
+        for (k, v) in t {
+            let key = [path.clone(), vec![Step::Key(k.clone())]].concat();
+            match v {
+                toml::Value::Table(inner) => tables(inner, key, out),
+                toml::Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        if let toml::Value::Table(inner) = item {
+                            tables(inner, [key.clone(), vec![Step::Index(i)]].concat(), out);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether the loader's deserialisation takes `t` (its checks of values come after).
+    fn loads(t: &toml::Table) -> Result<(), String> {
+        t.clone()
+            .try_into::<PmuHostProfile>()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// The keys the loader takes in the table at `path`: serde lists them when it refuses an
+    /// unknown one.
+    fn loader_keys(profile: &toml::Table, path: &[Step]) -> Vec<String> {
+        let mut t = profile.clone();
+        table_at(&mut t, path).insert("zz_not_a_key".into(), toml::Value::Integer(1));
+        let e = loads(&t).expect_err("an unknown key is refused");
+        let (_, expected) = e
+            .split_once("unknown field `zz_not_a_key`, expected")
+            .unwrap_or_else(|| panic!("{path:?}: {e}"));
+        // The message goes on with the table's name on a line of its own.
+        let expected = expected.lines().next().unwrap_or("");
+        expected.split('`').skip(1).step_by(2).map(String::from).collect()
+    }
+
+    /// The key a dictionary token spells: `[[port.function]]` is `function`, `inherit = ...` is
+    /// `inherit`.
+    fn token_key(token: &str) -> &str {
+        let t = token.split('=').next().unwrap_or("").trim();
+        t.trim_matches(|c| c == '[' || c == ']')
+            .rsplit('.')
+            .next()
+            .unwrap_or("")
+    }
+
+    /// Whether `seed` gives `key` a value or a table: `key = ` or `[...key]`, after a character
+    /// that cannot be part of a key.
+    fn spells(seed: &str, key: &str) -> bool {
+        [format!("{key} ="), format!("{key}]")].iter().any(|form| {
+            seed.match_indices(form.as_str()).any(|(i, _)| {
+                let before = seed[..i].chars().next_back();
+                before.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            })
+        })
+    }
+
+    /// The Yitian 710 with the degraded profile's `[[fault]]` tables: a table of every kind.
+    fn every_kind_of_table() -> toml::Table {
+        let mut t: toml::Table = toml::from_str(PMU_HOSTS[0]).unwrap();
+        let faults: toml::Table = toml::from_str(PMU_HOSTS[3]).unwrap();
+        t.insert("fault".into(), faults["fault"].clone());
+        loads(&t).expect("the Yitian 710 with faults deserialises");
+        t
+    }
+
+    /// The fuzz can write every key of a PMU host profile: a key some table may leave out is in
+    /// the dictionary (so mutants add it where it was not), and every other key is in a seed.
+    #[test]
+    fn the_pmu_host_profile_dictionary_has_every_key_a_profile_may_leave_out() {
+        let target = targets().into_iter().find(|t| t.name == "pmu-host-profile").unwrap();
+        let in_dictionary = |k: &str| target.dictionary.iter().any(|d| token_key(d) == k);
+        let seeds: Vec<String> = target.seeds.iter().map(|s| String::from_utf8_lossy(s).into()).collect();
+        let profile = every_kind_of_table();
+        let mut paths = Vec::new();
+        tables(&profile, Vec::new(), &mut paths);
+        // Each key missing from the dictionary, with the first table it was missed in.
+        let mut missing = std::collections::BTreeMap::new();
+        for path in &paths {
+            let mut t = profile.clone();
+            let present: Vec<String> = table_at(&mut t, path).keys().cloned().collect();
+            for key in loader_keys(&profile, path) {
+                let optional = !present.contains(&key) || {
+                    let mut without = profile.clone();
+                    table_at(&mut without, path).remove(&key);
+                    loads(&without).is_ok()
+                };
+                let in_seed = seeds.iter().any(|s| spells(s, &key));
+                if !in_dictionary(&key) && (optional || !in_seed) {
+                    missing.entry(key).or_insert_with(|| format!("{path:?}"));
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "not in the dictionary (key: first table): {missing:#?}"
+        );
+    }
 }
