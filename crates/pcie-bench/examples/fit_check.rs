@@ -4,11 +4,12 @@
 //! - `refit`: from a base with every fittable key 30 % off (alternately up and down), fit both
 //!   runs (IOMMU off and 4 KB pages) and hold the result to the calibration criteria, beside the
 //!   hand-calibrated profile scored the same way;
+//! - `score`: score `--base` alone (a name or a TOML file) on both runs and list what it misses;
 //! - `cv`: fit on `bw_dma_sz_sweep` and `lat_dma_sizes` only, from the hand-calibrated profile
 //!   (and with `--from-off` from the 30 %-off one), and print each held-out group's median and
 //!   bandwidth MAPE.
 //!
-//! `cargo run --release -p pcie-bench --example fit_check -- [refit|cv] [--search-samples N]
+//! `cargo run --release -p pcie-bench --example fit_check -- [refit|cv|score] [--search-samples N]
 //! [--samples N] [--base HOST] [--from-off]` (defaults: both checks, 20,000 and 200,000,
 //! e5-2637v3).
 
@@ -56,6 +57,23 @@ fn show(what: &str, r: &FitReport, t0: std::time::Instant) {
     }
 }
 
+/// Every group of both runs simulated on `host` at `count` and held to its criteria.
+fn score_all(host: &HostProfile, count: u64) -> Vec<Verdict> {
+    let root = reference_root();
+    let runs: Vec<MeasuredRun> = DIRS
+        .iter()
+        .map(|d| MeasuredRun::load(&root.join(d)).expect("loads"))
+        .collect();
+    let groups: Vec<Group> = runs.iter().enumerate().flat_map(|(i, r)| r.groups(i, count)).collect();
+    let refs: Vec<&Group> = groups.iter().collect();
+    let labels: Vec<(String, Iommu)> = runs.iter().map(|r| (r.label.clone(), r.iommu)).collect();
+    let backend = SimBackend::from_profiles(host.clone(), DeviceProfile::load("nfp6000").expect("device loads"))
+        .expect("the pair loads");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let scores = score(&backend, &refs, &labels, 1, threads).expect("simulates");
+    scores.iter().flat_map(|g| g.verdicts()).collect()
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let opt = |name: &str| opt(&args, name);
@@ -83,22 +101,7 @@ fn main() {
         show("refit from every key 30 % off", &r, t0);
         // The hand calibration, scored by the same simulations as the fit's final comparison.
         let t0 = std::time::Instant::now();
-        let runs: Vec<MeasuredRun> = DIRS
-            .iter()
-            .map(|d| MeasuredRun::load(&root.join(d)).expect("loads"))
-            .collect();
-        let groups: Vec<Group> = runs
-            .iter()
-            .enumerate()
-            .flat_map(|(i, r)| r.groups(i, final_count))
-            .collect();
-        let refs: Vec<&Group> = groups.iter().collect();
-        let labels: Vec<(String, Iommu)> = runs.iter().map(|r| (r.label.clone(), r.iommu)).collect();
-        let backend = SimBackend::from_profiles(hand.clone(), DeviceProfile::load("nfp6000").expect("device loads"))
-            .expect("the pair loads");
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let hand_scores = score(&backend, &refs, &labels, 1, threads).expect("simulates");
-        let hand_verdicts: Vec<Verdict> = hand_scores.iter().flat_map(|g| g.verdicts()).collect();
+        let hand_verdicts = score_all(&hand, final_count);
         println!(
             "\n== the hand calibration: criteria met {} of {} ({:.0} s)",
             met(&hand_verdicts),
@@ -119,6 +122,26 @@ fn main() {
             }
         }
         std::fs::write("fit-check-refit.toml", &r.profile_toml).expect("writes");
+    }
+    if which.as_deref() == Some("score") {
+        let t0 = std::time::Instant::now();
+        let v = score_all(&hand, final_count);
+        println!(
+            "== {}: criteria met {} of {} ({:.0} s)",
+            hand.name,
+            met(&v),
+            v.len(),
+            t0.elapsed().as_secs_f64()
+        );
+        for v in v.iter().filter(|v| !v.met) {
+            println!(
+                "  {:<58} {:<40} {:7.3} (limit {})",
+                v.run,
+                format!("{} {}", v.base, v.what),
+                v.value,
+                v.limit
+            );
+        }
     }
     if which.as_deref().is_none_or(|w| w == "cv") {
         let fitted = ["bw_dma_sz_sweep", "lat_dma_sizes"];

@@ -3,7 +3,7 @@
 
 use super::FitError;
 use crate::host::KernelIommu;
-use crate::params::{Iommu, Numa, TestKind, TestParams};
+use crate::params::{Iommu, Numa, TestParams};
 use crate::results::{CdfSection, ResultData, RunData};
 use pcie_sim::DeviceProfile;
 use std::path::Path;
@@ -114,22 +114,26 @@ impl MeasuredRun {
 }
 
 impl Group {
-    /// The group with only its read latency tests (LAT_RD, LAT_CMD_RD) and their rows and CDF
-    /// sections; `None` where it has none.
-    pub fn reads(&self) -> Option<Group> {
-        let ResultData::Latency(rows) = &self.measured else {
-            return None;
+    /// The group with only the tests `keep` takes, and their rows and CDF sections; `None`
+    /// where it takes none.
+    pub fn select(&self, keep: impl Fn(&TestParams) -> bool) -> Option<Group> {
+        let kept: Vec<usize> = (0..self.tests.len()).filter(|&i| keep(&self.tests[i])).collect();
+        let measured = match &self.measured {
+            ResultData::Latency(rows) => ResultData::Latency(pick(rows, &kept)),
+            ResultData::Bandwidth(rows) => ResultData::Bandwidth(pick(rows, &kept)),
+            ResultData::Cdf(_) => return None,
         };
-        let keep: Vec<usize> = (0..self.tests.len())
-            .filter(|&i| matches!(self.tests[i].kind, TestKind::LatRd | TestKind::LatCmdRd))
-            .collect();
-        (!keep.is_empty()).then(|| Group {
-            tests: keep.iter().map(|&i| self.tests[i].clone()).collect(),
-            measured: ResultData::Latency(keep.iter().map(|&i| rows[i].clone()).collect()),
-            cdf: self.cdf.as_ref().map(|c| keep.iter().map(|&i| c[i].clone()).collect()),
+        (!kept.is_empty()).then(|| Group {
+            tests: kept.iter().map(|&i| self.tests[i].clone()).collect(),
+            measured,
+            cdf: self.cdf.as_ref().map(|c| kept.iter().map(|&i| c[i].clone()).collect()),
             ..self.clone()
         })
     }
+}
+
+fn pick<T: Clone>(rows: &[T], kept: &[usize]) -> Vec<T> {
+    kept.iter().map(|&i| rows[i].clone()).collect()
 }
 
 /// The IOMMU mode a kernel command line sets: on with super pages off (`sp_off`) is 4 KB
@@ -242,6 +246,7 @@ fn sizes(data: &ResultData) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::TestKind;
 
     #[test]
     fn iommu_mode_from_the_kernel_command_line() {
@@ -252,13 +257,13 @@ mod tests {
     }
 
     #[test]
-    fn a_groups_reads_keep_their_rows_and_cdf_sections() {
+    fn a_selection_keeps_its_rows_and_cdf_sections() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../data/reference/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro");
         let groups = MeasuredRun::load(&dir).unwrap().groups(0, 1000);
         let group = |base: &str| groups.iter().find(|g| g.base == base).unwrap();
         let details = group("lat_dma_details");
-        let reads = details.reads().unwrap();
+        let reads = details.select(|t| t.kind == TestKind::LatRd).unwrap();
         assert!(reads.tests.iter().all(|t| t.kind == TestKind::LatRd));
         assert_eq!(reads.tests.len() * 2, details.tests.len(), "LAT_RD and LAT_WRRD alike");
         let (ResultData::Latency(all), ResultData::Latency(kept)) = (&details.measured, &reads.measured) else {
@@ -273,7 +278,20 @@ mod tests {
             );
             assert_eq!(section, &all_cdf[i], "the section stays with its row");
         }
-        assert!(group("lat_cmd_sweep_wrrd_rnd_08").reads().is_none());
-        assert!(group("bw_dma_sz_sweep").reads().is_none());
+        // A bandwidth table's rows follow its tests too.
+        let sweep = group("bw_dma_sz_sweep");
+        let big = sweep.select(|t| t.size >= 1024).unwrap();
+        let ResultData::Bandwidth(rows) = &big.measured else {
+            panic!("a bandwidth table");
+        };
+        assert_eq!(rows.len(), big.tests.len());
+        assert!(rows
+            .iter()
+            .zip(&big.tests)
+            .all(|(r, t)| r.key.size == t.size && t.size >= 1024));
+        assert!(big.tests.len() < sweep.tests.len());
+        assert!(group("lat_cmd_sweep_wrrd_rnd_08")
+            .select(|t| t.kind == TestKind::LatCmdRd)
+            .is_none());
     }
 }

@@ -169,8 +169,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
         .collect();
     let run_labels: Vec<(String, Iommu)> = runs.iter().map(|r| (r.label.clone(), r.iommu)).collect();
     let base_value = serde_json::to_value(&opts.base).map_err(|e| FitError::Run(e.to_string()))?;
-    // The keys the fitting groups identify, each with its groups (their read tests only, for
-    // a read latency).
+    // The keys the fitting groups identify, each with the tests of its groups that do.
     let plan: Vec<(&FitKey, Vec<Group>)> = KEYS
         .iter()
         .filter(|k| keys::get(&base_value, k.name).is_some())
@@ -178,7 +177,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
             let gs: Vec<Group> = fitting
                 .iter()
                 .filter(|g| keys::identifies(k, &g.base, runs[g.run].iommu))
-                .filter_map(|g| if k.reads_only { g.reads() } else { Some((*g).clone()) })
+                .filter_map(|g| g.select(|t| k.tests.take(t)))
                 .collect();
             (k, gs)
         })
