@@ -14,10 +14,10 @@ impl Machine<'_> {
     /// decoded while its payload still arrives). A request for a page whose walk is still
     /// running is parked and translated again after it, behind the other parked requests.
     #[inline]
-    pub(super) fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
+    pub(super) fn enter_fabric<const BARE: bool>(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
         match self.iotlb {
-            None => self.enter_untranslated(arrival, busy),
-            Some(_) => self.enter_translated(arrival, addr, busy, early),
+            Some(_) if !BARE => self.enter_translated(arrival, addr, busy, early),
+            _ => self.enter_untranslated(arrival, busy),
         }
     }
 
@@ -81,9 +81,6 @@ impl Machine<'_> {
     /// Latency of the slowest of `n` lines a core wrote.
     #[inline]
     pub(super) fn slowest_cpu_line(&mut self, n: usize) -> Ps {
-        if self.llc_hit_max.len() < n {
-            self.llc_hit_max.resize_with(n, || None);
-        }
         let spread = &self.host.memory.llc_hit;
         let sampler = self.llc_hit_max[n - 1].get_or_insert_with(|| Sampler::triangular_max(spread, n as u32));
         sampler.draw(&mut self.rng) + self.hop_by_state[LineState::Cpu as usize]
@@ -100,8 +97,8 @@ impl Machine<'_> {
     /// What the remote read pipeline adds to `lines` lines from `first` on (0 when all are on
     /// the device's socket).
     #[inline]
-    pub(super) fn hop_lines(&self, first: u64, lines: u64) -> Ps {
-        let Some(hops) = self.hop_line_by_state else {
+    pub(super) fn hop_lines<const BARE: bool>(&self, first: u64, lines: u64) -> Ps {
+        let Some(hops) = self.hop_line_by_state.filter(|_| !BARE) else {
             return 0;
         };
         (first..first + lines)
@@ -187,13 +184,17 @@ impl Machine<'_> {
     /// line a core wrote (`first`: where the read found its first line, [`Machine::found`]).
     /// The measured tails are as long for 2 KB reads as for 64 B ones.
     #[inline(always)]
-    pub(super) fn read_hiccup(&mut self, first: LineState) -> Ps {
+    pub(super) fn read_hiccup<const BARE: bool>(&mut self, first: LineState) -> Ps {
         let hiccup = match first {
             LineState::Cpu => draw_tail(&mut self.rng, &self.host.cpu.wake),
             LineState::Memory => draw_tail(&mut self.rng, &self.host.memory.dram_tail),
             LineState::Io => 0,
         };
-        hiccup + self.power.as_mut().map_or(0, |p| p.stall(&mut self.rng))
+        let stall = match &mut self.power {
+            Some(p) if !BARE => p.stall(&mut self.rng),
+            _ => 0,
+        };
+        hiccup + stall
     }
 
     /// A request reaches the uncore at `arrival`: when the uncore is awake to take it.
@@ -205,11 +206,11 @@ impl Machine<'_> {
         }
     }
 
-    /// A DMA's requests (or TLPs) arrive back to back, so only the first, `i` = 0, may find the
-    /// uncore in a power state: one exit per DMA.
+    /// A DMA's requests (or TLPs) arrive back to back, so only the `first` may find the uncore
+    /// in a power state: one exit per DMA.
     #[inline]
-    pub(super) fn wake_first(&mut self, i: usize, arrival: Ps) -> Ps {
-        if i == 0 {
+    pub(super) fn wake_first<const BARE: bool>(&mut self, first: bool, arrival: Ps) -> Ps {
+        if first && !BARE {
             self.wake(arrival)
         } else {
             arrival
@@ -218,8 +219,8 @@ impl Machine<'_> {
 
     /// The uncore has work until `t`.
     #[inline]
-    pub(super) fn rest(&mut self, t: Ps) {
-        if let Some(p) = &mut self.power {
+    pub(super) fn rest<const BARE: bool>(&mut self, t: Ps) {
+        if let Some(p) = self.power.as_mut().filter(|_| !BARE) {
             p.busy_until(t);
         }
     }
