@@ -3,6 +3,7 @@
 
 use super::shape::Shape;
 use super::{Dma, Machine, LINE};
+use crate::rng::Rng;
 use crate::testbed::costs::Costs;
 use crate::testbed::llc::LineState;
 use crate::time::Ps;
@@ -17,7 +18,7 @@ impl Machine<'_> {
     /// The read or write engine takes a DMA that keeps it `busy` and the internal bus
     /// `bus_busy`: returns when its first TLP may leave.
     #[inline]
-    fn engine_accept(&mut self, t: Ps, write: bool, busy: Ps, bus_busy: Ps) -> Ps {
+    fn engine_accept(&mut self, rng: &mut Rng, t: Ps, write: bool, busy: Ps, bus_busy: Ps) -> Ps {
         let engine = if write {
             &mut self.write_engine
         } else {
@@ -25,7 +26,7 @@ impl Machine<'_> {
         };
         let start = engine.serve(t + self.costs.issue, busy);
         let moved = self.bus.serve(start, bus_busy);
-        moved + self.jitter.draw(&mut self.rng)
+        moved + self.jitter.draw(rng)
     }
 
     /// A DMA read issued at `t`. After a write to the same address its requests may not leave
@@ -33,14 +34,14 @@ impl Machine<'_> {
     /// its lines not be served before the write's commit (`not_before`). Returns when the
     /// device has all the data.
     #[inline(always)]
-    pub(super) fn read<const BARE: bool>(&mut self, t: Ps, d: Dma, after: Ps, not_before: Ps) -> Ps {
+    pub(super) fn read<const BARE: bool>(&mut self, rng: &mut Rng, t: Ps, d: Dma, after: Ps, not_before: Ps) -> Ps {
         let shape = self.shape(d);
         let (busy, bus_busy, requests) = (shape.read_busy, shape.bus_busy, shape.requests);
-        let start = self.engine_accept(t, false, busy, bus_busy);
+        let start = self.engine_accept(rng, t, false, busy, bus_busy);
         let Costs { half_fixed, wire, .. } = self.costs;
         let mut device_done = start;
         let base = d.addr / LINE;
-        let hiccup = self.read_hiccup::<BARE>(self.found(base, true));
+        let hiccup = self.read_hiccup::<BARE>(rng, self.found(base, true));
         // A DMA has at least one request and a request at least one completion: both loops
         // test at their end.
         let mut k = requests.0;
@@ -50,16 +51,16 @@ impl Machine<'_> {
             let tagged = start.max(self.tags.next_free()).max(after);
             let sent = self.up.send(tagged, r.mrd.wire);
             self.down.owe(r.mrd.dllps);
-            let arrival = self.wake_first::<BARE>(k == requests.0, sent + wire + half_fixed);
+            let arrival = self.wake_first::<BARE>(rng, k == requests.0, sent + wire + half_fixed);
             let busy = r.fabric + self.hop_lines::<BARE>(base + r.first_line, r.lines);
-            let translated = self.enter_fabric::<BARE>(arrival, d.addr + r.offset, busy, 0).1;
+            let translated = self.enter_fabric::<BARE>(rng, arrival, d.addr + r.offset, busy, 0).1;
             let translated = translated.max(not_before);
             let (mut ready, mut asked) = (translated, translated);
             let mut last_sent;
             // The RC asks for the request's lines back to back and memory serves them in
             // parallel: one latency, drawn for the request's last line, applies to all of them
             // (DRAM lines of one request share a row).
-            let (latency, state) = self.line_latency_in(base + r.first_line + r.lines - 1, true);
+            let (latency, state) = self.line_latency_in(rng, base + r.first_line + r.lines - 1, true);
             let mut j = r.completions.0;
             loop {
                 let c = self.shapes.completions[j as usize];
@@ -67,7 +68,7 @@ impl Machine<'_> {
                 // Lines a core wrote are snooped in its caches line by line: a completion waits
                 // for the slowest of its lines.
                 let latency = if state == LineState::Cpu && c.lines > 1 {
-                    self.slowest_cpu_line(c.lines as usize)
+                    self.slowest_cpu_line(rng, c.lines as usize)
                 } else {
                     latency
                 };
@@ -96,10 +97,10 @@ impl Machine<'_> {
     /// A DMA write. Returns (when the last TLP has left the device, when the host has
     /// committed the data).
     #[inline(always)]
-    pub(super) fn write<const BARE: bool>(&mut self, t: Ps, d: Dma) -> (Ps, Ps) {
+    pub(super) fn write<const BARE: bool>(&mut self, rng: &mut Rng, t: Ps, d: Dma) -> (Ps, Ps) {
         let shape = self.shape(d);
         let (busy, bus_busy, gather, writes) = (shape.write_busy, shape.bus_busy, shape.gather, shape.writes);
-        let start = self.engine_accept(t, true, busy, bus_busy);
+        let start = self.engine_accept(rng, t, true, busy, bus_busy);
         let wire = self.costs.wire;
         // The engine gathers the DMA's data, then its TLPs leave back to back (at least one:
         // the loop tests at its end).
@@ -113,7 +114,7 @@ impl Machine<'_> {
             let credit = self.posted.next_free();
             let sent = self.up.send(gathered.max(credit), w.mwr.wire);
             self.down.owe(w.mwr.dllps);
-            let arrival = self.wake_first::<BARE>(k == writes.0, sent + wire);
+            let arrival = self.wake_first::<BARE>(rng, k == writes.0, sent + wire);
             // Ownership of the lines is granted after their memory latency: the LLC's if cached,
             // DRAM's if not (where the line was before this write). Lines not yet in the LLC
             // need a DDIO allocation (and evict an older IO line).
@@ -121,7 +122,7 @@ impl Machine<'_> {
             let busy = w.fabric + self.costs.allocate * allocated;
             // The port decodes the header, and the IOMMU starts a miss's walk, while the
             // payload is still arriving.
-            let (accepted, translated) = self.enter_fabric::<BARE>(arrival, addr, busy, w.mwr.payload);
+            let (accepted, translated) = self.enter_fabric::<BARE>(rng, arrival, addr, busy, w.mwr.payload);
             let processed = translated + busy;
             self.rest::<BARE>(processed);
             self.posted.hold_until(processed);

@@ -267,20 +267,20 @@ impl<'a> Machine<'a> {
     /// Always inlined: the test loops call it for every DMA, and it only picks the steps.
     /// `BARE` only where [`Machine::bare`].
     #[inline(always)]
-    fn transaction<const BARE: bool>(&mut self, op: TestOp, t: Ps, d: Dma, index: u64) -> Ps {
+    fn transaction<const BARE: bool>(&mut self, rng: &mut Rng, op: TestOp, t: Ps, d: Dma, index: u64) -> Ps {
         let complete = self.costs.complete;
         match op {
-            TestOp::LatRead | TestOp::BwRead => self.read::<BARE>(t, d, 0, 0) + complete,
-            TestOp::BwWrite => self.write::<BARE>(t, d).0 + complete,
-            TestOp::BwReadWrite if !index.is_multiple_of(2) => self.read::<BARE>(t, d, 0, 0) + complete,
-            TestOp::BwReadWrite => self.write::<BARE>(t, d).0 + complete,
+            TestOp::LatRead | TestOp::BwRead => self.read::<BARE>(rng, t, d, 0, 0) + complete,
+            TestOp::BwWrite => self.write::<BARE>(rng, t, d).0 + complete,
+            TestOp::BwReadWrite if !index.is_multiple_of(2) => self.read::<BARE>(rng, t, d, 0, 0) + complete,
+            TestOp::BwReadWrite => self.write::<BARE>(rng, t, d).0 + complete,
             TestOp::LatWriteRead => {
                 // Both DMAs are queued at once; the engines overlap them as ordering allows.
-                let (sent, committed) = self.write::<BARE>(t, d);
-                self.read::<BARE>(t, d, sent, committed) + complete
+                let (sent, committed) = self.write::<BARE>(rng, t, d);
+                self.read::<BARE>(rng, t, d, sent, committed) + complete
             }
-            TestOp::LatCmdRead => self.command(t, d, false),
-            TestOp::LatCmdWriteRead => self.command(t, d, true),
+            TestOp::LatCmdRead => self.command(rng, t, d, false),
+            TestOp::LatCmdWriteRead => self.command(rng, t, d, true),
         }
     }
 }

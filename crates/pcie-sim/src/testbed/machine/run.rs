@@ -3,6 +3,7 @@
 
 use super::{Dma, Machine};
 use crate::queue::Earliest;
+use crate::rng::Rng;
 use crate::testbed::steady::Steady;
 use crate::testbed::workload::{Addresses, TestOp, Workload};
 use crate::time::{ps, Ps};
@@ -29,8 +30,8 @@ pub enum Measured {
 /// the paper suite run most (and per [`Machine::bare`] host), with its own step, so that the
 /// operation is a constant in it: the loop inlines that transaction's steps and asks nothing of
 /// the operation per DMA. The other operations share one instance.
-trait Step: FnMut(&mut Machine<'_>, Ps, Dma, u64) -> Ps {}
-impl<F: FnMut(&mut Machine<'_>, Ps, Dma, u64) -> Ps> Step for F {}
+trait Step: FnMut(&mut Machine<'_>, &mut Rng, Ps, Dma, u64) -> Ps {}
+impl<F: FnMut(&mut Machine<'_>, &mut Rng, Ps, Dma, u64) -> Ps> Step for F {}
 
 impl Machine<'_> {
     fn cycle_ps(&self) -> f64 {
@@ -53,8 +54,10 @@ impl Machine<'_> {
     /// [`Machine::run_latency`] with its loop instantiated per operation ([`Step`]).
     fn latency_as<const BARE: bool>(&mut self, w: &Workload) -> Measured {
         match w.op {
-            TestOp::LatRead => self.latency_loop(w, |m, t, d, i| m.transaction::<BARE>(TestOp::LatRead, t, d, i)),
-            op => self.latency_loop(w, |m, t, d, i| m.transaction::<BARE>(op, t, d, i)),
+            TestOp::LatRead => self.latency_loop(w, |m, rng, t, d, i| {
+                m.transaction::<BARE>(rng, TestOp::LatRead, t, d, i)
+            }),
+            op => self.latency_loop(w, |m, rng, t, d, i| m.transaction::<BARE>(rng, op, t, d, i)),
         }
     }
 
@@ -86,15 +89,19 @@ impl Machine<'_> {
         // Start at a random phase of the timestamp counter.
         let first = self.rng.below(tick_ps as u64);
         let mut now = first;
+        // The loop's draws come from a local copy of the stream, which the compiler may keep
+        // in registers (one behind `self` is read and written back at every draw).
+        let mut rng = self.rng.clone();
         for i in 0..w.count {
-            let addr = addrs.next(&mut self.rng);
+            let addr = addrs.next(&mut rng);
             let d = self.dma(addr, w);
             let (before, wait) = if command { self.move_window(addr) } else { (0, 0) };
             let start = now + before;
-            let done = step(self, start + wait, d, i);
+            let done = step(self, &mut rng, start + wait, d, i);
             cycles.push(((stamp(done) - stamp(start)) * tick_cycles as u64) as u32);
             now = done + loop_ps;
         }
+        self.rng = rng;
         let total_cycles = (stamp(now) - stamp(first)) * tick_cycles as u64;
         Measured::Latency { cycles, total_cycles }
     }
@@ -113,13 +120,13 @@ impl Machine<'_> {
     /// [`Machine::run_bandwidth`] with its loop instantiated per operation ([`Step`]).
     fn bandwidth_as<const BARE: bool>(&mut self, w: &Workload, every: bool) -> Measured {
         match w.op {
-            TestOp::BwRead => {
-                self.bandwidth_loop(w, every, |m, t, d, i| m.transaction::<BARE>(TestOp::BwRead, t, d, i))
-            }
-            TestOp::BwWrite => {
-                self.bandwidth_loop(w, every, |m, t, d, i| m.transaction::<BARE>(TestOp::BwWrite, t, d, i))
-            }
-            op => self.bandwidth_loop(w, every, |m, t, d, i| m.transaction::<BARE>(op, t, d, i)),
+            TestOp::BwRead => self.bandwidth_loop(w, every, |m, rng, t, d, i| {
+                m.transaction::<BARE>(rng, TestOp::BwRead, t, d, i)
+            }),
+            TestOp::BwWrite => self.bandwidth_loop(w, every, |m, rng, t, d, i| {
+                m.transaction::<BARE>(rng, TestOp::BwWrite, t, d, i)
+            }),
+            op => self.bandwidth_loop(w, every, |m, rng, t, d, i| m.transaction::<BARE>(rng, op, t, d, i)),
         }
     }
 
@@ -131,12 +138,14 @@ impl Machine<'_> {
         let mut threads = Earliest::new(self.dev.dma.workers as usize);
         let mut steady = (!every).then(|| Steady::new(w));
         let (mut end, mut simulated) = (0, w.count);
+        // A local copy of the stream, as in the latency loop.
+        let mut rng = self.rng.clone();
         for i in 0..w.count {
             // The earliest free thread claims transaction i.
             threads.take(|free| {
-                let addr = addrs.next(&mut self.rng);
+                let addr = addrs.next(&mut rng);
                 let d = self.dma(addr, w);
-                let done = step(self, free + worker_ps, d, i);
+                let done = step(self, &mut rng, free + worker_ps, d, i);
                 end = end.max(done);
                 done
             });
@@ -146,6 +155,7 @@ impl Machine<'_> {
                 break;
             }
         }
+        self.rng = rng;
         let counted = if w.op == TestOp::BwReadWrite {
             w.count / 2
         } else {
