@@ -70,8 +70,9 @@ pub(crate) fn draw_tail(rng: &mut Rng, t: &Tail) -> Ps {
     }
 }
 
-/// How long a tail that hit lasts: rare, so out of line.
-#[cold]
+/// How long a tail that hit lasts. Inlined although rare: a call out of line would take the
+/// address of the test loop's random stream, which then could not stay in registers.
+#[inline(always)]
 fn tail_length(rng: &mut Rng, t: &Tail) -> Ps {
     ps(t.min_ns + rng.unit() * (t.max_ns - t.min_ns))
 }

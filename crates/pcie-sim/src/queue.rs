@@ -4,7 +4,10 @@
 
 use crate::time::Ps;
 
-/// A resource serving one thing at a time, first come first served.
+/// A resource serving one thing at a time, first come first served. Its times add plainly: it
+/// serves millions of jobs per test, and each simulator bounds its times so that no sum wraps
+/// (the DMA test bed checks a test's transactions against `MAX_TRANSACTIONS` once, the PMU host
+/// bounds its runtimes to a day).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Server {
     pub(crate) free: Ps,
@@ -15,7 +18,7 @@ impl Server {
     #[inline]
     pub(crate) fn serve(&mut self, arrival: Ps, busy: Ps) -> Ps {
         let start = arrival.max(self.free);
-        self.free = start.saturating_add(busy);
+        self.free = start + busy;
         start
     }
 }
@@ -41,21 +44,36 @@ impl Pool {
 }
 
 /// A fixed number of tokens (a device's read tags, a root port's posted credits), each held until
-/// a release time, taken in turn: the one taken next is the one held longest. A slot per token
-/// in a ring, all released at 0 to begin with, so a take is one read and its hold one write.
+/// a release time, taken in turn: the one taken next is the one held longest. The release times
+/// are kept by take, in a ring of [`TOKEN_SLOTS`]: the token the n-th take gets is the one the
+/// (n - count)-th took, whose slot is not yet written over. A slot is a mask of the take's
+/// number, so a take is one read and its hold one write, neither bounds-checked nor wrapped.
 #[derive(Debug, Clone)]
 pub(crate) struct Tokens {
-    release: Box<[Ps]>,
-    /// The token taken next.
-    next: usize,
+    /// Release times by take, all 0 (free) to begin with: allocated zeroed, of which a test
+    /// touches only the slots of its last `count` takes.
+    release: Box<[Ps; TOKEN_SLOTS]>,
+    count: u64,
+    /// Takes so far.
+    taken: u64,
 }
 
+/// Slots of a [`Tokens`] ring: a power of two, at least the most tokens a profile may give
+/// (16,384 read tags).
+const TOKEN_SLOTS: usize = 1 << 14;
+
 impl Tokens {
-    /// `count` tokens (at least one), all free.
+    /// `count` tokens (at least one, at most [`TOKEN_SLOTS`]), all free.
     pub(crate) fn new(count: usize) -> Tokens {
+        assert!(count <= TOKEN_SLOTS, "{count} tokens: at most {TOKEN_SLOTS}");
+        let release = vec![0; TOKEN_SLOTS]
+            .into_boxed_slice()
+            .try_into()
+            .expect("TOKEN_SLOTS slots");
         Tokens {
-            release: vec![0; count.max(1)].into_boxed_slice(),
-            next: 0,
+            release,
+            count: count.max(1) as u64,
+            taken: 0,
         }
     }
 
@@ -63,17 +81,14 @@ impl Tokens {
     /// it then takes it with [`Tokens::hold_until`].
     #[inline]
     pub(crate) fn next_free(&self) -> Ps {
-        self.release[self.next]
+        self.release[self.taken.wrapping_sub(self.count) as usize % TOKEN_SLOTS]
     }
 
     /// The next token is taken and held until `t`.
     #[inline]
     pub(crate) fn hold_until(&mut self, t: Ps) {
-        self.release[self.next] = t;
-        self.next += 1;
-        if self.next == self.release.len() {
-            self.next = 0;
-        }
+        self.release[self.taken as usize % TOKEN_SLOTS] = t;
+        self.taken += 1;
     }
 }
 
@@ -151,5 +166,21 @@ mod tests {
         assert_eq!(one.next_free(), 0);
         one.hold_until(5);
         assert_eq!(one.next_free(), 5);
+    }
+
+    #[test]
+    fn tokens_go_round_past_the_ring_as_a_queue_of_releases() {
+        // A queue of release times, the oldest taken next: what the ring must give over many
+        // more takes than it has slots.
+        for count in [1, 22, TOKEN_SLOTS] {
+            let mut t = Tokens::new(count);
+            let mut queue: std::collections::VecDeque<Ps> = std::iter::repeat_n(0, count).collect();
+            for take in 0..3 * TOKEN_SLOTS as u64 {
+                assert_eq!(t.next_free(), queue.pop_front().unwrap(), "{count} tokens, take {take}");
+                let release = take * 7 % 1000;
+                t.hold_until(release);
+                queue.push_back(release);
+            }
+        }
     }
 }

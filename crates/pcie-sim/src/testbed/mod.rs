@@ -95,17 +95,29 @@ impl Simulator {
     /// Run one test. The same workload and seed always give the same result. A bandwidth
     /// test is simulated until its steady state is known and its remaining DMAs are accounted
     /// at that rate ([`steady`]).
+    ///
+    /// # Panics
+    ///
+    /// On a workload of more than [`MAX_TRANSACTIONS`] (pcie-bench caps its counts there).
     pub fn run(&self, w: &Workload, seed: u64) -> Measured {
         self.run_as(w, seed, false)
     }
 
     /// Run one test simulating every DMA of a bandwidth test (for checking [`Simulator::run`]
-    /// and for measuring the simulator's speed).
+    /// and for measuring the simulator's speed). Panics as [`Simulator::run`] does.
     pub fn run_every(&self, w: &Workload, seed: u64) -> Measured {
         self.run_as(w, seed, true)
     }
 
+    /// The machine adds its times without saturating: the pair's bound on one transaction
+    /// (checked by [`Simulator::new`]) times at most [`MAX_TRANSACTIONS`] keeps every sum from
+    /// wrapping, so a test of more is refused here, once, rather than guarded per event.
     fn run_as(&self, w: &Workload, seed: u64, every: bool) -> Measured {
+        assert!(
+            w.count <= MAX_TRANSACTIONS,
+            "{} transactions in one test: the simulator's clock holds at most {MAX_TRANSACTIONS}",
+            w.count
+        );
         let mut m = machine::Machine::new(&self.host, &self.device, &self.link, w, seed);
         if w.op.is_bandwidth() {
             m.run_bandwidth(w, every)

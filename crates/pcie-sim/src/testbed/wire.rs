@@ -15,7 +15,7 @@ impl Wire {
     /// Send a packet taking `busy` from `ready`: returns when its last byte has left.
     #[inline]
     pub(super) fn send(&mut self, ready: Ps, busy: Ps) -> Ps {
-        self.server.serve(ready, busy).saturating_add(busy)
+        self.server.serve(ready, busy) + busy
     }
 
     /// DLLPs owed for traffic in the other direction take link time here. They are folded
@@ -23,6 +23,6 @@ impl Wire {
     /// than queued behind the future moment they were earned at.
     #[inline]
     pub(super) fn owe(&mut self, busy: Ps) {
-        self.server.free = self.server.free.saturating_add(busy);
+        self.server.free += busy;
     }
 }

@@ -308,6 +308,22 @@ fn a_pair_whose_worst_transaction_overflows_the_time_base_is_refused() {
     );
 }
 
+#[test]
+#[should_panic(expected = "4294967297 transactions in one test: the simulator's clock holds at most 4294967296")]
+fn a_test_of_more_transactions_than_the_time_base_holds_is_refused() {
+    // The bound of one transaction covers MAX_TRANSACTIONS of them; one more is refused before
+    // anything is simulated (the machine's times add without saturating).
+    let sim = Simulator::load("e5-2637v3", "nfp6000").unwrap();
+    let w = Workload::new(
+        TestOp::BwRead,
+        64,
+        8192,
+        CachePrep::HostWarm,
+        pcie_sim::MAX_TRANSACTIONS + 1,
+    );
+    sim.run(&w, 1);
+}
+
 fn e5_with(key: &str, v: f64) -> Simulator {
     let h = HostProfile::parse("h.toml", &with(E5, key, toml::Value::Float(v), false)).unwrap();
     Simulator::new(h, DeviceProfile::load("nfp6000").unwrap()).unwrap()

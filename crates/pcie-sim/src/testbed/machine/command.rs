@@ -2,6 +2,7 @@
 //! window, bypassing the DMA engines.
 
 use super::{pieces, Dma, Machine, LINE};
+use crate::rng::Rng;
 use crate::time::{ps, Ps};
 
 impl Machine<'_> {
@@ -27,18 +28,18 @@ impl Machine<'_> {
     /// takes `cmd.write_own_memory_ns` longer) and leaves them in the LLC's DDIO share, where the
     /// read behind it finds them. Where the path does not snoop
     /// ([`Machine::cmd_snoops`]), both find a line a core holds in memory instead.
-    pub(super) fn command(&mut self, t: Ps, d: Dma, write_first: bool) -> Ps {
+    pub(super) fn command(&mut self, rng: &mut Rng, t: Ps, d: Dma, write_first: bool) -> Ps {
         let issue = t + ps(self.dev.cmd.issue_ns);
         let c = self.costs;
         let lines = pieces(d.addr, d.size, LINE as u32);
         let (start, not_before) = if write_first {
             let mwr = self.tlp.mwr(d.addr, d.size);
             let sent = self.up.send(issue + ps(self.dev.cmd.write_ns), mwr.wire);
-            let arrival = self.wake(sent + c.wire);
+            let arrival = self.wake(rng, sent + c.wire);
             let (slowest_own, allocated, hop) =
                 self.own_lines(d.addr, d.size, self.cmd_snoops, ps(self.dev.cmd.write_own_memory_ns));
             let busy = c.write_line * lines + c.allocate * allocated;
-            let (accepted, translated) = self.enter_fabric(arrival, d.addr, busy, mwr.payload);
+            let (accepted, translated) = self.enter_fabric::<false>(rng, arrival, d.addr, busy, mwr.payload);
             // A No Snoop write learns whether it must snoop only from its translation (the
             // IOMMU's snoop control), so its commit cannot overlap a page walk.
             let commit_from = if self.dev.cmd.no_snoop { translated } else { accepted };
@@ -51,18 +52,18 @@ impl Machine<'_> {
         };
         let sent = self.up.send(start, self.tlp.mrd(d.addr, d.size).wire);
         let first = d.addr / LINE;
-        let arrival = self.wake(sent + c.wire + c.half_fixed);
-        let fetch = c.line * lines + self.hop_lines(first, lines);
-        let translated = self.enter_fabric(arrival, d.addr, c.request + fetch, 0).1;
+        let arrival = self.wake(rng, sent + c.wire + c.half_fixed);
+        let fetch = c.line * lines + self.hop_lines::<false>(first, lines);
+        let translated = self.enter_fabric::<false>(rng, arrival, d.addr, c.request + fetch, 0).1;
         let asked = translated.max(not_before) + fetch;
         let slowest = (first..first + lines)
-            .map(|l| self.line_latency_in(l, self.cmd_snoops).0)
+            .map(|l| self.line_latency_in(rng, l, self.cmd_snoops).0)
             .max()
             .unwrap_or(0);
-        let ready = asked + slowest + self.read_hiccup(self.found(first, self.cmd_snoops));
+        let ready = asked + slowest + self.read_hiccup::<false>(rng, self.found(first, self.cmd_snoops));
         let cpl = self.tlp.cpl(d.addr, d.size).wire;
         let sent = self.down.send(ready + c.half_fixed, cpl);
-        self.rest(sent);
+        self.rest::<false>(sent);
         let words = d.size.div_ceil(4) as u64;
         sent + c.wire + ps(self.dev.cmd.complete_ns) + words * ps(self.dev.cmd.word_ns)
     }

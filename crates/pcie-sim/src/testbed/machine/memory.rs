@@ -3,6 +3,7 @@
 
 use super::{Machine, LINE};
 use crate::distribution::{draw_tail, Sampler};
+use crate::rng::Rng;
 use crate::testbed::llc::LineState;
 use crate::time::Ps;
 
@@ -14,10 +15,17 @@ impl Machine<'_> {
     /// decoded while its payload still arrives). A request for a page whose walk is still
     /// running is parked and translated again after it, behind the other parked requests.
     #[inline]
-    pub(super) fn enter_fabric(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
+    pub(super) fn enter_fabric<const BARE: bool>(
+        &mut self,
+        rng: &mut Rng,
+        arrival: Ps,
+        addr: u64,
+        busy: Ps,
+        early: Ps,
+    ) -> (Ps, Ps) {
         match self.iotlb {
-            None => self.enter_untranslated(arrival, busy),
-            Some(_) => self.enter_translated(arrival, addr, busy, early),
+            Some(_) if !BARE => self.enter_translated(rng, arrival, addr, busy, early),
+            _ => self.enter_untranslated(arrival, busy),
         }
     }
 
@@ -31,7 +39,7 @@ impl Machine<'_> {
     /// [`Machine::enter_fabric`] where the IOMMU translates: out of line, so that the path
     /// without it stays small enough to inline.
     #[inline(never)]
-    fn enter_translated(&mut self, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
+    fn enter_translated(&mut self, rng: &mut Rng, arrival: Ps, addr: u64, busy: Ps, early: Ps) -> (Ps, Ps) {
         let Some(tlb) = self.iotlb.as_mut() else {
             return self.enter_untranslated(arrival, busy);
         };
@@ -48,7 +56,7 @@ impl Machine<'_> {
             None => {
                 let accepted = self.fabric.serve(arrival, busy + self.costs.walk_busy);
                 // The walk reads the page table from memory, which has DRAM's rare hiccups.
-                let walk = self.costs.walk + draw_tail(&mut self.rng, &self.host.memory.dram_tail);
+                let walk = self.costs.walk + draw_tail(rng, &self.host.memory.dram_tail);
                 let done = self.walkers.serve(accepted.saturating_sub(early), walk) + walk;
                 tlb.walked(page, done);
                 (accepted, done)
@@ -69,39 +77,36 @@ impl Machine<'_> {
 
     /// Time for the memory system to deliver one line from `state` once the RC asks for it.
     #[inline]
-    fn latency_from(&mut self, state: LineState) -> Ps {
+    fn latency_from(&mut self, rng: &mut Rng, state: LineState) -> Ps {
         let base = match state {
-            LineState::Cpu => self.llc_hit.draw(&mut self.rng),
-            LineState::Io => self.io_line.draw(&mut self.rng),
-            LineState::Memory => self.dram.draw(&mut self.rng),
+            LineState::Cpu => self.llc_hit.draw(rng),
+            LineState::Io => self.io_line.draw(rng),
+            LineState::Memory => self.dram.draw(rng),
         };
         base + self.hop_by_state[state as usize]
     }
 
     /// Latency of the slowest of `n` lines a core wrote.
     #[inline]
-    pub(super) fn slowest_cpu_line(&mut self, n: usize) -> Ps {
-        if self.llc_hit_max.len() < n {
-            self.llc_hit_max.resize_with(n, || None);
-        }
+    pub(super) fn slowest_cpu_line(&mut self, rng: &mut Rng, n: usize) -> Ps {
         let spread = &self.host.memory.llc_hit;
         let sampler = self.llc_hit_max[n - 1].get_or_insert_with(|| Sampler::triangular_max(spread, n as u32));
-        sampler.draw(&mut self.rng) + self.hop_by_state[LineState::Cpu as usize]
+        sampler.draw(rng) + self.hop_by_state[LineState::Cpu as usize]
     }
 
     /// The latency of `line` for a read that snoops or not ([`Machine::found`]), and where the
     /// read found it.
     #[inline]
-    pub(super) fn line_latency_in(&mut self, line: u64, snoop: bool) -> (Ps, LineState) {
+    pub(super) fn line_latency_in(&mut self, rng: &mut Rng, line: u64, snoop: bool) -> (Ps, LineState) {
         let state = self.found(line, snoop);
-        (self.latency_from(state), state)
+        (self.latency_from(rng, state), state)
     }
 
     /// What the remote read pipeline adds to `lines` lines from `first` on (0 when all are on
     /// the device's socket).
     #[inline]
-    pub(super) fn hop_lines(&self, first: u64, lines: u64) -> Ps {
-        let Some(hops) = self.hop_line_by_state else {
+    pub(super) fn hop_lines<const BARE: bool>(&self, first: u64, lines: u64) -> Ps {
+        let Some(hops) = self.hop_line_by_state.filter(|_| !BARE) else {
             return 0;
         };
         (first..first + lines)
@@ -187,30 +192,34 @@ impl Machine<'_> {
     /// line a core wrote (`first`: where the read found its first line, [`Machine::found`]).
     /// The measured tails are as long for 2 KB reads as for 64 B ones.
     #[inline(always)]
-    pub(super) fn read_hiccup(&mut self, first: LineState) -> Ps {
+    pub(super) fn read_hiccup<const BARE: bool>(&mut self, rng: &mut Rng, first: LineState) -> Ps {
         let hiccup = match first {
-            LineState::Cpu => draw_tail(&mut self.rng, &self.host.cpu.wake),
-            LineState::Memory => draw_tail(&mut self.rng, &self.host.memory.dram_tail),
+            LineState::Cpu => draw_tail(rng, &self.host.cpu.wake),
+            LineState::Memory => draw_tail(rng, &self.host.memory.dram_tail),
             LineState::Io => 0,
         };
-        hiccup + self.power.as_mut().map_or(0, |p| p.stall(&mut self.rng))
+        let stall = match &mut self.power {
+            Some(p) if !BARE => p.stall(rng),
+            _ => 0,
+        };
+        hiccup + stall
     }
 
     /// A request reaches the uncore at `arrival`: when the uncore is awake to take it.
     #[inline]
-    pub(super) fn wake(&mut self, arrival: Ps) -> Ps {
+    pub(super) fn wake(&mut self, rng: &mut Rng, arrival: Ps) -> Ps {
         match &mut self.power {
-            Some(p) => p.wake(arrival, &mut self.rng),
+            Some(p) => p.wake(arrival, rng),
             None => arrival,
         }
     }
 
-    /// A DMA's requests (or TLPs) arrive back to back, so only the first, `i` = 0, may find the
-    /// uncore in a power state: one exit per DMA.
+    /// A DMA's requests (or TLPs) arrive back to back, so only the `first` may find the uncore
+    /// in a power state: one exit per DMA.
     #[inline]
-    pub(super) fn wake_first(&mut self, i: usize, arrival: Ps) -> Ps {
-        if i == 0 {
-            self.wake(arrival)
+    pub(super) fn wake_first<const BARE: bool>(&mut self, rng: &mut Rng, first: bool, arrival: Ps) -> Ps {
+        if first && !BARE {
+            self.wake(rng, arrival)
         } else {
             arrival
         }
@@ -218,8 +227,8 @@ impl Machine<'_> {
 
     /// The uncore has work until `t`.
     #[inline]
-    pub(super) fn rest(&mut self, t: Ps) {
-        if let Some(p) = &mut self.power {
+    pub(super) fn rest<const BARE: bool>(&mut self, t: Ps) {
+        if let Some(p) = self.power.as_mut().filter(|_| !BARE) {
             p.busy_until(t);
         }
     }

@@ -89,7 +89,8 @@ pub struct Machine<'a> {
     /// [`Machine::own_latency`] by [`LineState`], in its declaration order.
     own_by_state: [Ps; 3],
     llc_hit: Sampler,
-    /// `llc_hit_max[n - 1]`: the slowest of `n` lines a core wrote, built when first needed.
+    /// `llc_hit_max[n - 1]`: the slowest of `n` lines a core wrote, built when first needed; a
+    /// slot for every line count a completion can have (its payload is at most 4 KB).
     llc_hit_max: Vec<Option<Sampler>>,
     io_line: Sampler,
     /// Whether the command path's requests snoop the cores' caches: they do unless they carry
@@ -168,7 +169,7 @@ impl<'a> Machine<'a> {
                 typical + hop_by_state[state as usize]
             }),
             llc_hit: Sampler::triangular(&host.memory.llc_hit),
-            llc_hit_max: Vec::new(),
+            llc_hit_max: vec![None; (4096 / LINE + 1) as usize],
             io_line: Sampler::triangular(&host.memory.io_line),
             cmd_snoops: !dev.cmd.no_snoop || (w.iommu_page.is_some() && host.iommu.snoop_control),
             cmd_window: None,
@@ -254,23 +255,32 @@ impl<'a> Machine<'a> {
         }
     }
 
+    /// Whether the host has none of the mechanisms a DMA's path checks for: no uncore power
+    /// states, no line fetched across the socket link at a per-line cost, no IOMMU. The test
+    /// loops are instantiated with `BARE` true for such a host, which drops those checks from
+    /// every DMA's path (a step called with `BARE` false checks each, as any host needs).
+    fn bare(&self) -> bool {
+        self.power.is_none() && self.hop_line_by_state.is_none() && self.iotlb.is_none()
+    }
+
     /// One transaction of `op` starting at `t`; returns when the device sees it complete.
     /// Always inlined: the test loops call it for every DMA, and it only picks the steps.
+    /// `BARE` only where [`Machine::bare`].
     #[inline(always)]
-    fn transaction(&mut self, op: TestOp, t: Ps, d: Dma, index: u64) -> Ps {
+    fn transaction<const BARE: bool>(&mut self, rng: &mut Rng, op: TestOp, t: Ps, d: Dma, index: u64) -> Ps {
         let complete = self.costs.complete;
         match op {
-            TestOp::LatRead | TestOp::BwRead => self.read(t, d, 0, 0) + complete,
-            TestOp::BwWrite => self.write(t, d).0 + complete,
-            TestOp::BwReadWrite if !index.is_multiple_of(2) => self.read(t, d, 0, 0) + complete,
-            TestOp::BwReadWrite => self.write(t, d).0 + complete,
+            TestOp::LatRead | TestOp::BwRead => self.read::<BARE>(rng, t, d, 0, 0) + complete,
+            TestOp::BwWrite => self.write::<BARE>(rng, t, d).0 + complete,
+            TestOp::BwReadWrite if !index.is_multiple_of(2) => self.read::<BARE>(rng, t, d, 0, 0) + complete,
+            TestOp::BwReadWrite => self.write::<BARE>(rng, t, d).0 + complete,
             TestOp::LatWriteRead => {
                 // Both DMAs are queued at once; the engines overlap them as ordering allows.
-                let (sent, committed) = self.write(t, d);
-                self.read(t, d, sent, committed) + complete
+                let (sent, committed) = self.write::<BARE>(rng, t, d);
+                self.read::<BARE>(rng, t, d, sent, committed) + complete
             }
-            TestOp::LatCmdRead => self.command(t, d, false),
-            TestOp::LatCmdWriteRead => self.command(t, d, true),
+            TestOp::LatCmdRead => self.command(rng, t, d, false),
+            TestOp::LatCmdWriteRead => self.command(rng, t, d, true),
         }
     }
 }

@@ -23,6 +23,10 @@ pub(super) struct Request {
     pub(super) first_line: u64,
     pub(super) lines: u64,
     pub(super) mrd: TlpTime,
+    /// Its occupancy of the root complex's fabric path: per request and per line fetched.
+    pub(super) fabric: Ps,
+    /// Link time of the DLLPs its completions earn upstream, all of them.
+    pub(super) cpl_dllps: Ps,
     /// Its completions in [`Shapes::completions`].
     pub(super) completions: (u32, u32),
 }
@@ -32,7 +36,12 @@ pub(super) struct Request {
 pub(super) struct Completion {
     pub(super) first_line: u64,
     pub(super) lines: u64,
-    pub(super) cpl: TlpTime,
+    /// Serialisation of its TLP downstream.
+    pub(super) wire: Ps,
+    /// The root complex asks for its lines one after another: the time they take.
+    pub(super) ask: Ps,
+    /// The device moves its lines into its memory: the time they take.
+    pub(super) moved: Ps,
 }
 
 /// A posted write TLP.
@@ -40,8 +49,10 @@ pub(super) struct Completion {
 pub(super) struct WriteTlp {
     pub(super) offset: u64,
     pub(super) len: u32,
-    pub(super) lines: u64,
     pub(super) mwr: TlpTime,
+    /// Its occupancy of the root complex's fabric path, per line written (a DDIO allocation's
+    /// share is added as the write finds its lines).
+    pub(super) fabric: Ps,
 }
 
 /// One DMA's shape: the engines' prices and its TLPs.
@@ -67,7 +78,7 @@ pub(super) struct Shapes {
     size: u32,
     /// The device offset is not one the engines handle at full speed.
     slow: bool,
-    by_offset: Vec<u32>,
+    by_offset: Box<[u32; PAGE as usize]>,
     shapes: Vec<Shape>,
     pub(super) requests: Vec<Request>,
     pub(super) completions: Vec<Completion>,
@@ -83,7 +94,7 @@ impl Shapes {
         Shapes {
             size,
             slow,
-            by_offset: vec![UNBUILT; PAGE as usize],
+            by_offset: Box::new([UNBUILT; PAGE as usize]),
             shapes: Vec::new(),
             requests: Vec::new(),
             completions: Vec::new(),
@@ -91,22 +102,25 @@ impl Shapes {
         }
     }
 
-    /// The shape of the DMA at `addr`, built on first use.
+    /// The shape of the DMA at `addr`, built on first use. By reference: a DMA reads only the
+    /// fields its direction needs.
     #[inline]
-    pub(super) fn get(&mut self, addr: u64, link: &LinkConfig, c: &Costs, tlp: &mut TlpTimes) -> Shape {
+    pub(super) fn get(&mut self, addr: u64, link: &LinkConfig, c: &Costs, tlp: &mut TlpTimes) -> &Shape {
         let offset = (addr % PAGE) as usize;
-        match self.by_offset[offset] {
+        let i = match self.by_offset[offset] {
             UNBUILT => self.add(offset, link, c, tlp),
-            i => self.shapes[i as usize],
-        }
+            i => i,
+        };
+        &self.shapes[i as usize]
     }
 
     #[cold]
-    fn add(&mut self, offset: usize, link: &LinkConfig, c: &Costs, tlp: &mut TlpTimes) -> Shape {
+    fn add(&mut self, offset: usize, link: &LinkConfig, c: &Costs, tlp: &mut TlpTimes) -> u32 {
         let shape = self.build(offset as u64, link, c, tlp);
-        self.by_offset[offset] = self.shapes.len() as u32;
+        let i = self.shapes.len() as u32;
+        self.by_offset[offset] = i;
         self.shapes.push(shape);
-        shape
+        i
     }
 
     /// The shape of a DMA at `a`, an address in the first page: a DMA at any address with the
@@ -118,28 +132,37 @@ impl Shapes {
         let requests_at = self.requests.len();
         for (ra, rl) in split_read_requests(link, a, size) {
             let cpls_at = self.completions.len();
+            let mut cpl_dllps = 0;
             for (ca, cl) in split_completions(link, ra, rl) {
+                let (cpl, lines) = (tlp.cpl(ca, cl), pieces(ca, cl, LINE as u32));
+                cpl_dllps += cpl.dllps;
                 self.completions.push(Completion {
                     first_line: line_of(ca),
-                    lines: pieces(ca, cl, LINE as u32),
-                    cpl: tlp.cpl(ca, cl),
+                    lines,
+                    wire: cpl.wire,
+                    ask: c.line * lines,
+                    moved: c.move_read * lines,
                 });
             }
+            let lines = pieces(ra, rl, LINE as u32);
             self.requests.push(Request {
                 offset: ra - a,
                 first_line: line_of(ra),
-                lines: pieces(ra, rl, LINE as u32),
+                lines,
                 mrd: tlp.mrd(ra, rl),
+                fabric: c.request + c.line * lines,
+                cpl_dllps,
                 completions: span(cpls_at..self.completions.len()),
             });
         }
         let writes_at = self.writes.len();
         for (wa, wl) in split_writes(link, a, size) {
+            let lines = pieces(wa, wl, LINE as u32);
             self.writes.push(WriteTlp {
                 offset: wa - a,
                 len: wl,
-                lines: pieces(wa, wl, LINE as u32),
                 mwr: tlp.mwr(wa, wl),
+                fabric: c.write_line * lines,
             });
         }
         let requests = &self.requests[requests_at..];
