@@ -177,7 +177,7 @@ pub const KEYS: &[FitKey] = &[
         hi: 65536.0,
         scale: Scale::Log2,
         step: 1.0,
-        groups: &["lat_dma_sweep", "bw_dma_win_sweep"],
+        groups: &["lat_dma_sweep", "lat_cmd_sweep", "bw_dma_win_sweep"],
         needs_iommu: true,
         tests: Tests::All,
     },
