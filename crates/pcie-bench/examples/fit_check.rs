@@ -6,11 +6,11 @@
 //!   hand-calibrated profile scored the same way;
 //! - `score`: score `--base` alone (a name or a TOML file) on both runs and list what it misses;
 //! - `cv`: fit on `bw_dma_sz_sweep` and `lat_dma_sizes` only, from the hand-calibrated profile
-//!   (and with `--from-off` from the 30 %-off one), and print each held-out group's median and
+//!   and from the 30 %-off one, and print each held-out group's median and
 //!   bandwidth MAPE.
 //!
 //! `cargo run --release -p pcie-bench --example fit_check -- [refit|cv|score] [--search-samples N]
-//! [--samples N] [--base HOST] [--from-off]` (defaults: both checks, 20,000 and 200,000,
+//! [--samples N] [--base HOST]` (defaults: both checks, 20,000 and 200,000,
 //! e5-2637v3).
 
 use pcie_bench::fit::keys::{self, KEYS};
