@@ -124,10 +124,11 @@ impl Group {
             ResultData::Cdf(_) => return None,
         };
         (!kept.is_empty()).then(|| Group {
-            tests: kept.iter().map(|&i| self.tests[i].clone()).collect(),
+            run: self.run,
+            base: self.base.clone(),
+            tests: pick(&self.tests, &kept),
             measured,
-            cdf: self.cdf.as_ref().map(|c| kept.iter().map(|&i| c[i].clone()).collect()),
-            ..self.clone()
+            cdf: self.cdf.as_ref().map(|c| pick(c, &kept)),
         })
     }
 }
