@@ -45,8 +45,10 @@ pub fn minimise(key: &FitKey, start: f64, frac: f64, loss: &mut dyn FnMut(f64) -
         Scale::Linear => (frac * u0.abs()).max(key.step),
         Scale::Log2 => key.step,
     };
+    // A quarter of a percent: a page walk 1.3 % off (262 ns for 259) moves a 64 MB CDF of
+    // command writes-then-reads with the IOMMU from a KS distance of 0.13 to 0.29.
     let tol = match key.scale {
-        Scale::Linear => (0.01 * u0.abs()).max(key.step / 20.0),
+        Scale::Linear => (0.0025 * u0.abs()).max(key.step / 20.0),
         Scale::Log2 => 0.25,
     };
     let f0 = f(u0);
