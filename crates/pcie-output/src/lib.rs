@@ -22,6 +22,7 @@
 //!   [`Output::live`] for a writer that runs until stopped, whose regular file grows in place.
 //! - [`create_dir`]: an output directory (through a dangling symlink: at its target), whose files
 //!   are then written with the functions above.
+//! - [`PrivateDir`]: a scratch directory no other user can name in advance, removed on drop.
 //!
 //! ```
 //! let dir = std::env::temp_dir().join(format!("pcie-output-doc-{}", std::process::id()));
@@ -36,11 +37,13 @@
 
 mod check;
 mod output;
+mod private_dir;
 mod replace;
 mod target;
 
 pub use check::{check_dir, check_file, create_dir};
 pub use output::{stdout_taken, write_file, Output};
+pub use private_dir::PrivateDir;
 
 #[cfg(test)]
 mod tests {

@@ -3,9 +3,9 @@
 //! runtime, completion latency). The simulated host reports the same figures
 //! ([`FioStats::from_sim`]), so both sources print one table.
 
-use crate::private_dir::PrivateDir;
 use crate::sim::StorageJob;
 use crate::{PmuError, System};
+use pcie_output::PrivateDir;
 use pcie_sim::pmu_host::{IoStats, StorageStats};
 use std::fmt;
 use std::io;

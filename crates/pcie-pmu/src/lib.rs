@@ -61,8 +61,6 @@ pub mod metric;
 pub mod monitor;
 pub mod pmu;
 #[cfg(unix)]
-mod private_dir;
-#[cfg(unix)]
 pub mod sim;
 #[cfg(unix)]
 pub mod sim_tree;

@@ -3,34 +3,24 @@
 //! simulated host presents itself through such a tree, and test fixtures are built with it. The
 //! PMU part is here; PCI functions are written by pcie-sysfs, next to their reader.
 
+use pcie_output::PrivateDir;
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::path::Path;
 
-static NEXT: AtomicU32 = AtomicU32::new(0);
-
-/// A directory laid out like `/` (`sys/...`, `proc/...`); a temporary one is removed on drop.
+/// A directory laid out like `/` (`sys/...`, `proc/...`), private to this user (see
+/// [`PrivateDir`]) and removed on drop.
 #[derive(Debug)]
 pub struct SysfsWriter {
-    root: PathBuf,
-    temporary: bool,
-}
-
-impl Drop for SysfsWriter {
-    fn drop(&mut self) {
-        if self.temporary {
-            let _ = fs::remove_dir_all(&self.root);
-        }
-    }
+    dir: PrivateDir,
 }
 
 impl SysfsWriter {
-    /// A new, empty tree in a temporary directory, named after `tag`, with
-    /// `sys/bus/event_source/devices` and `sys/bus/pci/devices`. A tree is a thousand small
-    /// files, so memory-backed `/dev/shm` is used when it exists and `TMPDIR` is not set.
+    /// A new, empty tree in a temporary directory, named after `tag` and this process
+    /// (`pcie-pmu-TAG-PID-RANDOM`), with `sys/bus/event_source/devices` and
+    /// `sys/bus/pci/devices`. A tree is a thousand small files, so memory-backed `/dev/shm` is
+    /// used when it exists and `TMPDIR` is not set.
     pub fn temporary(tag: &str) -> io::Result<SysfsWriter> {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let shm = Path::new("/dev/shm");
         let mut bases = vec![std::env::temp_dir()];
         if std::env::var_os("TMPDIR").is_none() && shm.is_dir() {
@@ -39,19 +29,20 @@ impl SysfsWriter {
         let mut last = None;
         for base in bases {
             remove_abandoned(&base);
-            let root = base.join(format!("pcie-pmu-{tag}-{}-{n}", std::process::id()));
-            let _ = fs::remove_dir_all(&root);
-            let w = SysfsWriter { root, temporary: true };
-            let made = [
-                "sys/bus/event_source/devices",
-                "sys/bus/pci/devices",
-                "sys/devices",
-                "proc",
-            ]
-            .iter()
-            .try_for_each(|d| fs::create_dir_all(w.root.join(d)));
+            let made = PrivateDir::new_in(&base, &format!("pcie-pmu-{tag}-{}", std::process::id())).and_then(|dir| {
+                let w = SysfsWriter { dir };
+                [
+                    "sys/bus/event_source/devices",
+                    "sys/bus/pci/devices",
+                    "sys/devices",
+                    "proc",
+                ]
+                .iter()
+                .try_for_each(|d| fs::create_dir_all(w.path().join(d)))
+                .map(|()| w)
+            });
             match made {
-                Ok(()) => return Ok(w),
+                Ok(w) => return Ok(w),
                 Err(e) => last = Some(e),
             }
         }
@@ -61,16 +52,16 @@ impl SysfsWriter {
     /// Where [`SysfsWriter::temporary`] puts its trees, for tests.
     #[cfg(test)]
     fn base(&self) -> &Path {
-        self.root.parent().expect("a temporary tree has a parent")
+        self.path().parent().expect("a temporary tree has a parent")
     }
 
     pub fn path(&self) -> &Path {
-        &self.root
+        self.dir.path()
     }
 
     /// Write `rel` with exactly `content`, creating parent directories.
     pub fn raw(&self, rel: &str, content: &str) -> io::Result<()> {
-        let p = self.root.join(rel);
+        let p = self.path().join(rel);
         if let Some(parent) = p.parent() {
             fs::create_dir_all(parent)?;
         }
@@ -80,7 +71,7 @@ impl SysfsWriter {
     /// Replace the file at `rel` with `content` at once: written beside it, then renamed over
     /// it, so that a reader sees the old text or the new one, never a part.
     pub fn replace(&self, rel: &str, content: &str) -> io::Result<()> {
-        let p = self.root.join(rel);
+        let p = self.path().join(rel);
         let tmp = p.with_extension("new");
         fs::write(&tmp, content)?;
         fs::rename(&tmp, &p)
@@ -93,7 +84,7 @@ impl SysfsWriter {
 
     /// A symlink at `rel` pointing to `target` (relative to the link's directory, as in sysfs).
     pub fn symlink(&self, rel: &str, target: &str) -> io::Result<()> {
-        pcie_sysfs::tree::symlink(&self.root, rel, target)
+        pcie_sysfs::tree::symlink(self.path(), rel, target)
     }
 
     /// A PMU: the real directory under `sys/devices/<parent>/<name>` and the bus symlink.
@@ -111,7 +102,7 @@ impl SysfsWriter {
         self.attr(&format!("{dir}/type"), &type_id.to_string())?;
         self.attr(&format!("{dir}/perf_event_mux_interval_ms"), "4")?;
         self.raw(&format!("{dir}/uevent"), "")?;
-        fs::create_dir_all(self.root.join(&dir).join("power"))?;
+        fs::create_dir_all(self.path().join(&dir).join("power"))?;
         if let Some(c) = cpumask {
             self.attr(&format!("{dir}/cpumask"), c)?;
         }
@@ -141,7 +132,7 @@ impl SysfsWriter {
     /// A PCI function below `chain` (its upstream bridges, root port first), with attribute
     /// files and an optional driver ([`pcie_sysfs::tree::write_pci_function`]).
     pub fn pci(&self, chain: &[&str], bdf: &str, attrs: &[(&str, &str)], driver: Option<&str>) -> io::Result<()> {
-        pcie_sysfs::tree::write_pci_function(&self.root, chain, bdf, attrs, driver)
+        pcie_sysfs::tree::write_pci_function(self.path(), chain, bdf, attrs, driver)
     }
 }
 
@@ -278,7 +269,7 @@ pub fn dwc_pmu(tree: &SysfsWriter, name: &str, type_id: u32, cpumask: &str, vari
 }
 
 /// Remove the trees of processes that are gone (a second Ctrl-C or a kill skips the drop):
-/// `pcie-pmu-TAG-PID-N` whose PID has no `/proc` entry.
+/// `pcie-pmu-TAG-PID-RANDOM` whose PID has no `/proc` entry.
 fn remove_abandoned(base: &Path) {
     // Without /proc every process would look gone.
     if !Path::new("/proc/self").exists() {

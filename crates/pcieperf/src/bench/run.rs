@@ -233,27 +233,25 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         start_time: rfc3339(SystemTime::now()),
         end_time: None,
     };
-    // A single test printed as CSV or JSON is all on stdout: its files go to a scratch
-    // directory, removed at the end.
+    // A single test printed as CSV or JSON is all on stdout: its files go to a private scratch
+    // directory, removed with them when this function returns.
     let scratch = a.out.is_none() && a.test.is_some() && a.format != Format::Table;
-    let writer = match &a.out {
-        Some(out) => RunWriter::create(out, info).map_err(|e| usage(format!("--out {}: {e}", out.display())))?,
-        None if scratch => {
-            let stem = std::env::temp_dir().join(format!("pcieperf-bench-{}", std::process::id()));
-            RunWriter::create_new(&stem, info).map_err(|e| CliError::Runtime(e.to_string()))?
+    let scratch_dir = scratch
+        .then(|| pcie_output::PrivateDir::new("pcieperf-bench"))
+        .transpose()
+        .map_err(|e| CliError::Runtime(format!("cannot make a scratch directory: {e}")))?;
+    let writer = match (&a.out, &scratch_dir) {
+        (Some(out), _) => RunWriter::create(out, info).map_err(|e| usage(format!("--out {}: {e}", out.display())))?,
+        (None, Some(dir)) => {
+            RunWriter::create_new(&dir.path().join("run"), info).map_err(|e| CliError::Runtime(e.to_string()))?
         }
-        None => {
+        (None, None) => {
             let stamp = rfc3339(SystemTime::now()).replace(':', "");
             RunWriter::create_new(Path::new(&format!("bench-{}-{stamp}", suite.name)), info)
                 .map_err(|e| usage(format!("--out: {e}")))?
         }
     };
-    let out = writer.dir().to_path_buf();
-    let result = run_into(a, backend, &suite, tests, threads, (writer, scratch), progress);
-    if scratch {
-        let _ = std::fs::remove_dir_all(&out);
-    }
-    result
+    run_into(a, backend, &suite, tests, threads, (writer, scratch), progress)
 }
 
 /// Runs the expanded `tests` into `writer`'s directory (a scratch one, removed afterwards, when

@@ -1,6 +1,7 @@
-//! A private temporary directory for files another program writes (fio's report): a fixed
-//! name under a shared `/tmp` lets another user plant a symlink there first and have the file
-//! written through it. This one has a random name, is created by `mkdir` (which fails on an
+//! A private temporary directory (fio's report, a single test's scratch run directory, a
+//! simulated host's sysfs tree): a fixed or guessable name under a shared `/tmp` lets another
+//! user plant a directory or symlink there first and have our files written through it, or
+//! refuse us the name. This one has a random name, is created by `mkdir` (which fails on an
 //! existing name, symlinks included) with mode 0700, and is removed with its contents on drop.
 
 use std::fs::DirBuilder;
@@ -22,7 +23,11 @@ pub struct PrivateDir {
 impl PrivateDir {
     /// A new empty directory `PREFIX-<random>` in the temporary directory (`TMPDIR`, else `/tmp`).
     pub fn new(prefix: &str) -> io::Result<PrivateDir> {
-        let base = std::env::temp_dir();
+        PrivateDir::new_in(&std::env::temp_dir(), prefix)
+    }
+
+    /// A new empty directory `PREFIX-<random>` in `base`.
+    pub fn new_in(base: &Path, prefix: &str) -> io::Result<PrivateDir> {
         let mut builder = DirBuilder::new();
         #[cfg(unix)]
         builder.mode(0o700);
@@ -61,8 +66,8 @@ mod tests {
     #[test]
     fn new_directories_are_private_distinct_and_removed_with_their_contents() {
         let (a, b) = (
-            PrivateDir::new("pcie-pmu-test").unwrap(),
-            PrivateDir::new("pcie-pmu-test").unwrap(),
+            PrivateDir::new("pcie-output-test").unwrap(),
+            PrivateDir::new("pcie-output-test").unwrap(),
         );
         assert_ne!(a.path(), b.path());
         for d in [&a, &b] {
