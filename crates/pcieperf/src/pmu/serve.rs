@@ -74,9 +74,9 @@ const MAX_CLIENTS: usize = 32;
 /// holds its slot no longer than a silent one.
 const HEAD_TIME: Duration = Duration::from_secs(2);
 
-/// A refused client's request is read for at most this long after its answer (so a silent
-/// client cannot hold the accepting thread).
-const REFUSE_TIME: Duration = Duration::from_millis(50);
+/// What a client still sends after its answer is read for at most this long before the socket
+/// closes (so a silent client cannot hold the accepting thread or a slot).
+const LINGER_TIME: Duration = Duration::from_millis(50);
 
 /// A connection's reading side that fails with `TimedOut` once `until` has passed, however
 /// the bytes trickle in.
@@ -148,11 +148,21 @@ fn respond(mut w: &TcpStream, status: &str, ctype: &str, body: &str) -> std::io:
     w.flush()
 }
 
-/// Tell a client beyond [`MAX_CLIENTS`] to retry, and close in stages (RFC 9112 section 9.6):
-/// answer, close the writing side, then read what the client sends until it closes or
-/// [`REFUSE_TIME`] has passed. A socket closed while its client still sends is reset, and the
-/// reset fails the client's next write; one closed after a single read did that to a client
-/// whose request came in several pieces.
+/// Close an answered connection in stages (RFC 9112 section 9.6): close the writing side, then
+/// read what the client still sends until it closes or [`LINGER_TIME`] has passed. A socket
+/// closed with unread bytes in it is reset, and the reset can discard the answer before the
+/// client reads it (a request pipelined behind the first, a body sent with a GET) or fail the
+/// client's next write (a refused request that came in several pieces).
+fn close_in_stages(stream: &TcpStream) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let mut rest = Deadline {
+        stream,
+        until: Instant::now() + LINGER_TIME,
+    };
+    let _ = std::io::copy(&mut rest, &mut std::io::sink());
+}
+
+/// Tell a client beyond [`MAX_CLIENTS`] to retry, and close in stages.
 fn refuse(stream: TcpStream) {
     let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
     let _ = respond(
@@ -161,12 +171,7 @@ fn refuse(stream: TcpStream) {
         "text/plain",
         "too many clients; retry\n",
     );
-    let _ = stream.shutdown(Shutdown::Write);
-    let mut rest = Deadline {
-        stream: &stream,
-        until: Instant::now() + REFUSE_TIME,
-    };
-    let _ = std::io::copy(&mut rest, &mut std::io::sink());
+    close_in_stages(&stream);
 }
 
 /// Answer every connection on its own thread, up to [`MAX_CLIENTS`] at once.
@@ -185,7 +190,7 @@ fn listen(listener: TcpListener, shared: Shared) {
             // The slot is free before the client sees the connection close: a client that
             // read its answer to the end and connects again finds it free.
             busy.fetch_sub(1, Ordering::AcqRel);
-            drop(stream);
+            close_in_stages(&stream);
         });
     }
 }

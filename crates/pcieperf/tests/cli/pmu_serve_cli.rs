@@ -162,6 +162,39 @@ fn a_silent_client_does_not_hold_up_a_scrape() {
 }
 
 #[test]
+fn requests_pipelined_behind_the_first_do_not_reset_its_answer() {
+    let Some(server) = start(&["-e", "software/cpu-clock/", "-I", "100"]) else {
+        return;
+    };
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    // 60 KB of requests in one write: more than the server's reader takes in at once, so most
+    // of it is still in the server's socket when the first is answered and the server closes
+    // (it answers one request per connection). Closed with them unread, the socket would be
+    // reset, and the client's read end in an error instead of the close.
+    let one = format!("GET /metrics HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr);
+    s.write_all(one.repeat(60_000 / one.len()).as_bytes()).unwrap();
+    // Answer, close (or reset) have arrived by now.
+    std::thread::sleep(Duration::from_millis(300));
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut text = Vec::new();
+    if let Err(e) = s.read_to_end(&mut text) {
+        panic!("{e} after {} bytes of the answer", text.len());
+    }
+    let text = String::from_utf8(text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Length: "))
+        .expect("a length");
+    assert_eq!(
+        body.len(),
+        length.parse::<usize>().unwrap(),
+        "one whole answer, then the close"
+    );
+}
+
+#[test]
 fn a_client_trickling_its_request_is_cut_off_after_2_s() {
     let Some(server) = start(&["-e", "software/cpu-clock/", "-I", "100"]) else {
         return;
