@@ -5,11 +5,14 @@
 //!   runs (IOMMU off and 4 KB pages) and hold the result to the calibration criteria, beside the
 //!   hand-calibrated profile scored the same way;
 //! - `score`: score `--base` alone (a name or a TOML file) on both runs and list what it misses;
+//! - `scan KEY V1,V2,..`: the loss the fit's search sees for KEY at each value, per group of
+//!   the key's and per slice (from `--base`, with `--set K=V,K=V` applied first, at the search
+//!   count), and the criteria met on every group;
 //! - `cv`: fit on `bw_dma_sz_sweep` and `lat_dma_sizes` only, from the hand-calibrated profile
 //!   and from the 30 %-off one, and print each held-out group's median and
 //!   bandwidth MAPE.
 //!
-//! `cargo run --release -p pcie-bench --example fit_check -- [refit|cv|score] [--search-samples N]
+//! `cargo run --release -p pcie-bench --example fit_check -- [refit|cv|score|scan] [--search-samples N]
 //! [--samples N] [--base HOST]` (defaults: both checks, 20,000 and 200,000,
 //! e5-2637v3).
 
@@ -74,6 +77,68 @@ fn score_all(host: &HostProfile, count: u64) -> Vec<Verdict> {
     scores.iter().flat_map(|g| g.verdicts()).collect()
 }
 
+/// `scan KEY V1,V2,..`: per value, each of the key's groups' loss (what the search minimises)
+/// and the criteria met on every group at `final_count`.
+fn scan(args: &[String], base: &HostProfile, search_count: u64, final_count: u64) {
+    let (Some(name), Some(values)) = (args.get(2), args.get(3)) else {
+        panic!("scan KEY V1,V2,..");
+    };
+    let key = *KEYS.iter().find(|k| k.name == name).expect("a fittable key");
+    let root = reference_root();
+    let runs: Vec<MeasuredRun> = DIRS
+        .iter()
+        .map(|d| MeasuredRun::load(&root.join(d)).expect("loads"))
+        .collect();
+    let groups: Vec<Group> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.groups(i, search_count))
+        .filter(|g| keys::identifies(&key, &g.base, runs[g.run].iommu))
+        .filter_map(|g| g.select(|t| key.tests.take(t)))
+        .collect();
+    let refs: Vec<&Group> = groups.iter().collect();
+    let labels: Vec<(String, Iommu)> = runs.iter().map(|r| (r.label.clone(), r.iommu)).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut start = serde_json::to_value(base).expect("serialises");
+    for kv in opt(args, "--set").iter().flat_map(|s| s.split(',')) {
+        let (k, x) = kv.split_once('=').expect("--set KEY=VALUE,..");
+        let fk = KEYS.iter().find(|f| f.name == k).expect("a fittable key");
+        assert!(keys::set(&mut start, k, x.parse().expect("a number"), fk.scale), "{k}");
+    }
+    for x in values.split(',').map(|v| v.parse::<f64>().expect("a number")) {
+        let mut v = start.clone();
+        keys::set(&mut v, key.name, x, key.scale);
+        let host = pcie_bench::fit::profile_toml::checked(&v).expect("loads");
+        let backend = SimBackend::from_profiles(host.clone(), DeviceProfile::load("nfp6000").expect("device loads"))
+            .expect("the pair loads");
+        let scores = score(&backend, &refs, &labels, 1, threads).expect("simulates");
+        let mean = scores.iter().map(|g| g.loss()).sum::<f64>() / scores.len() as f64;
+        let verdicts = score_all(&host, final_count);
+        println!(
+            "{name} = {x}: loss {mean:.3}, criteria met {} of {}",
+            met(&verdicts),
+            verdicts.len()
+        );
+        for g in &scores {
+            let slices: Vec<String> = g
+                .slices
+                .iter()
+                .map(|s| format!("{}/{:?} {:.2}", s.kind.name(), s.cache, s.loss()))
+                .collect();
+            println!(
+                "    {:<6} {:<28} {:8.3}  {}",
+                if g.iommu == Iommu::Off { "off" } else { "iommu" },
+                g.base,
+                g.loss(),
+                slices.join(", ")
+            );
+        }
+        for v in verdicts.iter().filter(|v| !v.met) {
+            println!("    miss {} {} {:.3}", v.base, v.what, v.value);
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let opt = |name: &str| opt(&args, name);
@@ -122,6 +187,9 @@ fn main() {
             }
         }
         std::fs::write("fit-check-refit.toml", &r.profile_toml).expect("writes");
+    }
+    if which.as_deref() == Some("scan") {
+        scan(&args, &hand, search_count, final_count);
     }
     if which.as_deref() == Some("score") {
         let t0 = std::time::Instant::now();

@@ -52,7 +52,8 @@ pub enum Tests {
     /// write-then-read's time also holds the write path: a DDIO line's latency would be pulled
     /// down by a too-short commit).
     OneLineReads,
-    /// Latency tests of one line: the write path's fixed costs.
+    /// Latency tests of one line: the write path's fixed costs and the page walk (a 2 KB
+    /// write's walk also waits for its TLPs' re-translations and per-line costs).
     OneLine,
     /// Bandwidth tests, and latency tests of more than one line: the pipelines' per-line and
     /// per-request costs, which add to a one-line test's latency only as a constant.
@@ -104,6 +105,7 @@ pub const KEYS: &[FitKey] = &[
             "lat_cmd_sweep_rd",
             "lat_dma_details",
             "lat_cmd_sizes",
+            "lat_cmd_details",
         ],
         needs_iommu: false,
         tests: Tests::OneLineReads,
@@ -133,6 +135,7 @@ pub const KEYS: &[FitKey] = &[
             "lat_cmd_sizes",
             "lat_cmd_sweep_wrrd",
             "lat_dma_details",
+            "lat_cmd_details",
         ],
         needs_iommu: false,
         tests: Tests::OneLine,
@@ -144,7 +147,7 @@ pub const KEYS: &[FitKey] = &[
         hi: MAX_NS,
         scale: Scale::Linear,
         step: 10.0,
-        groups: &["lat_cmd_sweep_wrrd", "lat_cmd_off_wrrd"],
+        groups: &["lat_cmd_sweep_wrrd", "lat_cmd_off_wrrd", "lat_cmd_details"],
         needs_iommu: false,
         tests: Tests::All,
     },
@@ -166,9 +169,9 @@ pub const KEYS: &[FitKey] = &[
         hi: MAX_NS,
         scale: Scale::Linear,
         step: 10.0,
-        groups: &["lat_dma_sweep", "lat_cmd_sweep", "lat_dma_details"],
+        groups: &["lat_dma_sweep", "lat_cmd_sweep", "lat_dma_details", "lat_cmd_details"],
         needs_iommu: true,
-        tests: Tests::All,
+        tests: Tests::OneLine,
     },
     FitKey {
         name: "iommu.iotlb_entries",
