@@ -106,14 +106,6 @@ impl Llc {
         FOUND[snoop as usize][(self.lines[line as usize] & (STATE | UNSNOOPED)) as usize]
     }
 
-    /// Marks `lines` as last written by the device without a snoop, in whatever state they
-    /// are: what such writes leave on lines the DDIO share has evicted since.
-    pub fn mark_unsnooped(&mut self, lines: std::ops::Range<u32>) {
-        self.lines[lines.start as usize..lines.end as usize]
-            .iter_mut()
-            .for_each(|e| *e |= UNSNOOPED);
-    }
-
     fn insert(&mut self, line: u32, to: LineState) {
         let region = if to == LineState::Cpu {
             &mut self.cpu
@@ -123,9 +115,11 @@ impl Llc {
         if region.order.len() == region.capacity {
             if let Some(old) = region.order.pop_front() {
                 // The slot may have been reused by the other region since; only evict our own.
+                // An evicted line is in memory as any other, its no-snoop mark gone with it
+                // (only a line in the DDIO share uses it, and a device write sets it anew).
                 let entry = &mut self.lines[old as usize];
                 if *entry & STATE == to as u8 {
-                    *entry &= !STATE;
+                    *entry = LineState::Memory as u8;
                 }
             }
         }

@@ -211,12 +211,9 @@ impl<'a> Machine<'a> {
                 // pcie-bench warms with command-path writes, which snoop as the path does. Each
                 // line is written once, in order, so the DDIO share ends holding the last lines
                 // it allocated and the IO-TLB the last pages: only those lines are written (the
-                // others keep the mark of a write that did not snoop), each page looked up once.
+                // others end in memory as they began), each page looked up once.
                 let (lines, snoop) = ((w.window / LINE) as u32, self.cmd_snoops);
                 let first_kept = lines.saturating_sub(self.llc.io_capacity() as u32);
-                if !snoop {
-                    self.llc.mark_unsnooped(0..first_kept);
-                }
                 (first_kept..lines).for_each(|l| {
                     self.llc.device_write(l, snoop);
                 });
@@ -229,6 +226,8 @@ impl<'a> Machine<'a> {
                 }
             }
             CachePrep::DeviceThrash => {
+                // pcie-bench thrashes with the routine that warms (command-path writes to
+                // random lines; pciebench-nfp me/utils.c), so they snoop as the path does.
                 let lines = BUFFER_BYTES / LINE;
                 let touches = lines * 2;
                 // Only the last touches decide what the DDIO share and the IO-TLB hold at the
@@ -239,7 +238,7 @@ impl<'a> Machine<'a> {
                 self.rng.skip(touches - decisive);
                 for _ in 0..decisive {
                     let l = self.rng.below(lines);
-                    self.device_touch(l * LINE, true);
+                    self.device_touch(l * LINE, self.cmd_snoops);
                 }
             }
         }
@@ -338,7 +337,7 @@ mod tests {
             CachePrep::DeviceWarm => (0..w.window / LINE).for_each(|l| touch(&mut llc, l, m.cmd_snoops)),
             CachePrep::DeviceThrash => (0..2 * lines).for_each(|_| {
                 let l = rng.below(lines);
-                touch(&mut llc, l, true)
+                touch(&mut llc, l, m.cmd_snoops)
             }),
             CachePrep::Cold => {}
         }
