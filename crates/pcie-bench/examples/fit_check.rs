@@ -18,7 +18,7 @@
 
 use pcie_bench::fit::keys::{self, KEYS};
 use pcie_bench::fit::measured::{Group, MeasuredRun};
-use pcie_bench::fit::score::{score, Verdict};
+use pcie_bench::fit::score::{score, GroupScore, Verdict};
 use pcie_bench::fit::{fit, FitOptions, FitReport};
 use pcie_bench::{Iommu, SimBackend};
 use pcie_sim::{DeviceProfile, HostProfile};
@@ -60,21 +60,46 @@ fn show(what: &str, r: &FitReport, t0: std::time::Instant) {
     }
 }
 
-/// Every group of both runs simulated on `host` at `count` and held to its criteria.
-fn score_all(host: &HostProfile, count: u64) -> Vec<Verdict> {
-    let root = reference_root();
-    let runs: Vec<MeasuredRun> = DIRS
-        .iter()
-        .map(|d| MeasuredRun::load(&root.join(d)).expect("loads"))
-        .collect();
-    let groups: Vec<Group> = runs.iter().enumerate().flat_map(|(i, r)| r.groups(i, count)).collect();
-    let refs: Vec<&Group> = groups.iter().collect();
-    let labels: Vec<(String, Iommu)> = runs.iter().map(|r| (r.label.clone(), r.iommu)).collect();
-    let backend = SimBackend::from_profiles(host.clone(), DeviceProfile::load("nfp6000").expect("device loads"))
-        .expect("the pair loads");
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let scores = score(&backend, &refs, &labels, 1, threads).expect("simulates");
-    scores.iter().flat_map(|g| g.verdicts()).collect()
+/// The two measured runs, loaded once, and what scoring on them needs.
+struct Reference {
+    runs: Vec<MeasuredRun>,
+    labels: Vec<(String, Iommu)>,
+    threads: usize,
+}
+
+impl Reference {
+    fn load() -> Reference {
+        let root = reference_root();
+        let runs: Vec<MeasuredRun> = DIRS
+            .iter()
+            .map(|d| MeasuredRun::load(&root.join(d)).expect("loads"))
+            .collect();
+        let labels = runs.iter().map(|r| (r.label.clone(), r.iommu)).collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Reference { runs, labels, threads }
+    }
+
+    /// Every group of both runs at `count`.
+    fn groups(&self, count: u64) -> Vec<Group> {
+        self.runs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| r.groups(i, count))
+            .collect()
+    }
+
+    /// `groups` simulated on `host` with the NFP-6000 and scored.
+    fn score(&self, host: &HostProfile, groups: &[Group]) -> Vec<GroupScore> {
+        let backend = SimBackend::from_profiles(host.clone(), DeviceProfile::load("nfp6000").expect("device loads"))
+            .expect("the pair loads");
+        let refs: Vec<&Group> = groups.iter().collect();
+        score(&backend, &refs, &self.labels, 1, self.threads).expect("simulates")
+    }
+
+    /// `groups` simulated on `host` and held to their criteria.
+    fn verdicts(&self, host: &HostProfile, groups: &[Group]) -> Vec<Verdict> {
+        self.score(host, groups).iter().flat_map(|g| g.verdicts()).collect()
+    }
 }
 
 /// `scan KEY V1,V2,..`: per value, each of the key's groups' loss (what the search minimises)
@@ -84,21 +109,14 @@ fn scan(args: &[String], base: &HostProfile, search_count: u64, final_count: u64
         panic!("scan KEY V1,V2,..");
     };
     let key = *KEYS.iter().find(|k| k.name == name).expect("a fittable key");
-    let root = reference_root();
-    let runs: Vec<MeasuredRun> = DIRS
-        .iter()
-        .map(|d| MeasuredRun::load(&root.join(d)).expect("loads"))
-        .collect();
-    let groups: Vec<Group> = runs
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| r.groups(i, search_count))
-        .filter(|g| keys::identifies(&key, &g.base, runs[g.run].iommu))
+    let reference = Reference::load();
+    let groups: Vec<Group> = reference
+        .groups(search_count)
+        .into_iter()
+        .filter(|g| keys::identifies(&key, &g.base, reference.runs[g.run].iommu))
         .filter_map(|g| g.select(|t| key.tests.take(t)))
         .collect();
-    let refs: Vec<&Group> = groups.iter().collect();
-    let labels: Vec<(String, Iommu)> = runs.iter().map(|r| (r.label.clone(), r.iommu)).collect();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let all = reference.groups(final_count);
     let mut start = serde_json::to_value(base).expect("serialises");
     for kv in opt(args, "--set").iter().flat_map(|s| s.split(',')) {
         let (k, x) = kv.split_once('=').expect("--set KEY=VALUE,..");
@@ -109,11 +127,9 @@ fn scan(args: &[String], base: &HostProfile, search_count: u64, final_count: u64
         let mut v = start.clone();
         keys::set(&mut v, key.name, x, key.scale);
         let host = pcie_bench::fit::profile_toml::checked(&v).expect("loads");
-        let backend = SimBackend::from_profiles(host.clone(), DeviceProfile::load("nfp6000").expect("device loads"))
-            .expect("the pair loads");
-        let scores = score(&backend, &refs, &labels, 1, threads).expect("simulates");
+        let scores = reference.score(&host, &groups);
         let mean = scores.iter().map(|g| g.loss()).sum::<f64>() / scores.len() as f64;
-        let verdicts = score_all(&host, final_count);
+        let verdicts = reference.verdicts(&host, &all);
         println!(
             "{name} = {x}: loss {mean:.3}, criteria met {} of {}",
             met(&verdicts),
@@ -166,7 +182,10 @@ fn main() {
         show("refit from every key 30 % off", &r, t0);
         // The hand calibration, scored by the same simulations as the fit's final comparison.
         let t0 = std::time::Instant::now();
-        let hand_verdicts = score_all(&hand, final_count);
+        let hand_verdicts = {
+            let r = Reference::load();
+            r.verdicts(&hand, &r.groups(final_count))
+        };
         println!(
             "\n== the hand calibration: criteria met {} of {} ({:.0} s)",
             met(&hand_verdicts),
@@ -193,7 +212,10 @@ fn main() {
     }
     if which.as_deref() == Some("score") {
         let t0 = std::time::Instant::now();
-        let v = score_all(&hand, final_count);
+        let v = {
+            let r = Reference::load();
+            r.verdicts(&hand, &r.groups(final_count))
+        };
         println!(
             "== {}: criteria met {} of {} ({:.0} s)",
             hand.name,
