@@ -20,7 +20,8 @@
 //! - [`LinkFiles`] ([`LinkSpeed`], [`LinkWidth`]: values or "cannot tell"), [`AerFiles`] (the
 //!   `aer_dev_*` counters), and [`host`]: the ASPM policy and the NUMA nodes.
 //! - [`ConfigBuilder`]: realistic config spaces for fixture trees and simulated hosts.
-//! - [`snapshot`]: a copy of exactly the files pcieperf reads, for `--sysfs DIR` offline.
+//! - [`snapshot`]: a copy of exactly the files pcieperf reads, for `--sysfs DIR` offline;
+//!   [`lspci`]: the same tree laid out from an `lspci -vvv` dump (a bug report's).
 //! - [`files`]: the file conventions (trimmed attributes, sorted listings, `0x` numbers) other
 //!   sysfs readers share.
 //!
@@ -52,6 +53,8 @@ pub mod files;
 pub mod fixture;
 pub mod host;
 mod link_files;
+#[cfg(unix)]
+pub mod lspci;
 #[cfg(unix)]
 pub mod snapshot;
 #[cfg(unix)]

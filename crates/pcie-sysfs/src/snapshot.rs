@@ -180,9 +180,8 @@ impl Copier<'_> {
     }
 }
 
-/// Copies the files pcieperf reads below `root` (`/` on a host) into `out`, a new or empty
-/// directory. Only reads below `root`; writes only below `out`.
-pub fn snapshot(root: &Path, out: &Path) -> Result<SnapshotSummary, SnapshotError> {
+/// Makes `out` for a snapshot: refused unless it is new or an empty directory.
+pub(crate) fn new_output(out: &Path) -> Result<(), SnapshotError> {
     let empty = match fs::read_dir(out) {
         Ok(mut entries) => entries.next().is_none(),
         Err(e) => e.kind() == io::ErrorKind::NotFound,
@@ -190,7 +189,13 @@ pub fn snapshot(root: &Path, out: &Path) -> Result<SnapshotSummary, SnapshotErro
     if !empty {
         return Err(SnapshotError::NotEmpty(out.to_path_buf()));
     }
-    pcie_output::create_dir(out).map_err(io_at(out))?;
+    pcie_output::create_dir(out).map_err(io_at(out))
+}
+
+/// Copies the files pcieperf reads below `root` (`/` on a host) into `out`, a new or empty
+/// directory. Only reads below `root`; writes only below `out`.
+pub fn snapshot(root: &Path, out: &Path) -> Result<SnapshotSummary, SnapshotError> {
+    new_output(out)?;
     let root = fs::canonicalize(root).map_err(io_at(root))?;
     let mut c = Copier {
         root,

@@ -9,7 +9,8 @@ use crate::pmu::source::SourceArgs;
 use clap::Args;
 use pcie_health::{rate_name, CheckError, FunctionHealth, Options, Report, Sampling};
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Debug, Args)]
@@ -18,6 +19,10 @@ pub struct CheckArgs {
     /// sim[:PROFILE]: a simulated host's (yitian710-degraded carries faults)
     #[command(flatten)]
     pub source: SourceArgs,
+    /// Check the host an `lspci -vvv` dump describes (FILE, or - for stdin) instead: add -nn
+    /// for ids, -xxxx (as root) for the exact config space
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["source", "sysfs"])]
+    pub lspci: Option<PathBuf>,
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -38,6 +43,10 @@ pub struct SnapshotArgs {
     /// Root of the tree to copy (/ on this host)
     #[arg(long, value_name = "ROOT", default_value = "/")]
     pub sysfs: PathBuf,
+    /// Lay out the host an `lspci -vvv` dump describes (FILE, or - for stdin) instead of
+    /// copying files
+    #[arg(long, value_name = "FILE", conflicts_with = "sysfs")]
+    pub lspci: Option<PathBuf>,
 }
 
 /// Exit status of a check that found something at warning or above.
@@ -58,8 +67,25 @@ fn sampling(a: &CheckArgs) -> Result<Option<Sampling>, CliError> {
 /// The report as text and the exit status (0, or 3 with a finding at warning or above).
 pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
     let opts = Options { sampling: sampling(a)? };
+    let imported = match &a.lspci {
+        Some(file) => {
+            let functions = read_lspci(file)?;
+            let dir = pcie_output::PrivateDir::new("pcieperf-lspci")
+                .map_err(|e| CliError::Runtime(format!("a temporary directory: {e}")))?;
+            let s = pcie_sysfs::lspci::write_snapshot(&functions, dir.path())
+                .map_err(|e| CliError::Runtime(e.to_string()))?;
+            if let Some(gaps) = s.gaps() {
+                eprintln!("warning: {gaps}");
+            }
+            Some(dir)
+        }
+        None => None,
+    };
     // A simulated host's clock runs while it is checked, so its AER counters grow.
-    let (root, _sim) = crate::pmu::source::tree(&a.source)?;
+    let (root, _sim) = match &imported {
+        Some(dir) => (dir.path().to_path_buf(), None),
+        None => crate::pmu::source::tree(&a.source)?,
+    };
     let report = pcie_health::check(&root, &opts).map_err(|e| match e {
         CheckError::NoRoot(_) => CliError::Usage(format!("--sysfs {e}")),
         CheckError::Sysfs(_) => CliError::Runtime(e.to_string()),
@@ -72,13 +98,45 @@ pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
     Ok((text, if report.needs_attention() { EXIT_FINDINGS } else { 0 }))
 }
 
+/// The functions of the `lspci -vvv` dump in `file` (`-`: stdin).
+fn read_lspci(file: &Path) -> Result<Vec<pcie_sysfs::lspci::LspciFunction>, CliError> {
+    let mut bytes = Vec::new();
+    let read = if file == Path::new("-") {
+        std::io::stdin().lock().read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(file).and_then(|mut f| f.read_to_end(&mut bytes))
+    };
+    read.map_err(|e| CliError::Usage(format!("--lspci {}: {e}", file.display())))?;
+    pcie_sysfs::lspci::parse(&String::from_utf8_lossy(&bytes))
+        .map_err(|e| CliError::Usage(format!("--lspci {}: {e}", file.display())))
+}
+
 pub fn snapshot(a: &SnapshotArgs) -> Result<String, CliError> {
     use pcie_sysfs::snapshot::SnapshotError;
     crate::output::check_dir("-o", &a.output)?;
-    let s = pcie_sysfs::snapshot::snapshot(&a.sysfs, &a.output).map_err(|e| match e {
+    let refused = |e: SnapshotError| match e {
         SnapshotError::NotEmpty(_) => CliError::Usage(format!("-o {e}")),
         SnapshotError::Io(..) => CliError::Runtime(e.to_string()),
-    })?;
+    };
+    if let Some(file) = &a.lspci {
+        let functions = read_lspci(file)?;
+        let s = pcie_sysfs::lspci::write_snapshot(&functions, &a.output).map_err(refused)?;
+        if let Some(gaps) = s.gaps() {
+            eprintln!("warning: {gaps}");
+        }
+        return Ok(format!(
+            "{}: {} PCI functions from {} (config space: {} from hex dumps, {} from decoded registers, \
+             {} header only); read it with --sysfs {}\n",
+            a.output.display(),
+            s.functions,
+            file.display(),
+            s.dumped,
+            s.decoded,
+            s.header_only,
+            a.output.display()
+        ));
+    }
+    let s = pcie_sysfs::snapshot::snapshot(&a.sysfs, &a.output).map_err(refused)?;
     for u in &s.unreadable {
         eprintln!("warning: not copied: {u}");
     }

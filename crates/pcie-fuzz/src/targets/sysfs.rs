@@ -1,8 +1,9 @@
 //! Targets for pcie-sysfs's readers of what the link checks see: a function's config space
 //! (capability walks, the PCI Express capability's registers, the serial number a snapshot
-//! blanks) and the link speed/width and AER counter files.
+//! blanks), the link speed/width and AER counter files, and `lspci -vvv` dumps.
 
 use crate::{refused, text, FuzzTarget, Verdict};
+use pcie_sysfs::lspci::{self, Capabilities, ConfigFrom};
 use pcie_sysfs::{blank_serial, extended_capabilities, Aspm, ConfigBuilder, LinkSetup, PcieCapability, PortType};
 use pcie_sysfs::{AerCounts, LinkSpeed, LinkWidth};
 
@@ -71,6 +72,63 @@ fn link_files(input: &[u8]) -> Verdict {
     }
 }
 
+/// An `lspci -vvv` dump: addresses distinct, hex dumps within 4096 bytes, and each config
+/// space built from decoded registers reads back with the registers' sizes and widths.
+fn lspci_dump(input: &[u8]) -> Verdict {
+    let functions = match lspci::parse(&text(input)) {
+        Ok(f) => f,
+        Err(e) => return refused(e.to_string()),
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for f in &functions {
+        if !seen.insert(f.bdf) {
+            return Verdict::Wrong(format!("{} twice", f.bdf));
+        }
+        if f.hex.len() > 4096 {
+            return Verdict::Wrong(format!("{} hex bytes", f.hex.len()));
+        }
+        let (config, from) = f.config();
+        let Capabilities::Decoded { express: Some(x), .. } = &f.capabilities else {
+            continue;
+        };
+        if from != ConfigFrom::Registers {
+            continue;
+        }
+        match PcieCapability::decode(&config) {
+            Ok(c) => {
+                let d = c.control;
+                if ![d.mps, d.mrrs, d.mps_supported].iter().all(|s| SIZES.contains(s)) {
+                    return Verdict::Wrong(format!("{}: sizes out of range: {d:?}", f.bdf));
+                }
+                if let (Some(l), Some(want)) = (c.link, x.link) {
+                    if l.width != want.width & 0x3f || l.max_width != want.max_width & 0x3f {
+                        return Verdict::Wrong(format!("{}: widths {l:?} from {want:?}", f.bdf));
+                    }
+                }
+            }
+            Err(e) => return Verdict::Wrong(format!("{}: built config space does not decode: {e}", f.bdf)),
+        }
+    }
+    Verdict::Accepted
+}
+
+/// Two functions of the pcie-bench host's `lspci -vvv`: a root port and the NFP below it.
+fn lspci_seeds() -> Vec<Vec<u8>> {
+    let dump = include_str!(
+        "../../../../data/reference/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro/sys-lspci.txt"
+    );
+    let function = |addr: &str| {
+        let at = dump.find(&format!("\n{addr} ")).map_or(0, |i| i + 1);
+        let end = dump[at..].find("\n\n").map_or(dump.len(), |e| at + e + 2);
+        &dump[at..end]
+    };
+    let hex = "00: 86 80 04 2f 07 04 10 00 02 00 04 06 10 00 81 00\n10: 00 00 00 00\n";
+    vec![
+        format!("{}{}", function("00:02.0"), function("02:00.0")).into_bytes(),
+        format!("{}{hex}", function("00:03.0")).into_bytes(),
+    ]
+}
+
 fn seeds() -> Vec<Vec<u8>> {
     let link = LinkSetup {
         aspm_enabled: Aspm { l0s: true, l1: true },
@@ -127,5 +185,28 @@ pub fn targets() -> Vec<FuzzTarget> {
             &[" GT/s", " PCIe", "Unknown", "TOTAL_ERR_COR ", "\n", " ", "."],
             link_files,
         ),
+        FuzzTarget {
+            name: "lspci",
+            seeds: lspci_seeds(),
+            dictionary: vec![
+                "\t",
+                "\n",
+                "Capabilities: ",
+                "[100 v2] Advanced Error Reporting",
+                "Express (v2) ",
+                "LnkSta:\tSpeed ",
+                "GT/s",
+                "Width x",
+                "MaxPayload ",
+                "MaxReadReq ",
+                "ExtTag+",
+                "10BitTagReq+",
+                "Bus: primary=00, secondary=",
+                "<access denied>",
+                "00: ",
+                " bytes",
+            ],
+            run: lspci_dump,
+        },
     ]
 }

@@ -173,3 +173,105 @@ fn a_snapshot_reads_offline_like_the_host() {
     let e = refused(&["snapshot", "--sysfs", host, "-o", snap_s]);
     assert!(e.contains("exists and is not an empty directory"), "{e}");
 }
+
+/// The pcie-bench host's `lspci -vvv` (as root), from its data directory.
+fn e5_lspci() -> std::path::PathBuf {
+    common::reference("nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro").join("sys-lspci.txt")
+}
+
+#[test]
+fn an_lspci_dump_is_checked_like_the_host_it_came_from() {
+    let file = e5_lspci();
+    let file_s = file.to_str().unwrap();
+    let json = ok(&["check", "--lspci", file_s, "--format", "json"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["functions"].as_array().unwrap().len(), 91);
+    let nfp = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["bdf"] == "0000:02:00.0")
+        .unwrap();
+    let gen3 = model_writes("3", "8", "256");
+    assert!((nfp["available_gbps"].as_f64().unwrap() - gen3).abs() < 1e-9, "{nfp}");
+    assert_eq!(nfp["driver"], "nfp-pciebench");
+    // From stdin, and through a snapshot read with --sysfs: the same report.
+    let piped = std::process::Command::new(env!("CARGO_BIN_EXE_pcieperf"))
+        .args(["check", "--lspci", "-", "--format", "json"])
+        .stdin(std::fs::File::open(&file).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&piped), json);
+    let out = common::fresh_path("check-lspci-snap");
+    let said = ok(&["snapshot", "--lspci", file_s, "-o", out.to_str().unwrap()]);
+    assert!(said.contains(": 91 PCI functions from "), "{said}");
+    assert_eq!(
+        ok(&["check", "--sysfs", out.to_str().unwrap(), "--format", "json"]),
+        json
+    );
+    std::fs::remove_dir_all(&out).unwrap();
+
+    // The NFP's link retrained at Gen2 x4: a warning priced by the model, exit 3.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let at = text.find("02:00.0 Ethernet").unwrap();
+    let sta = at + text[at..].find("LnkSta:\tSpeed 8GT/s, Width x8").unwrap();
+    let mut degraded = text.clone();
+    degraded.replace_range(sta..sta + 29, "LnkSta:\tSpeed 5GT/s, Width x4");
+    let dir = common::scratch_dir("check-lspci-degraded");
+    let bad = dir.join("lspci.txt");
+    std::fs::write(&bad, degraded).unwrap();
+    let table = findings(&["check", "--lspci", bad.to_str().unwrap()]);
+    let lost = (1.0 - model_writes("2", "4", "256") / gen3) * 100.0;
+    let want = format!(
+        "0000:02:00.0 runs Gen2 x4 (limited by 0000:02:00.0, its own link) where Gen3 x8 is possible: 4 KiB DMA writes {:.0} Gb/s of {:.0}",
+        model_writes("2", "4", "256"),
+        gen3
+    );
+    assert!(table.contains(&want), "{want}\n{table}");
+    assert!(table.contains(&format!("{lost:.1}")), "{lost}\n{table}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_lspci_dump_without_root_or_of_something_else_is_named() {
+    let dir = common::scratch_dir("check-lspci-bad");
+    let text = std::fs::read_to_string(e5_lspci()).unwrap();
+    let at = text.find("02:00.0 Ethernet").unwrap();
+    let end = at + text[at..].find("\n\n").unwrap();
+    let nfp = &text[at..end];
+    let denied: String = nfp
+        .lines()
+        .filter(|l| !l.starts_with("\t\t"))
+        .map(|l| {
+            if l.starts_with("\tCapabilities:") {
+                "\tCapabilities: <access denied>"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let file = dir.join("user.txt");
+    std::fs::write(&file, denied).unwrap();
+    let o = pcieperf(&["check", "--lspci", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "lspci could not read the capabilities of 1 functions (it ran without root: run `sudo lspci -vvv`)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let junk = dir.join("junk.txt");
+    std::fs::write(&junk, "Hello\n\u{0}\u{1}binary\n").unwrap();
+    let e = refused(&["check", "--lspci", junk.to_str().unwrap()]);
+    assert!(
+        e.contains("junk.txt: no PCI function found: expected the output of `lspci -vvv`"),
+        "{e}"
+    );
+    let e = refused(&["check", "--lspci", "/nonexistent.txt"]);
+    assert!(e.contains("--lspci /nonexistent.txt: No such file"), "{e}");
+    let e = refused(&["check", "--lspci", junk.to_str().unwrap(), "--sysfs", "/"]);
+    assert!(e.contains("cannot be used with"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
