@@ -448,13 +448,28 @@ impl Reading {
     }
 }
 
-/// Leading tabs, or groups of up to 8 spaces (a dump pasted through an editor), and the rest.
-fn indent(line: &str) -> (usize, &str) {
+/// A line's depth and text: leading tabs as lspci prints them, or, in a dump whose tabs an
+/// editor or a web page turned into spaces, groups of `unit` spaces.
+fn indent(line: &str, unit: usize) -> (usize, &str) {
     let text = line.trim_start_matches([' ', '\t']);
     let lead = &line[..line.len() - text.len()];
     let tabs = lead.matches('\t').count();
     let spaces = lead.matches(' ').count();
-    (tabs + spaces.div_ceil(8), text)
+    (tabs + spaces.div_ceil(unit), text)
+}
+
+/// The spaces of one level where no line is indented by tabs: the shallowest indentation.
+fn space_unit(text: &str) -> usize {
+    let lead = |l: &str| l.len() - l.trim_start_matches([' ', '\t']).len();
+    if text.lines().any(|l| l.starts_with('\t')) {
+        return 8;
+    }
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(lead)
+        .filter(|&n| n > 0)
+        .min()
+        .unwrap_or(8)
 }
 
 /// The functions of an `lspci -vvv` dump (`-nn`, `-D`, `-xxx`/`-xxxx` are read where given);
@@ -463,9 +478,10 @@ pub fn parse(text: &str) -> Result<Vec<LspciFunction>, LspciError> {
     let mut out: Vec<LspciFunction> = Vec::new();
     let mut cur: Option<Reading> = None;
     let mut seen = BTreeSet::new();
+    let unit = space_unit(text);
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim_end();
-        let (depth, body) = indent(line);
+        let (depth, body) = indent(line, unit);
         if body.is_empty() {
             continue;
         }
@@ -898,6 +914,14 @@ mod tests {
         assert!(out.join(NUMA_NODES).join("node0").is_dir());
         assert!(matches!(write_snapshot(&fs, &out), Err(SnapshotError::NotEmpty(_))));
         std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
+    fn a_dump_whose_tabs_became_spaces_reads_the_same() {
+        for unit in [2, 4, 8] {
+            let spaced = SWITCH.replace('\t', &" ".repeat(unit));
+            assert_eq!(parse(&spaced).unwrap(), parse(SWITCH).unwrap(), "{unit} spaces");
+        }
     }
 
     #[test]
