@@ -13,16 +13,19 @@
 #   ce-BW_{RD,WR}-2m.json                   ce bandwidth at 2 MiB
 #   model.csv                               `model bw` for the link quick-sm/run.json records
 #   report-sm.html, report-ce.html          bench report of each quick run
+#   host/snapshot.tar.gz, lspci-vvv.txt,    the host as `pcieperf snapshot` and `lspci -vvv -nn -D`
+#   host/lspci-xxxx.txt                     (-xxxx: config space) see it: issue 21's fixtures of a
+#                                           GPU machine; not counted as steps (lspci may be missing)
 #   <step>.stderr, commands.txt             each step's stderr, every command run
 #   summary.txt                             one line per step, the targets, a last line
 # and exits 0 only when every step ran and every target passed (scripts/gpu-check-summary.py).
 #
 # Time: every step runs under `timeout` with its budget below (seconds; the kill after the
-# grace is inside the budget), so the script ends within BUDGET = 325 s plus a few seconds of
+# grace is inside the budget), so the script ends within BUDGET = 331 s plus a few seconds of
 # its own, inside the 6 minutes a device session can give one run, with room for a rerun.
-T_SMI=10 T_TORCH=40 T_QUICK_SM=75 T_QUICK_CE=60 T_LAT=15 T_SM_BW=15 T_CE_BW=15 T_MODEL=8 T_REPORT=10 T_SUMMARY=7
-BUDGET=$((T_SMI + T_TORCH + T_QUICK_SM + T_QUICK_CE + 2 * T_LAT + 3 * T_SM_BW + 2 * T_CE_BW + T_MODEL + 2 * T_REPORT + T_SUMMARY))
-MAX_BUDGET=330
+T_HOST=6 T_SMI=10 T_TORCH=40 T_QUICK_SM=75 T_QUICK_CE=60 T_LAT=15 T_SM_BW=15 T_CE_BW=15 T_MODEL=8 T_REPORT=10 T_SUMMARY=7
+BUDGET=$((T_HOST + T_SMI + T_TORCH + T_QUICK_SM + T_QUICK_CE + 2 * T_LAT + 3 * T_SM_BW + 2 * T_CE_BW + T_MODEL + 2 * T_REPORT + T_SUMMARY))
+MAX_BUDGET=335
 GRACE=2
 # Sizes of the model: the quick suite's bandwidth sizes, sm's 4 KiB and ce's 2 MiB.
 MODEL_SIZES=16,64,65,128,129,256,257,512,513,1024,1025,2048,4096,2097152
@@ -79,6 +82,27 @@ if [ ! -x "$B" ]; then
     say "FAILED: pcieperf binary $B missing or not executable (cargo build --release, or set PCIEPERF)"
     finish "FAILED" 2
 fi
+
+# capture NAME FILE COMMAND...: the host's tree for issue 21, 2 s at most each, a summary line
+# either way; a missing lspci or a refusal does not fail the run.
+capture() {
+    local name=$1 file=$2
+    shift 2
+    echo "+ [host $name, 2 s] $*" >>"$OUT/commands.txt"
+    if timeout -k 1 1 "$@" >"$file" 2>"$OUT/host/$name.stderr"; then
+        say "host    $name captured"
+    else
+        say "host    $name not captured (exit $?): $(tail -n 1 "$OUT/host/$name.stderr" 2>/dev/null)"
+    fi
+}
+mkdir -p "$OUT/host"
+capture snapshot "$OUT/host/snapshot.txt" "$B" snapshot -o "$OUT/host/snapshot"
+# One archive: the device tool does not bring back symbolic links, and a snapshot is made of them.
+if [ -d "$OUT/host/snapshot" ]; then
+    tar -C "$OUT/host" -czf "$OUT/host/snapshot.tar.gz" snapshot && rm -rf "$OUT/host/snapshot"
+fi
+capture lspci-vvv "$OUT/host/lspci-vvv.txt" lspci -vvv -nn -D
+capture lspci-xxxx "$OUT/host/lspci-xxxx.txt" lspci -vvv -nn -D -xxxx
 
 # The link state first, before anything loads the GPU.
 if step nvidia-smi "$T_SMI" "$OUT/nvidia-smi-q.txt" nvidia-smi -q; then
