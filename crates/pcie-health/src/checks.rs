@@ -353,6 +353,8 @@ fn aer_findings(s: &mut Subject, rates: Option<&AerRates>) -> AerState {
         rootport_fatal: rp[2],
         by_type,
         rates: rates.map(|r| r.peak.clone()).unwrap_or_default(),
+        status_correctable: s.f.aer_status.map(|st| st.correctable_names()).unwrap_or_default(),
+        status_uncorrectable: s.f.aer_status.map(|st| st.uncorrectable_names()).unwrap_or_default(),
     };
     let list = |v: &[(String, u64)]| v.iter().map(|(n, c)| format!("{n} {c}")).collect::<Vec<_>>().join(", ");
     let (nonfatal, fatal) = (state.nonfatal.unwrap_or(0), state.fatal.unwrap_or(0));
@@ -411,5 +413,38 @@ fn aer_findings(s: &mut Subject, rates: Option<&AerRates>) -> AerState {
         }
         _ => {}
     }
+    status_findings(s, &state);
     state
+}
+
+/// Where no counter file exists (kernels before 4.17, firmware-first AER, an lspci dump), the
+/// AER status registers still show which error types happened since they were last cleared.
+fn status_findings(s: &mut Subject, state: &AerState) {
+    let sticky = "sticky status bits, set since they were last cleared; no counter says how many";
+    if state.correctable.is_none() && !state.status_correctable.is_empty() {
+        let msg = format!(
+            "{}: AER status shows correctable errors ({}): {sticky}",
+            s.name,
+            state.status_correctable.join(", ")
+        );
+        s.add(Severity::Info, Kind::AerCorrectable, None, None, msg);
+    }
+    let uncorrectable = &state.status_uncorrectable;
+    if state.nonfatal.is_none() && state.fatal.is_none() && !uncorrectable.is_empty() {
+        // An Unsupported Request alone is what probing an absent function or BAR leaves.
+        let (severity, note) = if uncorrectable.as_slice() == ["UnsupReq"] {
+            (
+                Severity::Info,
+                " (an Unsupported Request alone is often a probe, not a fault)",
+            )
+        } else {
+            (Severity::Warning, "")
+        };
+        let msg = format!(
+            "{}: AER status shows uncorrectable errors ({}){note}: {sticky}",
+            s.name,
+            uncorrectable.join(", ")
+        );
+        s.add(severity, Kind::AerUncorrectable, None, None, msg);
+    }
 }

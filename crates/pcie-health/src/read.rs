@@ -4,7 +4,7 @@
 
 use crate::report::LinkEnd;
 use pcie_sysfs::{
-    AerFiles, Bdf, ConfigSpaceError, LinkFiles, LinkSpeed, LinkWidth, PciDevice, PcieCapability, SysfsError,
+    AerFiles, AerStatus, Bdf, ConfigSpaceError, LinkFiles, LinkSpeed, LinkWidth, PciDevice, PcieCapability, SysfsError,
 };
 
 /// One function as read.
@@ -13,6 +13,8 @@ pub(crate) struct Func {
     pub files: LinkFiles,
     pub cap: Result<PcieCapability, ConfigSpaceError>,
     pub has_aer: Option<bool>,
+    /// The AER capability's status registers, where config space shows them.
+    pub aer_status: Option<AerStatus>,
     pub power_state: Option<String>,
     pub runtime_status: Option<String>,
     pub local_cpus: Option<String>,
@@ -23,9 +25,13 @@ impl Func {
     pub fn read(dev: PciDevice) -> Result<Func, SysfsError> {
         let files = dev.link_files();
         let config = dev.config_bytes();
-        let (cap, has_aer) = match &config {
-            Ok(bytes) => (PcieCapability::decode(bytes), pcie_sysfs::has_aer(bytes)),
-            Err(e) => (Err(e.clone()), None),
+        let (cap, has_aer, aer_status) = match &config {
+            Ok(bytes) => (
+                PcieCapability::decode(bytes),
+                pcie_sysfs::has_aer(bytes),
+                AerStatus::decode(bytes),
+            ),
+            Err(e) => (Err(e.clone()), None, None),
         };
         let short = |t: Option<String>| t.map(|t| t.chars().take(64).collect::<String>());
         Ok(Func {
@@ -36,6 +42,7 @@ impl Func {
             files,
             cap,
             has_aer,
+            aer_status,
             dev,
         })
     }

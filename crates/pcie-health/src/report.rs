@@ -60,6 +60,10 @@ pub struct AerState {
     pub by_type: Vec<(String, u64)>,
     /// `(type, per second)`: the highest rate over one sampling interval.
     pub rates: Vec<(String, f64)>,
+    /// The error types the AER status registers show set (sticky, since they were last
+    /// cleared), correctable then uncorrectable; empty where config space does not show them.
+    pub status_correctable: Vec<&'static str>,
+    pub status_uncorrectable: Vec<&'static str>,
 }
 
 /// One PCI function and the link-health facts about it.

@@ -55,14 +55,89 @@ fn the_pcie_bench_host_has_healthy_links_priced_by_the_model() {
             .unwrap();
         let hops: Vec<String> = vga.path.iter().map(|h| h.bdf.to_string()).collect();
         assert_eq!(hops, ["0000:05:00.0", "0000:06:00.0"]);
-        // One thing to say: the DMI root port lspci shows with no link speed.
+        // Information only: the DMI root port lspci shows with no link speed, and the boards'
+        // and the I350's advisory non-fatal status bit (CESta NonFatalErr+).
         let kinds: Vec<(Kind, String, Severity)> = r
             .findings
             .iter()
             .map(|f| (f.kind, f.bdf.to_string(), f.severity))
             .collect();
-        assert_eq!(kinds, [(Kind::LinkUnknown, "0000:00:00.0".to_string(), Severity::Info)]);
+        let mut want = vec![(Kind::LinkUnknown, "0000:00:00.0".to_string(), Severity::Info)];
+        for f in ["0000:02:00.0", "0000:03:00.0", "0000:07:00.0", "0000:07:00.1"] {
+            want.push((Kind::AerCorrectable, f.to_string(), Severity::Info));
+        }
+        assert_eq!(kinds, want);
+        assert!(r.findings[1]
+            .message
+            .contains("AER status shows correctable errors (NonFatalErr)"));
         assert!(!r.needs_attention());
         std::fs::remove_dir_all(&root).unwrap();
     }
+}
+
+/// Functions whose AER status registers show errors, as lspci prints them: with no counter
+/// files, the status bits make the findings; an Unsupported Request alone is information.
+#[test]
+fn aer_status_bits_stand_in_for_missing_counters() {
+    let head = |bdf: &str| {
+        format!(
+            "{bdf} Ethernet controller [0200]: Vendor Device [abcd:0001]\n\tStatus: Cap+\n\
+             \tCapabilities: [40] Express (v2) Endpoint, MSI 00\n\
+             \t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0\n\t\t\tExtTag+\n\
+             \t\tDevCtl:\tExtTag+\n\t\t\tMaxPayload 256 bytes, MaxReadReq 512 bytes\n\
+             \t\tLnkCap:\tPort #0, Speed 8GT/s, Width x8, ASPM not supported\n\
+             \t\tLnkSta:\tSpeed 8GT/s, Width x8\n\
+             \tCapabilities: [100 v2] Advanced Error Reporting\n"
+        )
+    };
+    let dump = format!(
+        "{}\t\tUESta:\tDLP- CmpltTO+ UnsupReq-\n\t\tCESta:\tRxErr+ BadTLP- BadDLLP+\n\n{}\t\tUESta:\tUnsupReq+\n",
+        head("01:00.0"),
+        head("02:00.0")
+    );
+    let root = std::env::temp_dir().join(format!("pcie-health-aer-status-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    write_snapshot(&parse(&dump).unwrap(), &root).unwrap();
+    let r = check(&root, &Options::default()).unwrap();
+    let got: Vec<(Kind, String, Severity)> = r
+        .findings
+        .iter()
+        .map(|f| (f.kind, f.bdf.to_string(), f.severity))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Kind::AerUncorrectable, "0000:01:00.0".to_string(), Severity::Warning),
+            (Kind::AerCorrectable, "0000:01:00.0".to_string(), Severity::Info),
+            (Kind::AerUncorrectable, "0000:02:00.0".to_string(), Severity::Info),
+        ]
+    );
+    assert!(r.findings[0].message.contains("(CmpltTO)"), "{}", r.findings[0].message);
+    assert!(
+        r.findings[1].message.contains("(RxErr, BadDLLP)"),
+        "{}",
+        r.findings[1].message
+    );
+    assert!(
+        r.findings[2].message.contains("often a probe"),
+        "{}",
+        r.findings[2].message
+    );
+    let f = &r.functions[0];
+    assert_eq!(
+        (f.aer.status_correctable.clone(), f.aer.status_uncorrectable.clone()),
+        (vec!["RxErr", "BadDLLP"], vec!["CmpltTO"])
+    );
+    // Where the kernel counts, its counters speak and the status bits add nothing.
+    let dev = root.join("sys/bus/pci/devices/0000:01:00.0");
+    std::fs::write(dev.join("aer_dev_correctable"), "RxErr 0\nBadDLLP 0\nTOTAL_ERR_COR 0\n").unwrap();
+    std::fs::write(dev.join("aer_dev_nonfatal"), "CmpltTO 0\nTOTAL_ERR_NONFATAL 0\n").unwrap();
+    std::fs::write(dev.join("aer_dev_fatal"), "TOTAL_ERR_FATAL 0\n").unwrap();
+    let r = check(&root, &Options::default()).unwrap();
+    assert!(
+        r.findings.iter().all(|f| f.bdf.to_string() != "0000:01:00.0"),
+        "{:#?}",
+        r.findings
+    );
+    std::fs::remove_dir_all(&root).unwrap();
 }

@@ -3,7 +3,7 @@
 //! optionally the AER and Device Serial Number extended capabilities. A simulated host and
 //! fixture trees describe their functions with it, so the readers see what a real host shows.
 
-use crate::config_space::{speed_code_gts, Aspm, PortType, EXT_CAP_AER, EXT_CAP_DSN};
+use crate::config_space::{speed_code_gts, AerStatus, Aspm, PortType, EXT_CAP_AER, EXT_CAP_DSN};
 
 /// A link as its registers hold it: rates in GT/s (2.5 ... 128), widths in lanes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,7 +44,7 @@ pub struct ConfigBuilder {
     ext_tag: (bool, bool),
     tags10: Option<(bool, bool, bool)>,
     link: Option<LinkSetup>,
-    aer: bool,
+    aer: Option<AerStatus>,
     serial: Option<u64>,
 }
 
@@ -79,7 +79,7 @@ impl ConfigBuilder {
             ext_tag: (true, true),
             tags10: None,
             link: None,
-            aer: false,
+            aer: None,
             serial: None,
         }
     }
@@ -121,9 +121,15 @@ impl ConfigBuilder {
         self
     }
 
-    /// An AER extended capability (its counters live in sysfs files, not here).
-    pub fn aer(mut self) -> ConfigBuilder {
-        self.aer = true;
+    /// An AER extended capability with no error status bits set (its counters live in sysfs
+    /// files, not here).
+    pub fn aer(self) -> ConfigBuilder {
+        self.aer_status(AerStatus::default())
+    }
+
+    /// An AER extended capability whose status registers hold `status`.
+    pub fn aer_status(mut self, status: AerStatus) -> ConfigBuilder {
+        self.aer = Some(status);
         self
     }
 
@@ -185,8 +191,10 @@ impl ConfigBuilder {
             put16(&mut c, at + 0x28, u16::from(enabled) << 12);
         }
         let mut ext = Vec::new();
-        if self.aer {
+        if let Some(status) = self.aer {
             ext.push((EXT_CAP_AER, 0x100usize));
+            put32(&mut c, 0x104, status.uncorrectable);
+            put32(&mut c, 0x110, status.correctable);
         }
         if let Some(serial) = self.serial {
             ext.push((EXT_CAP_DSN, 0x150));
@@ -265,6 +273,27 @@ mod tests {
         let plain = ConfigBuilder::endpoint(1, 2, 0x020000).build();
         assert_eq!(has_aer(&plain), Some(false));
         assert!(!blank_serial(&mut plain.clone()));
+    }
+
+    #[test]
+    fn aer_status_bits_read_back_by_name() {
+        let status = AerStatus {
+            uncorrectable: 1 << 14 | 1 << 20,
+            correctable: 1 | 1 << 7,
+        };
+        let bytes = ConfigBuilder::endpoint(1, 2, 0x020000)
+            .aer_status(status)
+            .serial(7)
+            .build();
+        let read = AerStatus::decode(&bytes).unwrap();
+        assert_eq!(read, status);
+        assert_eq!(read.correctable_names(), ["RxErr", "BadDLLP"]);
+        assert_eq!(read.uncorrectable_names(), ["CmpltTO", "UnsupReq"]);
+        assert_eq!(
+            AerStatus::decode(&ConfigBuilder::endpoint(1, 2, 0x020000).build()),
+            None
+        );
+        assert_eq!(AerStatus::decode(&bytes[..0x108]), None);
     }
 
     #[test]

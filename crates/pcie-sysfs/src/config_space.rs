@@ -343,6 +343,78 @@ pub fn has_aer(config: &[u8]) -> Option<bool> {
     Some(ext.iter().any(|&(id, _)| id == EXT_CAP_AER))
 }
 
+/// Correctable error status bits (AER, PCIe 6.0 7.8.4.5) by the names the kernel's
+/// `aer_dev_correctable` file uses.
+pub const CORRECTABLE_BITS: [(u32, &str); 8] = [
+    (0, "RxErr"),
+    (6, "BadTLP"),
+    (7, "BadDLLP"),
+    (8, "Rollover"),
+    (12, "Timeout"),
+    (13, "NonFatalErr"),
+    (14, "CorrIntErr"),
+    (15, "HeaderOF"),
+];
+
+/// Uncorrectable error status bits (7.8.4.2) by the kernel's `aer_dev_nonfatal`/`_fatal` names.
+pub const UNCORRECTABLE_BITS: [(u32, &str); 17] = [
+    (4, "DLP"),
+    (5, "SDES"),
+    (12, "TLP"),
+    (13, "FCP"),
+    (14, "CmpltTO"),
+    (15, "CmpltAbrt"),
+    (16, "UnxCmplt"),
+    (17, "RxOF"),
+    (18, "MalfTLP"),
+    (19, "ECRC"),
+    (20, "UnsupReq"),
+    (21, "ACSViol"),
+    (22, "UncorrIntErr"),
+    (23, "BlockedTLP"),
+    (24, "AtomicOpBlocked"),
+    (25, "TLPBlockedErr"),
+    (26, "PoisonTLPBlocked"),
+];
+
+/// The AER capability's status registers: the error types a function has seen since they were
+/// last cleared (sticky: they survive a reset). Where the kernel keeps no counters (before
+/// Linux 4.17, firmware-first AER, a dump of config space) they are what is left to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct AerStatus {
+    pub uncorrectable: u32,
+    pub correctable: u32,
+}
+
+impl AerStatus {
+    /// The status registers of the AER capability; `None` without one (or a dump that does
+    /// not reach them).
+    pub fn decode(config: &[u8]) -> Option<AerStatus> {
+        let ext = extended_capabilities(config).ok()?;
+        let &(_, at) = ext.iter().find(|&&(id, _)| id == EXT_CAP_AER)?;
+        Some(AerStatus {
+            uncorrectable: u32_at(config, at + 4)?,
+            correctable: u32_at(config, at + 0x10)?,
+        })
+    }
+
+    fn names(bits: u32, table: &[(u32, &'static str)]) -> Vec<&'static str> {
+        table
+            .iter()
+            .filter(|(b, _)| bits >> b & 1 == 1)
+            .map(|(_, n)| *n)
+            .collect()
+    }
+
+    pub fn correctable_names(&self) -> Vec<&'static str> {
+        AerStatus::names(self.correctable, &CORRECTABLE_BITS)
+    }
+
+    pub fn uncorrectable_names(&self) -> Vec<&'static str> {
+        AerStatus::names(self.uncorrectable, &UNCORRECTABLE_BITS)
+    }
+}
+
 /// Zeroes the serial number of a Device Serial Number capability (a snapshot must not carry
 /// it); returns whether one was found.
 pub fn blank_serial(config: &mut [u8]) -> bool {

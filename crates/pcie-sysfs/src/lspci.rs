@@ -14,7 +14,7 @@
 
 use crate::bdf::Bdf;
 use crate::config_builder::{ConfigBuilder, LinkSetup};
-use crate::config_space::{Aspm, PortType};
+use crate::config_space::{AerStatus, Aspm, PortType, CORRECTABLE_BITS, UNCORRECTABLE_BITS};
 use crate::host::NUMA_NODES;
 use crate::snapshot::SnapshotError;
 use crate::tree::{write_config, write_pci_function};
@@ -30,8 +30,12 @@ pub enum Capabilities {
     /// lspci printed no registers (run without `-v`), or listed the PCI Express capability
     /// without decoding it (fewer than three `v`).
     NotShown,
-    /// The registers lspci printed.
-    Decoded { express: Option<Express>, aer: bool },
+    /// The registers lspci printed; `aer`: the AER capability, with the error types its
+    /// status registers (`UESta`, `CESta`) show set.
+    Decoded {
+        express: Option<Express>,
+        aer: Option<AerStatus>,
+    },
 }
 
 /// The PCI Express capability's registers as lspci decodes them.
@@ -323,7 +327,8 @@ struct Reading {
     /// The capability the indented lines belong to.
     in_express: bool,
     in_pm: bool,
-    aer: bool,
+    in_aer: bool,
+    aer: Option<AerStatus>,
     denied: bool,
     /// A `Status:` line: lspci printed the function's registers (`-v` or more).
     registers_shown: bool,
@@ -347,7 +352,8 @@ impl Reading {
             express: None,
             in_express: false,
             in_pm: false,
-            aer: false,
+            in_aer: false,
+            aer: None,
             denied: false,
             registers_shown: false,
         }
@@ -358,6 +364,7 @@ impl Reading {
         if depth == 1 {
             self.in_express = false;
             self.in_pm = false;
+            self.in_aer = false;
             if let Some(cap) = text.strip_prefix("Capabilities: ") {
                 self.capability(cap);
             } else if let Some(d) = text.strip_prefix("Kernel driver in use: ") {
@@ -382,6 +389,20 @@ impl Reading {
                     "D0" | "D1" | "D2" => Some(state.into()),
                     _ => None,
                 };
+            }
+        }
+        if let (true, 2, Some(status)) = (self.in_aer, depth, self.aer.as_mut()) {
+            // `CESta:\tRxErr+ BadTLP- ...`: the types marked +.
+            let (register, table) = match text.split_once(':').map(|(k, _)| k) {
+                Some("UESta") => (&mut status.uncorrectable, &UNCORRECTABLE_BITS[..]),
+                Some("CESta") => (&mut status.correctable, &CORRECTABLE_BITS[..]),
+                _ => return,
+            };
+            for word in text.split_whitespace().filter_map(|w| w.strip_suffix('+')) {
+                let word = if word == "AdvNonFatalErr" { "NonFatalErr" } else { word };
+                if let Some((bit, _)) = table.iter().find(|(_, n)| *n == word) {
+                    *register |= 1 << bit;
+                }
             }
         }
         if let (true, Some(x)) = (self.in_express, self.express.as_mut()) {
@@ -416,7 +437,8 @@ impl Reading {
         } else if name.starts_with("Power Management") {
             self.in_pm = true;
         } else if name.starts_with("Advanced Error Reporting") {
-            self.aer = true;
+            self.aer = Some(AerStatus::default());
+            self.in_aer = true;
         }
     }
 
@@ -539,7 +561,7 @@ impl LspciFunction {
             let header = ConfigBuilder::conventional(vendor, device, class).build()[..64].to_vec();
             return (header, ConfigFrom::HeaderOnly);
         };
-        let mut b = match express {
+        let b = match express {
             Some(x) => {
                 let b = ConfigBuilder::new(vendor, device, class, x.port_type)
                     .mps(x.mps_supported, x.mps)
@@ -552,9 +574,10 @@ impl LspciFunction {
             }
             None => ConfigBuilder::conventional(vendor, device, class),
         };
-        if *aer {
-            b = b.aer();
-        }
+        let b = match aer {
+            Some(status) => b.aer_status(*status),
+            None => b,
+        };
         (b.build(), ConfigFrom::Registers)
     }
 }
@@ -722,6 +745,7 @@ mod tests {
 \t\tDevCtl2: Completion Timeout: 50us to 50ms, TimeoutDis- LTR- 10BitTagReq+ OBFF Disabled,
 \tCapabilities: [100 v2] Advanced Error Reporting
 \t\tUESta:\tDLP- SDES- TLP- FCP- CmpltTO- CmpltAbrt- UnxCmplt- RxOF- MalfTLP-
+\t\tCESta:\tRxErr+ BadTLP- BadDLLP+ Rollover- Timeout- AdvNonFatalErr-
 \tKernel driver in use: pcieport
 \tNUMA node: 0
 
@@ -820,7 +844,13 @@ mod tests {
                 aspm_enabled: Aspm::default(),
             })
         );
-        assert!(matches!(nfp.capabilities, Capabilities::Decoded { aer: true, .. }));
+        // AER: the advisory non-fatal bit (CESta NonFatalErr+) is the one status bit set.
+        let aer = AerStatus {
+            uncorrectable: 0,
+            correctable: 1 << 13,
+        };
+        assert!(matches!(nfp.capabilities, Capabilities::Decoded { aer: Some(a), .. } if a == aer));
+        assert_eq!(aer.correctable_names(), ["NonFatalErr"]);
         // The empty root port: its link is down (x0), its bus range its own.
         let port = find(&fs, "00:01.0");
         assert_eq!((port.class, port.buses), (Some(0x060400), Some((1, 1))));
@@ -840,7 +870,7 @@ mod tests {
             uncore.capabilities,
             Capabilities::Decoded {
                 express: None,
-                aer: false
+                aer: None
             }
         );
     }
@@ -859,7 +889,15 @@ mod tests {
         assert_eq!((l.gts, l.width, l.max_gts, l.max_width), (16.0, 8, 32.0, 16));
         assert_eq!(l.aspm_enabled, Aspm { l0s: false, l1: true });
         assert_eq!(express(&up).port_type, PortType::UpstreamPort);
-        assert_eq!(express(&find(&fs, "0000:15:01.0")).tags10, Some((true, true, true)));
+        let port = find(&fs, "0000:15:01.0");
+        assert_eq!(express(&port).tags10, Some((true, true, true)));
+        let Capabilities::Decoded { aer: Some(status), .. } = port.capabilities else {
+            panic!("{port:?}")
+        };
+        assert_eq!(
+            (status.correctable_names(), status.uncorrectable),
+            (vec!["RxErr", "BadDLLP"], 0)
+        );
         let bridges: Vec<&LspciFunction> = fs.iter().filter(|f| f.buses.is_some()).collect();
         let names: Vec<String> = chain(&gpu, &bridges).iter().map(Bdf::to_string).collect();
         assert_eq!(names, ["0000:15:01.0", "0000:16:00.0", "0000:17:00.0"]);

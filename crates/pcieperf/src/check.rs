@@ -195,10 +195,22 @@ fn power_text(f: &FunctionHealth) -> Option<String> {
 
 fn aer_text(f: &FunctionHealth) -> Option<String> {
     let a = &f.aer;
-    let parts: Vec<String> = [("cor", a.correctable), ("nonfatal", a.nonfatal), ("fatal", a.fatal)]
+    let mut parts: Vec<String> = [("cor", a.correctable), ("nonfatal", a.nonfatal), ("fatal", a.fatal)]
         .iter()
         .filter_map(|(n, v)| v.map(|v| format!("{n} {v}")))
         .collect();
+    if parts.is_empty() {
+        // No counters: the status registers' sticky bits, where config space shows them.
+        let set: Vec<&str> = a
+            .status_correctable
+            .iter()
+            .chain(&a.status_uncorrectable)
+            .copied()
+            .collect();
+        if !set.is_empty() {
+            parts.push(format!("status {}", set.join(" ")));
+        }
+    }
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 

@@ -4,7 +4,9 @@
 
 use crate::{refused, text, FuzzTarget, Verdict};
 use pcie_sysfs::lspci::{self, Capabilities, ConfigFrom};
-use pcie_sysfs::{blank_serial, extended_capabilities, Aspm, ConfigBuilder, LinkSetup, PcieCapability, PortType};
+use pcie_sysfs::{
+    blank_serial, extended_capabilities, has_aer, AerStatus, Aspm, ConfigBuilder, LinkSetup, PcieCapability, PortType,
+};
 use pcie_sysfs::{AerCounts, LinkSpeed, LinkWidth};
 
 const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
@@ -17,6 +19,9 @@ fn config_space(input: &[u8]) -> Verdict {
         if let Some(&(id, at)) = ext.iter().find(|&&(_, at)| at < 0x100 || at + 4 > input.len()) {
             return Verdict::Wrong(format!("extended capability {id:#x} at {at:#x} outside the dump"));
         }
+    }
+    if AerStatus::decode(input).is_some() && has_aer(input) != Some(true) {
+        return Verdict::Wrong("AER status read without an AER capability".into());
     }
     let decoded = PcieCapability::decode(input);
     let mut blanked = input.to_vec();
