@@ -225,14 +225,18 @@ fn lost(v: Option<f64>) -> Cell {
 
 fn human(r: &Report) -> String {
     let mut out = String::new();
+    // Every Linux host lists node0 at least: none listed is a tree that does not say.
+    let nodes = match r.numa_nodes.len() {
+        0 => "NUMA nodes unknown".to_string(),
+        1 => "1 NUMA node".to_string(),
+        n => format!("{n} NUMA nodes"),
+    };
     let _ = writeln!(
         out,
-        "{} PCI functions, {} with a PCIe link; ASPM policy {}; {} NUMA node{}{}",
+        "{} PCI functions, {} with a PCIe link; ASPM policy {}; {nodes}{}",
         r.functions.len(),
         r.links,
         r.aspm_policy.as_deref().unwrap_or("unknown"),
-        r.numa_nodes.len(),
-        if r.numa_nodes.len() == 1 { "" } else { "s" },
         r.sampled_seconds
             .map_or(String::new(), |s| format!("; AER counters watched for {s:.1} s"))
     );
