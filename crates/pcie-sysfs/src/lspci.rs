@@ -6,11 +6,11 @@
 //! prints), ids (`[8086:2f04]` with `-nn`), driver, NUMA node, bridge bus range, power state,
 //! and its config space: the bytes themselves where the dump has them (`-xxx`: 256 bytes,
 //! `-xxxx`: 4096), else built with [`ConfigBuilder`] from the registers lspci decodes (DevCap,
-//! DevCtl, LnkCap, LnkCtl, LnkSta, DevCap2, DevCtl2, the AER capability). The link files are
-//! the Link Capabilities and Status as the kernel prints them. A function whose capabilities
-//! lspci could not read (`<access denied>`: run without root) or did not decode (fewer than
-//! three `v`) gets the 64-byte header Linux shows without root, so the checks that need more
-//! say they were skipped. AER counters and CPU lists are not in lspci's output.
+//! DevCtl, LnkCap, LnkCtl, LnkSta, DevCap2, DevCtl2, the AER capability and its status
+//! registers). The link files are the Link Capabilities and Status as the kernel prints them.
+//! A function whose capabilities lspci could not read (`<access denied>`: run without root) or
+//! did not decode (fewer than three `v`) gets the 64-byte header Linux shows without root, and
+//! [`LspciSummary::gaps`] says how many. AER counters and CPU lists are not in lspci's output.
 
 use crate::bdf::Bdf;
 use crate::config_builder::{ConfigBuilder, LinkSetup};
