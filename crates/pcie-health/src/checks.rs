@@ -227,6 +227,17 @@ fn link_findings(s: &mut Subject, limiting: Option<&Hop>, capable: Option<&Hop>)
         cap,
         pct(lost)
     );
+    // A port's Target Link Speed below what both ends can do caps the link where it trained:
+    // a setting (firmware's, or setpci's), not a signal that failed to train.
+    let speed_lost = matches!((l.current_gts, l.capable_gts), (Some(g), Some(m)) if g < m);
+    if let (true, Some(t), Some(port)) = (speed_lost, l.upstream.target_gts, l.upstream.bdf) {
+        if l.capable_gts.is_some_and(|m| t < m) && l.current_gts.is_some_and(|g| g <= t) {
+            msg.push_str(&format!(
+                "; capped by {port}'s Target Link Speed (Link Control 2) of {t} GT/s: a firmware or setpci \
+                 setting, not a training fault (raise it and retrain the link)"
+            ));
+        }
+    }
     if kind == Kind::LinkPowerSaving {
         msg.push_str(&format!(
             "; likely power saving ({}): check again under load",

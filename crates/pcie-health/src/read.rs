@@ -73,6 +73,7 @@ impl Func {
             current_width: width(&self.files.current_width, regs.map(|r| r.width)),
             max_gts: speed(&self.files.max_speed, regs.and_then(|r| r.max_speed)),
             max_width: width(&self.files.max_width, regs.map(|r| r.max_width)),
+            target_gts: regs.and_then(|r| r.target_speed),
         }
     }
 

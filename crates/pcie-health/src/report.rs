@@ -16,6 +16,9 @@ pub struct LinkEnd {
     pub current_width: Option<u32>,
     pub max_gts: Option<f64>,
     pub max_width: Option<u32>,
+    /// Link Control 2's Target Link Speed, where config space shows it: on a port, the rate
+    /// its link may train to at most.
+    pub target_gts: Option<f64>,
 }
 
 /// A link between a port (`upstream`: a root port or a switch's downstream port) and the

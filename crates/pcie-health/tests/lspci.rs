@@ -141,3 +141,43 @@ fn aer_status_bits_stand_in_for_missing_counters() {
     );
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// The NFP's root port with its Target Link Speed set to 5 GT/s and the link trained there:
+/// a speed downgrade priced by the model, its cause named.
+#[test]
+fn a_port_capped_by_its_target_link_speed_is_named_as_the_cause() {
+    let text = DUMPS[0];
+    let (port, nfp) = (
+        text.find("00:02.0 PCI bridge").unwrap(),
+        text.find("02:00.0 Ethernet").unwrap(),
+    );
+    let capped = text[..port].to_string()
+        + &text[port..nfp]
+            .replacen("LnkSta:\tSpeed 8GT/s", "LnkSta:\tSpeed 5GT/s", 1)
+            .replacen("Target Link Speed: 8GT/s", "Target Link Speed: 5GT/s", 1)
+        + &text[nfp..].replacen("LnkSta:\tSpeed 8GT/s", "LnkSta:\tSpeed 5GT/s", 1);
+    let root = std::env::temp_dir().join(format!("pcie-health-target-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    write_snapshot(&parse(&capped).unwrap(), &root).unwrap();
+    let r = check(&root, &Options::default()).unwrap();
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.kind == Kind::LinkSpeedDowngraded)
+        .expect("a speed downgrade");
+    assert_eq!(
+        (f.bdf.to_string(), f.severity),
+        ("0000:02:00.0".to_string(), Severity::Warning)
+    );
+    let (now, best) = (writes(Generation::Gen2, 8, 256), writes(Generation::Gen3, 8, 256));
+    assert!((f.lost_pct.unwrap() - (best - now) / best * 100.0).abs() < 1e-9);
+    assert!(
+        f.message.ends_with(
+            "capped by 0000:00:02.0's Target Link Speed (Link Control 2) of 5 GT/s: a firmware or setpci setting, \
+             not a training fault (raise it and retrain the link)"
+        ),
+        "{}",
+        f.message
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}

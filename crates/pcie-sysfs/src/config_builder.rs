@@ -44,6 +44,8 @@ pub struct ConfigBuilder {
     ext_tag: (bool, bool),
     tags10: Option<(bool, bool, bool)>,
     link: Option<LinkSetup>,
+    /// Link Control 2's Target Link Speed; `None`: the link's maximum, as after reset.
+    target_gts: Option<f64>,
     aer: Option<AerStatus>,
     serial: Option<u64>,
 }
@@ -79,6 +81,7 @@ impl ConfigBuilder {
             ext_tag: (true, true),
             tags10: None,
             link: None,
+            target_gts: None,
             aer: None,
             serial: None,
         }
@@ -118,6 +121,13 @@ impl ConfigBuilder {
 
     pub fn link(mut self, link: LinkSetup) -> ConfigBuilder {
         self.link = Some(link);
+        self
+    }
+
+    /// Link Control 2's Target Link Speed in GT/s, below the link's maximum: a port whose
+    /// firmware (or `setpci`) caps the rate its link trains to.
+    pub fn target_speed(mut self, gts: f64) -> ConfigBuilder {
+        self.target_gts = Some(gts);
         self
     }
 
@@ -181,6 +191,13 @@ impl ConfigBuilder {
             put32(&mut c, at + 0x0c, lnkcap);
             put16(&mut c, at + 0x10, bits(l.aspm_enabled) as u16);
             put16(&mut c, at + 0x12, (speed_code(l.gts) | (l.width & 0x3f) << 4) as u16);
+            // Link Capabilities 2's supported speeds vector is left empty: readers take the
+            // maximum from Link Capabilities.
+            put16(
+                &mut c,
+                at + 0x30,
+                speed_code(self.target_gts.unwrap_or(l.max_gts)) as u16,
+            );
         }
         if let Some((completer, requester, enabled)) = self.tags10 {
             put32(
@@ -262,6 +279,16 @@ mod tests {
             (Some(32.0), 16, Some(16.0), 8)
         );
         assert_eq!((l.aspm_supported.name(), l.aspm_enabled.name()), ("L0s L1", "L1"));
+        // Target Link Speed: the maximum after reset, or what firmware set.
+        assert_eq!(l.target_speed, Some(32.0));
+        let capped = ConfigBuilder::new(0x8086, 0x347a, 0x060400, PortType::RootPort)
+            .link(link)
+            .target_speed(8.0)
+            .build();
+        assert_eq!(
+            PcieCapability::decode(&capped).unwrap().link.unwrap().target_speed,
+            Some(8.0)
+        );
         assert_eq!(has_aer(&bytes), Some(true));
         assert_eq!(has_aer(&bytes[..256]), None);
         let mut blanked = bytes.clone();

@@ -182,6 +182,9 @@ pub struct LinkRegisters {
     pub aspm_enabled: Aspm,
     pub speed: Option<f64>,
     pub width: u32,
+    /// Link Control 2's Target Link Speed (version-2 capabilities): on a downstream port, the
+    /// highest rate the link may train to, which firmware or `setpci` can set below the maximum.
+    pub target_speed: Option<f64>,
 }
 
 /// 10-bit tag support (Device Capabilities 2) and the requester enable (Device Control 2).
@@ -243,6 +246,9 @@ impl PcieCapability {
                 aspm_enabled: Aspm::from_bits(ctl as u32),
                 speed: speed_code_gts(sta as u32 & 0xf),
                 width: (sta as u32 >> 4) & 0x3f,
+                target_speed: u16_at(config, at + 0x30)
+                    .filter(|_| version >= 2)
+                    .and_then(|c| speed_code_gts(c as u32 & 0xf)),
             }),
             _ => None,
         };

@@ -50,6 +50,8 @@ pub struct Express {
     /// 10-bit tags (completer, requester, requester enabled), where lspci prints them.
     pub tags10: Option<(bool, bool, bool)>,
     pub link: Option<LinkSetup>,
+    /// `LnkCtl2: Target Link Speed` in GT/s.
+    pub target_speed: Option<f64>,
 }
 
 /// One function of the dump.
@@ -260,6 +262,10 @@ impl ExpressText {
             ),
             tags10,
             link,
+            target_speed: self
+                .reg("LnkCtl2")
+                .and_then(|c| number_after(c, "Target Link Speed: "))
+                .filter(|&t| t > 0.0),
         })
     }
 }
@@ -567,8 +573,12 @@ impl LspciFunction {
                     .mps(x.mps_supported, x.mps)
                     .mrrs(x.mrrs)
                     .tags(x.ext_tag.0, x.ext_tag.1, x.tags10);
-                match x.link {
+                let b = match x.link {
                     Some(l) => b.link(l),
+                    None => b,
+                };
+                match x.target_speed {
+                    Some(t) => b.target_speed(t),
                     None => b,
                 }
             }
@@ -856,7 +866,10 @@ mod tests {
         assert_eq!((port.class, port.buses), (Some(0x060400), Some((1, 1))));
         let l = express(&port).link.unwrap();
         assert_eq!((l.max_gts, l.max_width, l.gts, l.width), (8.0, 8, 2.5, 0));
+        assert_eq!(express(&port).target_speed, Some(8.0));
+        // The DMI port: Target Link Speed 2.5 GT/s of its 5.
         assert_eq!(l.aspm_supported, Aspm { l0s: false, l1: true });
+        assert_eq!(express(&find(&fs, "00:00.0")).target_speed, Some(2.5));
         // The BMC's VGA sits behind the ASPEED bridge below a PCH root port.
         let vga = find(&fs, "06:00.0");
         let bridges: Vec<&LspciFunction> = fs.iter().filter(|f| f.buses.is_some()).collect();

@@ -36,7 +36,7 @@ fn config_space(input: &[u8]) -> Verdict {
                 return Verdict::Wrong(format!("sizes out of range: {d:?}"));
             }
             if let Some(l) = c.link {
-                let speeds = [l.speed, l.max_speed].into_iter().flatten();
+                let speeds = [l.speed, l.max_speed, l.target_speed].into_iter().flatten();
                 if l.width > 63 || l.max_width > 63 || !speeds.into_iter().all(|s| RATES.contains(&s)) {
                     return Verdict::Wrong(format!("link registers out of range: {l:?}"));
                 }

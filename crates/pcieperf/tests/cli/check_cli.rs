@@ -229,6 +229,31 @@ fn an_lspci_dump_is_checked_like_the_host_it_came_from() {
     );
     assert!(table.contains(&want), "{want}\n{table}");
     assert!(table.contains(&format!("{lost:.1}")), "{lost}\n{table}");
+    assert!(!table.contains("Target Link Speed"), "{table}");
+
+    // Its root port's Target Link Speed set to 5 GT/s (firmware's or setpci's), both ends at
+    // Gen2 x8: a speed downgrade, and the setting named as its cause.
+    let port = text.find("00:02.0 PCI bridge").unwrap();
+    let capped = text[..port].to_string()
+        + &text[port..at]
+            .replacen("LnkSta:\tSpeed 8GT/s", "LnkSta:\tSpeed 5GT/s", 1)
+            .replacen("Target Link Speed: 8GT/s", "Target Link Speed: 5GT/s", 1)
+        + &text[at..].replacen("LnkSta:\tSpeed 8GT/s", "LnkSta:\tSpeed 5GT/s", 1);
+    std::fs::write(&bad, capped).unwrap();
+    let table = findings(&["check", "--lspci", bad.to_str().unwrap()]);
+    let want = format!(
+        "0000:02:00.0 runs Gen2 x8 (limited by 0000:02:00.0, its own link) where Gen3 x8 is possible: 4 KiB DMA writes {:.0} Gb/s of {:.0}",
+        model_writes("2", "8", "256"),
+        gen3
+    );
+    assert!(table.contains(&want), "{want}\n{table}");
+    assert!(
+        table.contains(
+            "capped by 0000:00:02.0's Target Link Speed (Link Control 2) of 5 GT/s: a firmware or setpci setting"
+        ),
+        "{table}"
+    );
+    assert!(table.contains("link_speed_downgraded"), "{table}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
