@@ -20,8 +20,8 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub source: SourceArgs,
     /// Check the host an `lspci -vvv` dump describes (FILE, or - for stdin) instead: add -nn
-    /// for ids, -xxxx (as root) for the exact config space
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["source", "sysfs"])]
+    /// for ids, -xxxx (as root) for the exact config space (a dump holds no counters to watch)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["source", "sysfs", "interval", "duration"])]
     pub lspci: Option<PathBuf>,
     /// Output format
     #[arg(long, value_enum, default_value_t)]

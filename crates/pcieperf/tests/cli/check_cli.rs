@@ -296,7 +296,11 @@ fn an_lspci_dump_without_root_or_of_something_else_is_named() {
     );
     let e = refused(&["check", "--lspci", "/nonexistent.txt"]);
     assert!(e.contains("--lspci /nonexistent.txt: No such file"), "{e}");
-    let e = refused(&["check", "--lspci", junk.to_str().unwrap(), "--sysfs", "/"]);
-    assert!(e.contains("cannot be used with"), "{e}");
+    for other in [&["--sysfs", "/"][..], &["--duration", "1"]] {
+        let mut a = vec!["check", "--lspci", junk.to_str().unwrap()];
+        a.extend(other);
+        let e = refused(&a);
+        assert!(e.contains("cannot be used with"), "{e}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
