@@ -468,6 +468,15 @@ impl Reading {
                 None => Capabilities::NotShown,
             }
         };
+        if let Some(h) = self.f.hex.get(..0x1b) {
+            // The dump's own header says exactly what the text names (lspci without -nn).
+            let word = |i: usize| u16::from_le_bytes([h[i], h[i + 1]]);
+            self.f.ids = Some((word(0), word(2)));
+            self.f.class = Some(u32::from(h[11]) << 16 | u32::from(h[10]) << 8 | u32::from(h[9]));
+            if h[0x0e] & 0x7f == 1 && self.f.buses.is_none() {
+                self.f.buses = Some((h[0x19], h[0x1a]));
+            }
+        }
         if self.f.buses.is_some() && self.f.class.is_none_or(|c| c >> 16 != 0x06) {
             // A type-1 header is a bridge whatever its class name.
             self.f.class = Some(0x060400);
@@ -982,18 +991,42 @@ mod tests {
             .aer()
             .link(LinkSetup::at_max(16.0, 4))
             .build();
-        let mut text = String::from("c1:00.0 Non-Volatile memory controller: Samsung Electronics Co Ltd NVMe SSD Controller PM9A1/PM9A3/980PRO (prog-if 02 [NVM Express])\n\tStatus: Cap+\n");
-        for (i, row) in config.chunks(16).enumerate() {
-            let bytes: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
-            text.push_str(&format!("{:02x}: {}\n", i * 16, bytes.join(" ")));
-        }
+        // Its root port, as `lspci -xxx` alone shows it (256 bytes, no registers decoded): the
+        // bus range comes from the type-1 header.
+        let mut port = ConfigBuilder::new(0x8086, 0x347a, 0x060400, PortType::RootPort)
+            .link(LinkSetup::at_max(16.0, 4))
+            .build();
+        (port[0x19], port[0x1a]) = (0xc1, 0xc1);
+        let dump = |text: &mut String, header: &str, config: &[u8]| {
+            text.push_str(header);
+            for (i, row) in config.chunks(16).enumerate() {
+                let bytes: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+                text.push_str(&format!("{:02x}: {}\n", i * 16, bytes.join(" ")));
+            }
+            text.push('\n');
+        };
+        let mut text = String::new();
+        dump(
+            &mut text,
+            "c0:01.1 PCI bridge: Intel Corporation Device 347a\n",
+            &port[..256],
+        );
+        dump(
+            &mut text,
+            "c1:00.0 Non-Volatile memory controller: Samsung Electronics Co Ltd NVMe SSD Controller PM9A1/PM9A3/980PRO (prog-if 02 [NVM Express])\n\tStatus: Cap+\n",
+            &config,
+        );
         let fs = parse(&text).unwrap();
-        assert_eq!(fs[0].hex, config);
-        assert_eq!(fs[0].class, Some(0x010802));
+        assert_eq!(fs[1].hex, config);
+        // Ids and class from the dump's header: the text (without -nn) names no ids.
+        assert_eq!((fs[1].class, fs[1].ids), (Some(0x010802), Some((0x144d, 0xa80a))));
+        assert_eq!((fs[0].class, fs[0].buses), (Some(0x060400), Some((0xc1, 0xc1))));
         let out = temp("hex");
-        assert_eq!(write_snapshot(&fs, &out).unwrap().dumped, 1);
-        let dev = &PciDevice::discover(&out).unwrap()[0];
-        assert_eq!(dev.config_bytes().unwrap(), config);
+        assert_eq!(write_snapshot(&fs, &out).unwrap().dumped, 2);
+        let devs = PciDevice::discover(&out).unwrap();
+        assert_eq!(devs[1].config_bytes().unwrap(), config);
+        assert_eq!(devs[1].upstream_bdf(), Some(fs[0].bdf));
+        assert_eq!(devs[0].pcie_capability().unwrap().port_type, PortType::RootPort);
         std::fs::remove_dir_all(&out).unwrap();
     }
 
