@@ -3,7 +3,7 @@
 //! shows them to root. Not part of the product (behind the `fixture` feature).
 
 use pcie_sysfs::tree::{write_config, write_pci_function};
-use pcie_sysfs::{Aspm, ConfigBuilder, LinkSetup, PortType};
+use pcie_sysfs::{Aspm, ConfigBuilder, LinkSetup, LinkSpeed, PortType};
 use std::io;
 use std::path::Path;
 
@@ -14,10 +14,6 @@ pub struct Func {
     attrs: Vec<(String, String)>,
     config: Option<ConfigBuilder>,
     driver: Option<String>,
-}
-
-fn speed(gts: f64) -> String {
-    format!("{gts:.1} GT/s PCIe")
 }
 
 impl Func {
@@ -50,8 +46,8 @@ impl Func {
     /// The link: the four sysfs files and the link registers.
     pub fn link(mut self, link: LinkSetup) -> Func {
         for (k, v) in [
-            ("current_link_speed", speed(link.gts)),
-            ("max_link_speed", speed(link.max_gts)),
+            ("current_link_speed", LinkSpeed::kernel_text(link.gts)),
+            ("max_link_speed", LinkSpeed::kernel_text(link.max_gts)),
             ("current_link_width", link.width.to_string()),
             ("max_link_width", link.max_width.to_string()),
         ] {

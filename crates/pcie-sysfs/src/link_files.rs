@@ -34,6 +34,16 @@ fn cut(text: &str) -> String {
 }
 
 impl LinkSpeed {
+    /// The text the kernel writes for a rate (`8.0 GT/s PCIe`; `Unknown` for none): what
+    /// fixture trees and laid-out snapshots put in the speed files [`LinkSpeed::parse`] reads.
+    pub fn kernel_text(gts: f64) -> String {
+        if gts > 0.0 {
+            format!("{gts:.1} GT/s PCIe")
+        } else {
+            "Unknown".into()
+        }
+    }
+
     pub fn parse(text: &str) -> LinkSpeed {
         let t = text.trim();
         if t.starts_with("Unknown") {

@@ -16,6 +16,7 @@ use crate::bdf::Bdf;
 use crate::config_builder::{ConfigBuilder, LinkSetup};
 use crate::config_space::{AerStatus, Aspm, PortType, CORRECTABLE_BITS, UNCORRECTABLE_BITS};
 use crate::host::NUMA_NODES;
+use crate::link_files::LinkSpeed;
 use crate::snapshot::SnapshotError;
 use crate::tree::{write_config, write_pci_function};
 use std::collections::BTreeSet;
@@ -635,15 +636,6 @@ impl LspciSummary {
     }
 }
 
-/// The kernel's text for a link speed file.
-fn speed_text(gts: f64) -> String {
-    if gts > 0.0 {
-        format!("{gts:.1} GT/s PCIe")
-    } else {
-        "Unknown".into()
-    }
-}
-
 /// The bridges above `f`, root port first: each one the bridge whose bus range holds the bus
 /// below it (the narrowest, as a switch's ports lie inside its upstream port's range).
 fn chain(f: &LspciFunction, bridges: &[&LspciFunction]) -> Vec<Bdf> {
@@ -703,8 +695,8 @@ pub fn write_snapshot(functions: &[LspciFunction], out: &Path) -> Result<LspciSu
             _ => None,
         };
         if let Some(l) = express.and_then(|x| x.link) {
-            attrs.push(("current_link_speed", speed_text(l.gts)));
-            attrs.push(("max_link_speed", speed_text(l.max_gts)));
+            attrs.push(("current_link_speed", LinkSpeed::kernel_text(l.gts)));
+            attrs.push(("max_link_speed", LinkSpeed::kernel_text(l.max_gts)));
             attrs.push(("current_link_width", l.width.to_string()));
             attrs.push(("max_link_width", l.max_width.to_string()));
         }
