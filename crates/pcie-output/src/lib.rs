@@ -43,7 +43,7 @@ mod target;
 
 pub use check::{check_dir, check_file, create_dir};
 pub use output::{stdout_taken, write_file, Output};
-pub use private_dir::PrivateDir;
+pub use private_dir::{tree_bases, PrivateDir};
 
 #[cfg(test)]
 mod tests {

@@ -18,16 +18,12 @@ pub struct SysfsWriter {
 impl SysfsWriter {
     /// A new, empty tree in a temporary directory, named after `tag` and this process
     /// (`pcie-pmu-TAG-PID-RANDOM`), with `sys/bus/event_source/devices` and
-    /// `sys/bus/pci/devices`. A tree is a thousand small files, so memory-backed `/dev/shm` is
-    /// used when it exists and `TMPDIR` is not set.
+    /// `sys/bus/pci/devices`. A tree is a thousand small files: it goes where
+    /// [`pcie_output::tree_bases`] says (memory-backed `/dev/shm` when it exists and `TMPDIR` is
+    /// not set).
     pub fn temporary(tag: &str) -> io::Result<SysfsWriter> {
-        let shm = Path::new("/dev/shm");
-        let mut bases = vec![std::env::temp_dir()];
-        if std::env::var_os("TMPDIR").is_none() && shm.is_dir() {
-            bases.insert(0, shm.to_path_buf());
-        }
         let mut last = None;
-        for base in bases {
+        for base in pcie_output::tree_bases() {
             remove_abandoned(&base);
             let made = PrivateDir::new_in(&base, &format!("pcie-pmu-{tag}-{}", std::process::id())).and_then(|dir| {
                 let w = SysfsWriter { dir };

@@ -70,7 +70,7 @@ pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
     let imported = match &a.lspci {
         Some(file) => {
             let functions = read_lspci(file)?;
-            let dir = pcie_output::PrivateDir::new("pcieperf-lspci")
+            let dir = pcie_output::PrivateDir::for_tree("pcieperf-lspci")
                 .map_err(|e| CliError::Runtime(format!("a temporary directory: {e}")))?;
             let s = pcie_sysfs::lspci::write_snapshot(&functions, dir.path())
                 .map_err(|e| CliError::Runtime(e.to_string()))?;
