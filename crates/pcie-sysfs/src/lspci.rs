@@ -162,13 +162,22 @@ fn flag(text: &str, name: &str) -> Option<bool> {
         })
 }
 
-/// The number right after `key` (`"MaxPayload "` in `MaxPayload 256 bytes`).
-fn number_after(text: &str, key: &str) -> Option<f64> {
+/// The characters right after `key` that `digit` takes (`256` after `"MaxPayload "`).
+fn digits_after<'a>(text: &'a str, key: &str, digit: fn(char) -> bool) -> Option<&'a str> {
     let rest = &text[text.find(key)? + key.len()..];
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
-    rest[..end].parse().ok()
+    Some(&rest[..rest.find(|c: char| !digit(c)).unwrap_or(rest.len())])
+}
+
+/// The decimal number right after `key` (`"MaxPayload "` in `MaxPayload 256 bytes`).
+fn number_after(text: &str, key: &str) -> Option<f64> {
+    digits_after(text, key, |c| c.is_ascii_digit() || c == '.')?
+        .parse()
+        .ok()
+}
+
+/// The hexadecimal number right after `key` (`"secondary="` in `secondary=1a`).
+fn number_hex_after(text: &str, key: &str) -> Option<u32> {
+    u32::from_str_radix(digits_after(text, key, |c| c.is_ascii_hexdigit())?, 16).ok()
 }
 
 /// `Speed 8GT/s` (0 for `Speed unknown`), `Width x8`.
@@ -308,12 +317,6 @@ fn class_and_ids(rest: &str) -> (Option<u32>, Option<(u16, u16)>) {
     (class, ids)
 }
 
-fn number_hex_after(text: &str, key: &str) -> Option<u32> {
-    let rest = &text[text.find(key)? + key.len()..];
-    let end = rest.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(rest.len());
-    u32::from_str_radix(&rest[..end], 16).ok()
-}
-
 /// `00: 86 80 04 2f ...`: the offset and the bytes, or `None` for any other line.
 fn hex_line(line: &str) -> Option<(usize, Vec<u8>)> {
     let (off, bytes) = line.split_once(": ")?;
@@ -327,14 +330,20 @@ fn hex_line(line: &str) -> Option<(usize, Vec<u8>)> {
     Some((usize::from_str_radix(off, 16).ok()?, bytes?))
 }
 
+/// The capability the deeper-indented lines belong to.
+#[derive(Clone, Copy, PartialEq)]
+enum Section {
+    Other,
+    Express,
+    PowerManagement,
+    Aer,
+}
+
 /// One function being read.
 struct Reading {
     f: LspciFunction,
     express: Option<ExpressText>,
-    /// The capability the indented lines belong to.
-    in_express: bool,
-    in_pm: bool,
-    in_aer: bool,
+    section: Section,
     aer: Option<AerStatus>,
     denied: bool,
     /// A `Status:` line: lspci printed the function's registers (`-v` or more).
@@ -357,9 +366,7 @@ impl Reading {
                 hex: Vec::new(),
             },
             express: None,
-            in_express: false,
-            in_pm: false,
-            in_aer: false,
+            section: Section::Other,
             aer: None,
             denied: false,
             registers_shown: false,
@@ -369,9 +376,7 @@ impl Reading {
     /// An indented line: `depth` tabs (or groups of spaces) before `text`.
     fn line(&mut self, depth: usize, text: &str) {
         if depth == 1 {
-            self.in_express = false;
-            self.in_pm = false;
-            self.in_aer = false;
+            self.section = Section::Other;
             if let Some(cap) = text.strip_prefix("Capabilities: ") {
                 self.capability(cap);
             } else if let Some(d) = text.strip_prefix("Kernel driver in use: ") {
@@ -388,7 +393,7 @@ impl Reading {
             }
             return;
         }
-        if self.in_pm && depth == 2 {
+        if self.section == Section::PowerManagement && depth == 2 {
             if let Some(s) = text.strip_prefix("Status: ") {
                 let state = s.split_whitespace().next().unwrap_or("");
                 self.f.power_state = match state {
@@ -398,7 +403,7 @@ impl Reading {
                 };
             }
         }
-        if let (true, 2, Some(status)) = (self.in_aer, depth, self.aer.as_mut()) {
+        if let (Section::Aer, 2, Some(status)) = (self.section, depth, self.aer.as_mut()) {
             // `CESta:\tRxErr+ BadTLP- ...`: the types marked +.
             let (register, table) = match text.split_once(':').map(|(k, _)| k) {
                 Some("UESta") => (&mut status.uncorrectable, &UNCORRECTABLE_BITS[..]),
@@ -412,7 +417,7 @@ impl Reading {
                 }
             }
         }
-        if let (true, Some(x)) = (self.in_express, self.express.as_mut()) {
+        if let (Section::Express, Some(x)) = (self.section, self.express.as_mut()) {
             if depth == 2 {
                 if let Some((key, value)) = text.split_once(':') {
                     x.regs.push((key.trim().to_string(), value.trim().to_string()));
@@ -440,12 +445,12 @@ impl Reading {
                 kind: kind.to_string(),
                 regs: Vec::new(),
             });
-            self.in_express = true;
+            self.section = Section::Express;
         } else if name.starts_with("Power Management") {
-            self.in_pm = true;
+            self.section = Section::PowerManagement;
         } else if name.starts_with("Advanced Error Reporting") {
             self.aer = Some(AerStatus::default());
-            self.in_aer = true;
+            self.section = Section::Aer;
         }
     }
 
