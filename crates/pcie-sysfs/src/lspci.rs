@@ -31,8 +31,8 @@ pub enum Capabilities {
     /// lspci printed no registers (run without `-v`), or listed the PCI Express capability
     /// without decoding it (fewer than three `v`).
     NotShown,
-    /// The registers lspci printed; `aer`: the AER capability, with the error types its
-    /// status registers (`UESta`, `CESta`) show set.
+    /// The registers lspci printed; `aer`: the error types the AER status registers
+    /// (`UESta`, `CESta`) show set, where lspci decoded them.
     Decoded {
         express: Option<Express>,
         aer: Option<AerStatus>,
@@ -403,12 +403,18 @@ impl Reading {
                 };
             }
         }
-        if let (Section::Aer, 2, Some(status)) = (self.section, depth, self.aer.as_mut()) {
-            // `CESta:\tRxErr+ BadTLP- ...`: the types marked +.
-            let (register, table) = match text.split_once(':').map(|(k, _)| k) {
-                Some("UESta") => (&mut status.uncorrectable, &UNCORRECTABLE_BITS[..]),
-                Some("CESta") => (&mut status.correctable, &CORRECTABLE_BITS[..]),
-                _ => return,
+        if let (Section::Aer, 2) = (self.section, depth) {
+            // `CESta:\tRxErr+ BadTLP- ...`: the types marked +. Only these lines make the
+            // status known: an lspci that does not decode AER prints its name and `<?>`.
+            let key = text.split_once(':').map(|(k, _)| k);
+            if !matches!(key, Some("UESta" | "CESta")) {
+                return;
+            }
+            let status = self.aer.get_or_insert_default();
+            let (register, table) = if key == Some("UESta") {
+                (&mut status.uncorrectable, &UNCORRECTABLE_BITS[..])
+            } else {
+                (&mut status.correctable, &CORRECTABLE_BITS[..])
             };
             for word in text.split_whitespace().filter_map(|w| w.strip_suffix('+')) {
                 let word = if word == "AdvNonFatalErr" { "NonFatalErr" } else { word };
@@ -449,7 +455,6 @@ impl Reading {
         } else if name.starts_with("Power Management") {
             self.section = Section::PowerManagement;
         } else if name.starts_with("Advanced Error Reporting") {
-            self.aer = Some(AerStatus::default());
             self.section = Section::Aer;
         }
     }
@@ -502,12 +507,14 @@ fn indent(line: &str, unit: usize) -> (usize, &str) {
 }
 
 /// The spaces of one level where no line is indented by tabs: the shallowest indentation.
-fn space_unit(text: &str) -> usize {
+fn space_unit(lines: &[&str]) -> usize {
     let lead = |l: &str| l.len() - l.trim_start_matches([' ', '\t']).len();
-    if text.lines().any(|l| l.starts_with('\t')) {
+    if lines.iter().any(|l| l.starts_with('\t')) {
         return 8;
     }
-    text.lines()
+    lines
+        .iter()
+        .copied()
         .filter(|l| !l.trim().is_empty())
         .map(lead)
         .filter(|&n| n > 0)
@@ -515,14 +522,42 @@ fn space_unit(text: &str) -> usize {
         .unwrap_or(8)
 }
 
-/// The functions of an `lspci -vvv` dump (`-nn`, `-D`, `-xxx`/`-xxxx` are read where given);
-/// lines of other kinds are passed over.
+/// The dump's lines without the frame a bug report puts around them: e-mail quote marks
+/// (`> `, `>>`) and the indentation of its first function line (a Markdown code block, a
+/// log's prefix of spaces). No line lspci prints starts with `>`.
+fn unframe(text: &str) -> Vec<&str> {
+    let unquoted: Vec<&str> = text
+        .lines()
+        .map(|mut l| {
+            while let Some(rest) = l.strip_prefix('>') {
+                l = rest.strip_prefix(' ').unwrap_or(rest);
+            }
+            l
+        })
+        .collect();
+    let base = unquoted
+        .iter()
+        .find_map(|l| {
+            let body = l.trim_start_matches([' ', '\t']);
+            header(body.trim_end()).map(|_| &l[..l.len() - body.len()])
+        })
+        .unwrap_or("");
+    unquoted
+        .into_iter()
+        .map(|l| l.strip_prefix(base).unwrap_or(l))
+        .collect()
+}
+
+/// The functions of an `lspci -vvv` dump (`-nn`, `-D`, `-xxx`/`-xxxx` are read where given),
+/// also as quoted in an e-mail or indented in a Markdown post; lines of other kinds are passed
+/// over.
 pub fn parse(text: &str) -> Result<Vec<LspciFunction>, LspciError> {
     let mut out: Vec<LspciFunction> = Vec::new();
     let mut cur: Option<Reading> = None;
     let mut seen = BTreeSet::new();
-    let unit = space_unit(text);
-    for (n, raw) in text.lines().enumerate() {
+    let lines = unframe(text);
+    let unit = space_unit(&lines);
+    for (n, raw) in lines.into_iter().enumerate() {
         let line = raw.trim_end();
         let (depth, body) = indent(line, unit);
         if body.is_empty() {
@@ -618,26 +653,42 @@ pub struct LspciSummary {
     /// Functions with the 64-byte header only: capabilities denied or not decoded.
     pub header_only: usize,
     pub denied: usize,
+    /// Links with lanes whose speed lspci printed as `unknown`.
+    pub unknown_speed: usize,
 }
 
 impl LspciSummary {
     /// What the dump leaves unknown, in a sentence; `None` when it shows every function's
-    /// registers. Their links, MPS/MRRS, tags and ASPM go unchecked.
+    /// registers and every link's speed.
     pub fn gaps(&self) -> Option<String> {
-        let mut parts = Vec::new();
+        let mut unread = Vec::new();
         if self.denied > 0 {
-            parts.push(format!(
+            unread.push(format!(
                 "lspci could not read the capabilities of {} functions (it ran without root: run `sudo lspci -vvv`)",
                 self.denied
             ));
         }
         let undecoded = self.header_only - self.denied;
         if undecoded > 0 {
-            parts.push(format!(
+            unread.push(format!(
                 "lspci did not decode the registers of {undecoded} functions (run it with -vvv)"
             ));
         }
-        (!parts.is_empty()).then(|| format!("{}: their links, MPS/MRRS, tags and ASPM are unknown", parts.join("; ")))
+        let mut gaps = Vec::new();
+        if !unread.is_empty() {
+            gaps.push(format!(
+                "{}: their links, MPS/MRRS, tags and ASPM are unknown",
+                unread.join("; ")
+            ));
+        }
+        if self.unknown_speed > 0 {
+            gaps.push(format!(
+                "lspci printed \"Speed unknown\" for {} links with lanes (a pciutils older than their \
+                 PCIe generation: run a newer lspci): their speed goes unchecked",
+                self.unknown_speed
+            ));
+        }
+        (!gaps.is_empty()).then(|| gaps.join("; "))
     }
 }
 
@@ -700,6 +751,7 @@ pub fn write_snapshot(functions: &[LspciFunction], out: &Path) -> Result<LspciSu
             _ => None,
         };
         if let Some(l) = express.and_then(|x| x.link) {
+            s.unknown_speed += usize::from(l.width > 0 && (l.gts == 0.0 || l.max_gts == 0.0));
             attrs.push(("current_link_speed", LinkSpeed::kernel_text(l.gts)));
             attrs.push(("max_link_speed", LinkSpeed::kernel_text(l.max_gts)));
             attrs.push(("current_link_width", l.width.to_string()));
@@ -979,6 +1031,90 @@ mod tests {
             let spaced = SWITCH.replace('\t', &" ".repeat(unit));
             assert_eq!(parse(&spaced).unwrap(), parse(SWITCH).unwrap(), "{unit} spaces");
         }
+    }
+
+    #[test]
+    fn a_dump_quoted_in_an_e_mail_or_indented_in_a_post_reads_the_same() {
+        let frame = |prefix: &str, text: &str| -> String { text.lines().map(|l| format!("{prefix}{l}\n")).collect() };
+        let spaced = SWITCH.replace('\t', "    ");
+        for framed in [
+            frame("> ", SWITCH),
+            frame(">> > ", SWITCH),
+            frame(">", SWITCH),
+            frame("    ", SWITCH),
+            frame("    ", &spaced),
+            frame("> ", &frame("  ", &spaced)),
+        ] {
+            assert_eq!(parse(&framed).unwrap(), parse(SWITCH).unwrap(), "{}", &framed[..40]);
+        }
+    }
+
+    /// A root port and a NIC as an lspci of about 2010 printed them (pciutils 3.1): errors
+    /// reported by name in DevCtl, LnkSta's flags on its own line, AER listed but not decoded,
+    /// and a link speed it has no name for.
+    const OLD: &str = "\
+00:1c.0 PCI bridge: Intel Corporation 82801JI (ICH10 Family) PCI Express Root Port 1 (prog-if 00 [Normal decode])
+\tStatus: Cap+ 66MHz- UDF- FastB2B- ParErr- DEVSEL=fast >TAbort- <TAbort- <MAbort- >SERR- <PERR- INTx-
+\tBus: primary=00, secondary=02, subordinate=02, sec-latency=0
+\tCapabilities: [40] Express (v1) Root Port (Slot+), MSI 00
+\t\tDevCap:\tMaxPayload 128 bytes, PhantFunc 0, Latency L0s <64ns, L1 <1us
+\t\t\tExtTag- RBE- FLReset-
+\t\tDevCtl:\tReport errors: Correctable- Non-Fatal- Fatal- Unsupported-
+\t\t\tRlxdOrd- ExtTag- PhantFunc- AuxPwr- NoSnoop-
+\t\t\tMaxPayload 128 bytes, MaxReadReq 128 bytes
+\t\tLnkCap:\tPort #1, Speed 2.5GT/s, Width x4, ASPM L0s L1, Latency L0 <256ns, L1 <4us
+\t\tLnkCtl:\tASPM Disabled; RCB 64 bytes Disabled- Retrain- CommClk+
+\t\tLnkSta:\tSpeed 2.5GT/s, Width x1, TrErr- Train- SlotClk+ DLActive+ BWMgmt- ABWMgmt-
+\tCapabilities: [100] Virtual Channel <?>
+\tKernel driver in use: pcieport
+
+02:00.0 Ethernet controller: Intel Corporation 82574L Gigabit Network Connection
+\tStatus: Cap+ 66MHz- UDF- FastB2B- ParErr- DEVSEL=fast >TAbort- <TAbort- <MAbort- >SERR- <PERR- INTx-
+\tCapabilities: [e0] Express (v1) Endpoint, MSI 00
+\t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0, Latency L0s <512ns, L1 <64us
+\t\t\tExtTag- AttnBtn- AttnInd- PwrInd- RBE+ FLReset-
+\t\tDevCtl:\tReport errors: Correctable+ Non-Fatal+ Fatal+ Unsupported+
+\t\t\tRlxdOrd- ExtTag- PhantFunc- AuxPwr- NoSnoop+
+\t\t\tMaxPayload 128 bytes, MaxReadReq 512 bytes
+\t\tLnkCap:\tPort #8, Speed unknown, Width x1, ASPM L0s L1, Latency L0 <128ns, L1 <64us
+\t\tLnkCtl:\tASPM L0s L1 Enabled; RCB 64 bytes Disabled- Retrain- CommClk+
+\t\tLnkSta:\tSpeed unknown, Width x1, TrErr- Train- SlotClk+ DLActive- BWMgmt- ABWMgmt-
+\tCapabilities: [100] Advanced Error Reporting <?>
+\tKernel driver in use: e1000e
+";
+
+    #[test]
+    fn an_old_lspci_reads_and_what_it_could_not_name_is_said() {
+        let fs = parse(OLD).unwrap();
+        let port = express(&find(&fs, "0000:00:1c.0"));
+        assert_eq!(
+            (port.port_type, port.mps_supported, port.mps, port.mrrs),
+            (PortType::RootPort, 128, 128, 128)
+        );
+        let l = port.link.unwrap();
+        assert_eq!((l.gts, l.width, l.max_gts, l.max_width), (2.5, 1, 2.5, 4));
+        let nic = find(&fs, "0000:02:00.0");
+        let x = express(&nic);
+        assert_eq!((x.mps, x.mrrs, x.ext_tag, x.tags10), (128, 512, (false, false), None));
+        let l = x.link.unwrap();
+        assert_eq!((l.gts, l.max_gts, l.width), (0.0, 0.0, 1));
+        assert_eq!(l.aspm_enabled, Aspm { l0s: true, l1: true });
+        // AER listed but not decoded: its status is not known to be clear.
+        assert!(
+            matches!(nic.capabilities, Capabilities::Decoded { aer: None, .. }),
+            "{nic:?}"
+        );
+        let dir = temp("old");
+        let s = write_snapshot(&fs, &dir).unwrap();
+        assert_eq!((s.decoded, s.unknown_speed), (2, 1));
+        assert!(
+            s.gaps()
+                .unwrap()
+                .starts_with("lspci printed \"Speed unknown\" for 1 links"),
+            "{:?}",
+            s.gaps()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -77,10 +77,17 @@ fn link_files(input: &[u8]) -> Verdict {
     }
 }
 
-/// An `lspci -vvv` dump: addresses distinct, hex dumps within 4096 bytes, and each config
-/// space built from decoded registers reads back with the registers' sizes and widths.
+/// An `lspci -vvv` dump: the same quoted in an e-mail, addresses distinct, hex dumps within
+/// 4096 bytes, and each config space built from decoded registers reads back with the
+/// registers' sizes and widths.
 fn lspci_dump(input: &[u8]) -> Verdict {
-    let functions = match lspci::parse(&text(input)) {
+    let dump = text(input);
+    let parsed = lspci::parse(&dump);
+    let quoted: String = dump.lines().map(|l| format!("> {l}\n")).collect();
+    if lspci::parse(&quoted) != parsed {
+        return Verdict::Wrong("quoted with \"> \" it reads otherwise".into());
+    }
+    let functions = match parsed {
         Ok(f) => f,
         Err(e) => return refused(e.to_string()),
     };
