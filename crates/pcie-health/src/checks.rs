@@ -433,8 +433,15 @@ fn aer_findings(s: &mut Subject, rates: Option<&AerRates>) -> AerState {
 fn status_findings(s: &mut Subject, state: &AerState) {
     let sticky = "sticky status bits, set since they were last cleared; no counter says how many";
     if state.correctable.is_none() && !state.status_correctable.is_empty() {
+        // The kernel's name for Advisory Non-Fatal reads like an uncorrectable error.
+        let note = if state.status_correctable.contains(&"NonFatalErr") {
+            ". NonFatalErr is Advisory Non-Fatal: an uncorrectable error the device handled as \
+             correctable (often an Unsupported Request or an unexpected completion)"
+        } else {
+            ""
+        };
         let msg = format!(
-            "{}: AER status shows correctable errors ({}): {sticky}",
+            "{}: AER status shows correctable errors ({}): {sticky}{note}",
             s.name,
             state.status_correctable.join(", ")
         );

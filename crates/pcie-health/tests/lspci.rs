@@ -67,9 +67,18 @@ fn the_pcie_bench_host_has_healthy_links_priced_by_the_model() {
             want.push((Kind::AerCorrectable, f.to_string(), Severity::Info));
         }
         assert_eq!(kinds, want);
-        assert!(r.findings[1]
-            .message
-            .contains("AER status shows correctable errors (NonFatalErr)"));
+        let m = &r.findings[1].message;
+        assert!(
+            m.contains("AER status shows correctable errors (NonFatalErr): sticky"),
+            "{m}"
+        );
+        assert!(
+            m.ends_with(
+                "NonFatalErr is Advisory Non-Fatal: an uncorrectable error the device handled as \
+             correctable (often an Unsupported Request or an unexpected completion)"
+            ),
+            "{m}"
+        );
         assert!(!r.needs_attention());
         std::fs::remove_dir_all(&root).unwrap();
     }
