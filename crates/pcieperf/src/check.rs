@@ -263,7 +263,13 @@ fn human(r: &Report) -> String {
         }
         out.push_str(&t.to_human());
     }
-    let devices: Vec<&FunctionHealth> = r.functions.iter().filter(|f| !f.is_bridge).collect();
+    // A server lists hundreds of functions with nothing to say (uncore, host bridges,
+    // integrated devices): rows for those with a link or a finding, a count of the rest.
+    let (devices, quiet): (Vec<&FunctionHealth>, Vec<&FunctionHealth>) = r
+        .functions
+        .iter()
+        .filter(|f| !f.is_bridge)
+        .partition(|f| f.link.is_some() || !f.path.is_empty() || r.findings.iter().any(|x| x.bdf == f.bdf));
     if !devices.is_empty() {
         out.push_str("\nDevices (Gb/s: 4 KiB DMA writes through the path now, and with every hop at its best):\n");
         let shown: Vec<&Column> = COLUMNS.iter().filter(|c| c.2).collect();
@@ -289,6 +295,14 @@ fn human(r: &Report) -> String {
                 let _ = writeln!(out, "  {}: {}", f.bdf, rates_text(f));
             }
         }
+    }
+    if !quiet.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{} functions without a PCIe link or a finding are not listed (host bridges, uncore, \
+             integrated or virtual devices): --format json or csv lists every function",
+            quiet.len()
+        );
     }
     for s in &r.skipped {
         let _ = writeln!(

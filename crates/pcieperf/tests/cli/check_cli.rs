@@ -195,6 +195,24 @@ fn an_lspci_dump_is_checked_like_the_host_it_came_from() {
     let gen3 = model_writes("3", "8", "256");
     assert!((nfp["available_gbps"].as_f64().unwrap() - gen3).abs() < 1e-9, "{nfp}");
     assert_eq!(nfp["driver"], "nfp-pciebench");
+    // The table lists the 6 devices with a link or a finding and counts the 78 others
+    // (uncore, the DMA engine's functions, USB, SATA); JSON has all 91.
+    let table = ok(&["check", "--lspci", file_s]);
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("0000:")).collect();
+    let listed: Vec<&str> = rows.iter().map(|l| &l[..12]).collect();
+    let want = [
+        "0000:00:00.0",
+        "0000:02:00.0",
+        "0000:03:00.0",
+        "0000:06:00.0",
+        "0000:07:00.0",
+        "0000:07:00.1",
+    ];
+    assert_eq!(listed, want, "{table}");
+    assert!(
+        table.contains("\n78 functions without a PCIe link or a finding are not listed"),
+        "{table}"
+    );
     // From stdin, and through a snapshot read with --sysfs: the same report.
     let piped = std::process::Command::new(env!("CARGO_BIN_EXE_pcieperf"))
         .args(["check", "--lspci", "-", "--format", "json"])
