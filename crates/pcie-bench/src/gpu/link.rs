@@ -211,7 +211,14 @@ impl LinkRecord {
         let before = self.readings.first().and_then(LinkReading::link);
         let after = readers.readings("end");
         match after.first() {
-            None => self.note.push_str(&format!("; at the end: {}", readers.why_none())),
+            None => {
+                let why = readers.why_none();
+                if self.note.contains(&why) {
+                    self.note.push_str("; at the end: the same");
+                } else {
+                    self.note.push_str(&format!("; at the end: {why}"));
+                }
+            }
             Some(r) if r.link() != before => {
                 self.note.push_str(&format!(
                     "; the link changed during the run: {} at the end ({})",
@@ -396,6 +403,17 @@ mod tests {
         assert!(lost
             .note
             .ends_with("; at the end: no link state: sysfs: gone; NVML: none"));
+        // No reading at open nor at the end, for the same reasons: said once.
+        let none = Readers {
+            sysfs: Err("no sysfs entry".into()),
+            nvml: Err("no NVML".into()),
+        };
+        let (mut never, _) = at_open(&none);
+        never.at_end(&none);
+        assert_eq!(
+            never.note,
+            "no link state: sysfs: no sysfs entry; NVML: no NVML; at the end: the same"
+        );
     }
 
     #[test]

@@ -211,6 +211,7 @@ impl CudaBackend {
         if ordinal >= count {
             return Err(match count {
                 0 => "the driver sees no CUDA device".to_string(),
+                1 => "this host has 1 CUDA device (cuda:0)".to_string(),
                 _ => format!("this host has {count} CUDA devices (cuda:0 to cuda:{})", count - 1),
             });
         }

@@ -31,7 +31,8 @@ pub fn read(bdf: &str) -> Result<NvmlLink, String> {
     // state between init and shutdown).
     let handle = unsafe { libc::dlopen(lib.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     if handle.is_null() {
-        return Err(format!("{NVML_LIBRARY}: {}", dl_error()));
+        // dlerror's message names the library.
+        return Err(dl_error());
     }
     let symbol = |name: &str| -> Result<*mut c_void, String> {
         let c = CString::new(name).expect("no NUL in the name");

@@ -17,6 +17,8 @@ mod check_sim_cli;
 mod completions_man;
 #[path = "cuda_cli.rs"]
 mod cuda_cli;
+#[path = "cuda_fake_cli.rs"]
+mod cuda_fake_cli;
 #[path = "exec_cli.rs"]
 mod exec_cli;
 #[path = "hostile_cli.rs"]

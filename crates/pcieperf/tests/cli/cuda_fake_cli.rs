@@ -1,0 +1,252 @@
+//! `--backend cuda` against a stand-in for the NVIDIA driver (`fake_driver/libcuda.rs`, built
+//! here with rustc and found through LD_LIBRARY_PATH): the backend's whole host side runs as it
+//! will on a GPU machine (opening, the timer probe, the dry calibration, the gate, streams and
+//! events, the link readings, every test kind of both engines, run.json, `bench report`),
+//! against a driver that refuses what a GPU would fault on. Its GPU is a model with round
+//! figures, so each figure the host reports is checked against what it must be.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The fake GPU's model: the constants of fake_driver/libcuda.rs.
+const LOOP_NS: f64 = 120.0;
+const LAT_NS: f64 = 800.0;
+const WRRD_NS: f64 = 1000.0;
+const LAT_GBPS: f64 = 100.0;
+const SM_READ_GBPS: f64 = 200.0;
+const SM_WRITE_GBPS: f64 = 180.0;
+const CE_SETUP_NS: f64 = 1000.0;
+const CE_GBPS: f64 = 220.0;
+const SM_MHZ: f64 = 1980.0;
+
+/// The directory holding the fake `libcuda.so.1` (built once per test run).
+fn driver_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fake-cuda");
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/fake_driver/libcuda.rs");
+        let building = dir.join(format!("libcuda.so.1.{}", std::process::id()));
+        let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+        let o = Command::new(rustc)
+            .args(["--edition", "2021", "--crate-type", "cdylib", "-o"])
+            .arg(&building)
+            .arg(&src)
+            .output()
+            .expect("rustc runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::rename(&building, dir.join("libcuda.so.1")).unwrap();
+        let _ = std::fs::remove_file(dir.join("libcuda.so"));
+        std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcuda.so")).unwrap();
+        dir
+    })
+}
+
+/// pcieperf with the fake driver and `env` (`FAKE_CUDA_DEVICES`, `FAKE_CUDA_FAIL`).
+fn with_fake(env: &[(&str, &str)], args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pcieperf"))
+        .args(args)
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .envs(env.iter().copied())
+        .output()
+        .expect("runs")
+}
+
+/// One test's JSON result on the fake GPU.
+fn one(args: &[&str]) -> Value {
+    let mut all = vec!["bench", "run", "--backend", "cuda", "--format", "json"];
+    all.extend(args);
+    let o = with_fake(&[], &all);
+    assert_eq!(o.status.code(), Some(0), "{all:?}: {}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+#[test]
+fn latency_samples_are_the_gpu_s_less_the_loop_s_own_cost() {
+    for (test, size, want) in [
+        ("LAT_RD", 64.0, LAT_NS + 64.0 * 8.0 / LAT_GBPS),
+        ("LAT_WRRD", 256.0, WRRD_NS + 256.0 * 8.0 / LAT_GBPS),
+        // An odd size at an odd offset: wide stores and a narrow head and tail, in bounds.
+        ("LAT_WRRD", 65.0, WRRD_NS + 65.0 * 8.0 / LAT_GBPS),
+    ] {
+        let s = size.to_string();
+        let v = one(&["--test", test, "--size", &s, "--host-offset", "7", "--samples", "3000"]);
+        let ns = &v["result"]["ns"];
+        // A tick of the 1980 MHz SM clock is 0.505 ns; the sample and the loop's cost (120 ns,
+        // measured by the dry run) are each rounded to whole ticks.
+        for stat in ["median", "min", "avg"] {
+            let got = ns[stat].as_f64().unwrap();
+            assert!(
+                (got - want).abs() < 1.0,
+                "{test} {size}: {stat} {got} ns, the GPU took {want}"
+            );
+        }
+        let raw = v["result"]["cycles"]["tavg"].as_f64().unwrap();
+        let whole = ((want + LOOP_NS) * SM_MHZ / 1000.0).round();
+        assert_eq!(raw, whole, "{test}: the average with the loop's cost, in ticks");
+    }
+}
+
+#[test]
+fn bandwidths_are_the_bytes_over_the_gpu_s_time() {
+    let gbps = |engine: &str, test: &str, size: &str, window: &str, samples: &str| {
+        let v = one(&[
+            "--engine",
+            engine,
+            "--test",
+            test,
+            "--size",
+            size,
+            "--window",
+            window,
+            "--samples",
+            samples,
+        ]);
+        v["result"]["gbps"].as_f64().unwrap()
+    };
+    let close = |got: f64, want: f64, what: &str| {
+        assert!((got / want - 1.0).abs() < 1e-5, "{what}: {got} Gb/s, want {want}");
+    };
+    close(gbps("sm", "BW_RD", "4096", "8k", "20000"), SM_READ_GBPS, "sm BW_RD");
+    close(gbps("sm", "BW_WR", "64", "64M", "20000"), SM_WRITE_GBPS, "sm BW_WR");
+    // BW_RDWR counts one direction's bytes over the time of both.
+    let mixed = 1.0 / (1.0 / SM_READ_GBPS + 1.0 / SM_WRITE_GBPS);
+    close(gbps("sm", "BW_RDWR", "4096", "8k", "20000"), mixed, "sm BW_RDWR");
+    // The copy engines' time per copy, over 130 batches of the gate (64 MiB window, 2 MiB copies).
+    let copy = |bytes: f64| bytes * 8.0 / (CE_SETUP_NS + bytes * 8.0 / CE_GBPS);
+    close(
+        gbps("ce", "BW_RD", "2097152", "64M", "64"),
+        copy(2097152.0),
+        "ce BW_RD 2 MiB",
+    );
+    close(
+        gbps("ce", "BW_WR", "4096", "8k", "66000"),
+        copy(4096.0),
+        "ce BW_WR 4 KiB",
+    );
+}
+
+#[test]
+fn a_suite_run_records_the_gpu_and_its_missing_link_and_reads_back() {
+    let out = fresh_path("fake-cuda-run");
+    let o = with_fake(
+        &[],
+        &[
+            "bench",
+            "run",
+            "--backend",
+            "cuda",
+            "--suite",
+            "quick",
+            "--only",
+            "lat_dma_sizes,bw_dma_win_sweep_rd_rnd_64",
+            "--samples",
+            "500",
+            "-j",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let gpu = &run["backend"]["description"]["device"];
+    assert_eq!(gpu["name"], "pcieperf fake GPU (no hardware)");
+    assert_eq!(gpu["uuid"], "GPU-70636965-7065-7266-2d66-616b65677075");
+    assert_eq!(
+        (gpu["multiprocessors"].as_u64(), gpu["engine"].as_str()),
+        (Some(132), Some("sm"))
+    );
+    assert_eq!(gpu["timer"]["source"], "sm_clock");
+    assert_eq!(
+        gpu["latency_overhead"]["lat_rd_ticks"],
+        (LOOP_NS * SM_MHZ / 1000.0).round() as u64
+    );
+    // The fake GPU is at c0de:c1:00.0, a PCI domain no host has, and NVML does not know it
+    // (where NVML is installed at all): no link, with both reasons, said once for the open and
+    // the end of the run.
+    assert!(run["link"].is_null());
+    let note = gpu["link"]["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("no link state: sysfs: no PCI device c0de:c1:00.0"),
+        "{note}"
+    );
+    assert!(note.contains("; NVML: "), "{note}");
+    assert!(note.ends_with("; at the end: the same"), "{note}");
+    for csv in ["lat_dma_sizes.csv", "bw_dma_win_sweep_rd_rnd_64.csv"] {
+        let rows = std::fs::read_to_string(out.join(csv)).unwrap().lines().count();
+        assert!(rows > 10, "{csv}: {rows} lines");
+    }
+    let report = ok(&["bench", "report", out.to_str().unwrap()]);
+    assert!(report.contains("pcieperf fake GPU (no hardware)"), "{report}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn driver_failures_name_the_call_and_leave_what_finished() {
+    let e = |env: &[(&str, &str)], args: &[&str]| {
+        let o = with_fake(env, args);
+        (o.status.code(), stderr(&o))
+    };
+    let lat = [
+        "bench",
+        "run",
+        "--backend",
+        "cuda",
+        "--test",
+        "LAT_RD",
+        "--format",
+        "json",
+    ];
+    let (code, err) = e(&[("FAKE_CUDA_DEVICES", "0")], &lat);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.ends_with("error: --backend cuda: the driver sees no CUDA device\n"),
+        "{err}"
+    );
+    let (code, err) = e(&[], &["bench", "run", "--backend", "cuda:3", "--test", "LAT_RD"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.ends_with("error: --backend cuda:3: this host has 1 CUDA device (cuda:0)\n"),
+        "{err}"
+    );
+    // The JIT refusing the module: the driver's own words.
+    let (code, err) = e(&[("FAKE_CUDA_FAIL", "cuModuleLoadData:218")], &lat);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.ends_with("error: --backend cuda: cuModuleLoadData: a PTX JIT compilation failed\n"),
+        "{err}"
+    );
+    // A launch failing in the fifth test: the error names the test and the call (with the
+    // code's name, where the driver has no words for it), the four before it are kept.
+    let out = fresh_path("fake-cuda-fail");
+    let (code, err) = e(
+        &[("FAKE_CUDA_FAIL", "cuLaunchKernel:719:8")],
+        &[
+            "bench",
+            "run",
+            "--backend",
+            "cuda",
+            "--suite",
+            "quick",
+            "--only",
+            "lat_dma_sizes",
+            "--samples",
+            "200",
+            "-j",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains(": cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED\n"), "{err}");
+    assert!(err.contains("the 4 tests that finished before it are in "), "{err}");
+    let kept = std::fs::read_to_string(out.join("lat_dma_sizes.csv")).unwrap();
+    assert_eq!(kept.lines().count(), 5, "{kept}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
