@@ -9,7 +9,10 @@
 #    fails with the driver's message, the targets are UNKNOWN, exit 1;
 # 3. the real binary with the simulator in the GPU's place (cuda -> sim, no --engine, 2 MiB
 #    copies -> 4 KiB DMAs, PyTorch's figures those of the simulator's 4 KiB DMAs): every step
-#    runs, every target is computed and passes, exit 0.
+#    runs, every target is computed and passes, exit 0;
+# 4. the real binary and its real commands on the stand-in driver the CLI tests use
+#    (crates/pcieperf/tests/cli/fake_driver/libcuda.rs, built with rustc; a Gen5 x16 GPU in
+#    virtual time, its link from its NVML): every step runs, every target passes, exit 0.
 # Prints one line per case and exits non-zero at the first case that does not hold.
 set -u
 REAL=$(realpath "${PCIEPERF:-target/release/pcieperf}")
@@ -118,4 +121,23 @@ rc=$?
 [ "$(grep -c '^target PASS' "$OUT/summary.txt")" = 6 ] || fail "simulator: 6 targets pass"
 tail -n 1 "$OUT/summary.txt" | grep -q "^PASSED (0 failed steps" || fail "simulator: last line"
 echo "ok 3: with the simulator every step runs and every target is computed (exit 0); step times:"
+grep '^ok ' "$OUT/summary.txt" | sed 's/^/    /'
+
+# 4. The real commands on the stand-in driver; PyTorch's figures its copy engines' at 256 MiB.
+if ! command -v rustc >/dev/null; then
+    echo "skipped 4: no rustc to build the stand-in driver"
+    exit 0
+fi
+mkdir -p "$TMP/fake"
+rustc --edition 2021 --crate-type cdylib -o "$TMP/fake/libcuda.so.1" \
+    "$HERE/../crates/pcieperf/tests/cli/fake_driver/libcuda.rs" || fail "the stand-in driver does not build"
+ln -s libcuda.so.1 "$TMP/fake/libcuda.so"
+ln -s libcuda.so.1 "$TMP/fake/libnvidia-ml.so.1"
+OUT=$TMP/fake-gpu
+LD_LIBRARY_PATH=$TMP/fake OUT=$OUT PCIEPERF=$REAL TORCH_H2D=429.9 TORCH_D2H=429.9 "$HERE/gpu-check.sh" >/dev/null
+rc=$?
+[ "$rc" = 0 ] || fail "stand-in driver: exit $rc, not 0"
+[ "$(grep -c '^ok ' "$OUT/summary.txt")" = 15 ] || fail "stand-in driver: 15 steps ok"
+[ "$(grep -c '^target PASS' "$OUT/summary.txt")" = 6 ] || fail "stand-in driver: 6 targets pass"
+echo "ok 4: the real commands on the stand-in driver run every step and pass every target (exit 0); step times:"
 grep '^ok ' "$OUT/summary.txt" | sed 's/^/    /'

@@ -17,13 +17,14 @@ const LOOP_NS: f64 = 120.0;
 const LAT_NS: f64 = 800.0;
 const WRRD_NS: f64 = 1000.0;
 const LAT_GBPS: f64 = 100.0;
-const SM_READ_GBPS: f64 = 200.0;
-const SM_WRITE_GBPS: f64 = 180.0;
+const SM_READ_GBPS: f64 = 400.0;
+const SM_WRITE_GBPS: f64 = 420.0;
 const CE_SETUP_NS: f64 = 1000.0;
-const CE_GBPS: f64 = 220.0;
+const CE_GBPS: f64 = 430.0;
 const SM_MHZ: f64 = 1980.0;
 
-/// The directory holding the fake `libcuda.so.1` (built once per test run).
+/// The directory holding the fake `libcuda.so.1`, also as `libnvidia-ml.so.1` (built once per
+/// test run).
 fn driver_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -40,8 +41,10 @@ fn driver_dir() -> &'static Path {
             .expect("rustc runs");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         std::fs::rename(&building, dir.join("libcuda.so.1")).unwrap();
-        let _ = std::fs::remove_file(dir.join("libcuda.so"));
-        std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcuda.so")).unwrap();
+        for name in ["libcuda.so", "libnvidia-ml.so.1"] {
+            let _ = std::fs::remove_file(dir.join(name));
+            std::os::unix::fs::symlink("libcuda.so.1", dir.join(name)).unwrap();
+        }
         dir
     })
 }
@@ -116,7 +119,8 @@ fn bandwidths_are_the_bytes_over_the_gpu_s_time() {
     // BW_RDWR counts one direction's bytes over the time of both.
     let mixed = 1.0 / (1.0 / SM_READ_GBPS + 1.0 / SM_WRITE_GBPS);
     close(gbps("sm", "BW_RDWR", "4096", "8k", "20000"), mixed, "sm BW_RDWR");
-    // The copy engines' time per copy, over 130 batches of the gate (64 MiB window, 2 MiB copies).
+    // The copy engines' time per copy: one batch of the gate (64 copies of 2 MiB), and 129
+    // (66,000 copies of 4 KiB).
     let copy = |bytes: f64| bytes * 8.0 / (CE_SETUP_NS + bytes * 8.0 / CE_GBPS);
     close(
         gbps("ce", "BW_RD", "2097152", "64M", "64"),
@@ -166,17 +170,26 @@ fn a_suite_run_records_the_gpu_and_its_missing_link_and_reads_back() {
         gpu["latency_overhead"]["lat_rd_ticks"],
         (LOOP_NS * SM_MHZ / 1000.0).round() as u64
     );
-    // The fake GPU is at c0de:c1:00.0, a PCI domain no host has, and NVML does not know it
-    // (where NVML is installed at all): no link, with both reasons, said once for the open and
-    // the end of the run.
-    assert!(run["link"].is_null());
-    let note = gpu["link"]["note"].as_str().unwrap();
-    assert!(
-        note.starts_with("no link state: sysfs: no PCI device c0de:c1:00.0"),
-        "{note}"
+    // The fake GPU is at c0de:c1:00.0, a PCI domain no host has: the link is NVML's, read at
+    // open and at the end with the GPU busy, MPS and MRRS assumed (config space unread).
+    let link = &run["link"];
+    assert_eq!(
+        (link["gen"].as_str(), link["lanes"].as_u64()),
+        (Some("Gen5"), Some(16)),
+        "{link}"
     );
-    assert!(note.contains("; NVML: "), "{note}");
-    assert!(note.ends_with("; at the end: the same"), "{note}");
+    assert_eq!((link["mps"].as_u64(), link["mrrs"].as_u64()), (Some(256), Some(512)));
+    let record = &gpu["link"];
+    assert_eq!(record["mps_mrrs_read"], false);
+    let note = record["note"].as_str().unwrap();
+    assert!(note.starts_with("Gen5 x16 read from nvml while the GPU was busy; MPS 256 and MRRS 512 assumed (config space: no PCI device c0de:c1:00.0"), "{note}");
+    let when: Vec<&str> = record["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["when"].as_str().unwrap())
+        .collect();
+    assert_eq!(when, ["open", "end"]);
     for csv in ["lat_dma_sizes.csv", "bw_dma_win_sweep_rd_rnd_64.csv"] {
         let rows = std::fs::read_to_string(out.join(csv)).unwrap().lines().count();
         assert!(rows > 10, "{csv}: {rows} lines");
@@ -214,6 +227,35 @@ fn driver_failures_name_the_call_and_leave_what_finished() {
         err.ends_with("error: --backend cuda:3: this host has 1 CUDA device (cuda:0)\n"),
         "{err}"
     );
+    // NVML failing too: no link, with both reasons, said once for the open and the end.
+    let out = fresh_path("fake-cuda-nolink");
+    let o = with_fake(
+        &[("FAKE_CUDA_FAIL", "nvmlInit_v2:999")],
+        &[
+            "bench",
+            "run",
+            "--backend",
+            "cuda",
+            "--test",
+            "LAT_RD",
+            "--samples",
+            "100",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert!(run["link"].is_null());
+    let note = run["backend"]["description"]["device"]["link"]["note"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        note,
+        "no link state: sysfs: no PCI device c0de:c1:00.0 in /sys/bus/pci/devices; NVML: nvmlInit: error 999; \
+         at the end: the same"
+    );
+    std::fs::remove_dir_all(&out).unwrap();
     // The JIT refusing the module: the driver's own words.
     let (code, err) = e(&[("FAKE_CUDA_FAIL", "cuModuleLoadData:218")], &lat);
     assert_eq!(code, Some(2));

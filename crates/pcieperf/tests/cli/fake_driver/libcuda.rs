@@ -1,21 +1,24 @@
-//! A stand-in for the NVIDIA driver library (`libcuda.so.1`) for the CUDA backend's tests on
-//! machines without a GPU: the 34 driver calls the backend makes, with the driver's semantics
-//! where the backend depends on them (a context current per thread, streams that run in order
-//! and asynchronously to the host, events timed on the GPU's clock, errors that stick to the
-//! context), and a GPU that runs the PTX module's kernels by name. It checks what a GPU would
-//! fault on: every pointer a kernel or a copy touches must lie in memory the driver handed out
-//! or mapped (device allocations, pinned and mapped host memory), every kernel argument is read
-//! with the type the PTX text declares, and a call that needs a context fails without one.
+//! A stand-in for the NVIDIA driver library (`libcuda.so.1`, and NVML's `libnvidia-ml.so.1`)
+//! for the CUDA backend's tests on machines without a GPU: the 34 driver calls and 7 NVML calls
+//! the backend makes, with the driver's semantics where the backend depends on them (a context
+//! current per thread, streams that run in order and asynchronously to the host, events timed
+//! on the GPU's clock, errors that stick to the context), and a GPU that runs the PTX module's
+//! kernels by name. It checks what a GPU would fault on: every pointer a kernel or a copy
+//! touches must lie in memory the driver handed out or mapped (device allocations, pinned and
+//! mapped host memory), every kernel argument is read with the type the PTX text declares, and
+//! a call that needs a context fails without one.
 //!
-//! Its GPU is a model with round figures, so a test can compute what the host must report: a
-//! 1980 MHz SM clock beside a 32 ns global timer, latency samples of `LAT_NS + size / LAT_GBPS`
-//! (LAT_WRRD: `WRRD_NS`) plus the loop's `LOOP_NS`, threads moving `SM_READ_GBPS` and
-//! `SM_WRITE_GBPS`, copy engines `CE_SETUP_NS + bytes / CE_GBPS` a copy. Its time is virtual:
-//! each operation advances the GPU's clock by its modelled duration, and events read that clock.
+//! Its GPU is a model with round figures for a Gen5 x16 link (as NVML reports it), so a test
+//! can compute what the host must report: a 1980 MHz SM clock beside a 32 ns global timer,
+//! latency samples of `LAT_NS + size / LAT_GBPS` (LAT_WRRD: `WRRD_NS`) plus the loop's
+//! `LOOP_NS`, threads moving `SM_READ_GBPS` and `SM_WRITE_GBPS` (under the link's model), copy
+//! engines `CE_SETUP_NS + bytes / CE_GBPS` a copy. Its time is virtual: each operation advances
+//! the GPU's clock by its modelled duration, and events read that clock. Its PCI domain is one
+//! no host has, so sysfs never answers for it and the link comes from NVML.
 //!
 //! Built by the tests with `rustc --crate-type cdylib` (std only). Environment: `FAKE_CUDA_DEVICES`
-//! (devices, default 1), `FAKE_CUDA_FAIL=CALL:CODE[:AFTER]` (that call returns the error CODE,
-//! after AFTER calls that succeed).
+//! (devices, default 1), `FAKE_CUDA_FAIL=CALL:CODE[:AFTER]` (that call, a driver or an NVML one,
+//! returns the error CODE, after AFTER calls that succeed).
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::cell::Cell;
@@ -43,10 +46,13 @@ pub const LOOP_NS: f64 = 120.0;
 pub const LAT_NS: f64 = 800.0;
 pub const WRRD_NS: f64 = 1000.0;
 pub const LAT_GBPS: f64 = 100.0;
-pub const SM_READ_GBPS: f64 = 200.0;
-pub const SM_WRITE_GBPS: f64 = 180.0;
+pub const SM_READ_GBPS: f64 = 400.0;
+pub const SM_WRITE_GBPS: f64 = 420.0;
 pub const CE_SETUP_NS: f64 = 1000.0;
-pub const CE_GBPS: f64 = 220.0;
+pub const CE_GBPS: f64 = 430.0;
+/// The link NVML reports: Gen5 x16, current and maximum.
+const LINK_GEN: c_uint = 5;
+const LINK_WIDTH: c_uint = 16;
 const SMS: c_int = 132;
 const PCI_BUS: c_int = 0xc1;
 const PCI_DOMAIN: c_int = 0xc0de;
@@ -842,4 +848,59 @@ pub unsafe extern "C" fn cuEventElapsedTime(ms: *mut f32, start: usize, end: usi
             _ => Err(NOT_READY),
         }),
     )
+}
+
+// ---- NVML (the same library answers as libnvidia-ml.so.1) ----------------------------------
+
+/// The fake GPU's PCI address as the backend spells it (cuDeviceGetAttribute's figures).
+fn pci_address() -> String {
+    format!("{PCI_DOMAIN:04x}:{PCI_BUS:02x}:00.0")
+}
+
+#[no_mangle]
+pub extern "C" fn nvmlInit_v2() -> c_int {
+    injected("nvmlInit_v2").unwrap_or(0)
+}
+
+#[no_mangle]
+pub extern "C" fn nvmlShutdown() -> c_int {
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetHandleByPciBusId_v2(bus: *const c_char, device: *mut usize) -> c_int {
+    if CStr::from_ptr(bus).to_string_lossy() != pci_address() {
+        return 6; // NVML_ERROR_NOT_FOUND
+    }
+    *device = 0x6e766d6c;
+    0
+}
+
+/// One of NVML's four PCIe link figures of the fake GPU.
+unsafe fn link_figure(device: usize, out: *mut c_uint, value: c_uint) -> c_int {
+    if device != 0x6e766d6c {
+        return 2; // NVML_ERROR_INVALID_ARGUMENT
+    }
+    *out = value;
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetCurrPcieLinkGeneration(device: usize, out: *mut c_uint) -> c_int {
+    link_figure(device, out, LINK_GEN)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetCurrPcieLinkWidth(device: usize, out: *mut c_uint) -> c_int {
+    link_figure(device, out, LINK_WIDTH)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMaxPcieLinkGeneration(device: usize, out: *mut c_uint) -> c_int {
+    link_figure(device, out, LINK_GEN)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMaxPcieLinkWidth(device: usize, out: *mut c_uint) -> c_int {
+    link_figure(device, out, LINK_WIDTH)
 }
