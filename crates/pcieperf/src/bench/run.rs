@@ -195,8 +195,9 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
     let tests = &plan.tests;
     if tests.is_empty() {
         return Err(usage(format!(
-            "--backend {}: runs none of the suite's tests",
-            a.backend
+            "--backend {}: runs none of the tests asked for (it leaves out {})",
+            a.backend,
+            plan.left_out_kinds().join(", ")
         )));
     }
     if !plan.left_out.is_empty() {

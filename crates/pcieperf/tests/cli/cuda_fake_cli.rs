@@ -292,3 +292,27 @@ fn driver_failures_name_the_call_and_leave_what_finished() {
     assert_eq!(kept.lines().count(), 5, "{kept}");
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+#[test]
+fn what_an_engine_cannot_run_is_named() {
+    for (engine, test) in [("sm", "LAT_CMD_RD"), ("ce", "LAT_RD")] {
+        let o = with_fake(
+            &[],
+            &[
+                "bench",
+                "run",
+                "--backend",
+                "cuda",
+                "--engine",
+                engine,
+                "--test",
+                test,
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let want = format!("error: --backend cuda: runs none of the tests asked for (it leaves out {test})\n");
+        assert!(stderr(&o).ends_with(&want), "{}", stderr(&o));
+    }
+}
