@@ -5,8 +5,8 @@
 
 use crate::exec::{ExecBackend, ExecOptions, ProgramLog};
 use crate::gpu::{CudaBackend, CudaOptions, Engine};
-use crate::host::{Bdf, DeviceRecord};
-use crate::params::Numa;
+use crate::host::{Bdf, DeviceRecord, KernelIommu};
+use crate::params::{Iommu, Numa};
 use crate::sim_backend::SimBackend;
 use crate::Backend;
 use std::fmt;
@@ -33,6 +33,9 @@ pub struct OpenOptions {
     pub every_dma: bool,
     /// Sockets of buffer memory and warming CPU (the simulator checks its own).
     pub numa: Numa,
+    /// `--iommu`: the simulator's setting; for a real device, a statement of the host's mode
+    /// that must hold [default: off for the simulator, the host's for a device].
+    pub iommu: Option<Iommu>,
     /// exec: copies of the program running tests in parallel.
     pub children: usize,
     /// Where sysfs lives: `/` except in tests.
@@ -51,6 +54,7 @@ impl Default for OpenOptions {
             tags: None,
             every_dma: false,
             numa: Numa::default(),
+            iommu: None,
             children: 1,
             root: PathBuf::from("/"),
             program_log: ProgramLog::default(),
@@ -58,11 +62,14 @@ impl Default for OpenOptions {
     }
 }
 
-/// A backend ready to run, what the host could not provide it, and the device under test.
+/// A backend ready to run, what the host could not provide it, the device under test, and
+/// the IOMMU mode its tests run under (a real device's: the host's, and what showed it).
 pub struct Opened {
     pub backend: Box<dyn Backend>,
     pub warnings: Vec<String>,
     pub device: Option<DeviceRecord>,
+    pub iommu: Iommu,
+    pub iommu_note: Option<String>,
 }
 
 /// A spec or option that does not fit, or a backend that would not start: the message names
@@ -140,6 +147,8 @@ impl OpenOptions {
                 backend: Box::new(backend),
                 warnings: Vec::new(),
                 device: None,
+                iommu: self.iommu.unwrap_or_default(),
+                iommu_note: None,
             });
         }
         self.open_exec(spec, handshake_timeout, test_timeout)
@@ -159,10 +168,14 @@ impl OpenOptions {
             cache_node: Some(self.numa.cpu as u32),
         };
         let backend = CudaBackend::open(spec, options).map_err(|e| err(format!("--backend {spec}: {e}")))?;
+        let device = backend.gpu_info().pci.clone();
+        let (iommu, iommu_note) = self.host_iommu(device.as_ref(), backend.buffer_page_bytes())?;
         Ok(Opened {
             warnings: backend.warnings().to_vec(),
-            device: backend.gpu_info().pci.clone(),
+            device,
             backend: Box::new(backend),
+            iommu,
+            iommu_note,
         })
     }
 
@@ -209,11 +222,25 @@ impl OpenOptions {
             },
             (None, None) => None,
         };
+        let (iommu, iommu_note) = self.host_iommu(device.as_ref(), backend.buffer_page_bytes())?;
         Ok(Opened {
             backend: Box::new(backend),
             warnings,
             device,
+            iommu,
+            iommu_note,
         })
+    }
+
+    /// The IOMMU mode a real device's tests run under (`--iommu` when the host allows it, else
+    /// refused), and, when the host's own was taken, a note saying what showed it.
+    fn host_iommu(&self, device: Option<&DeviceRecord>, page_bytes: u64) -> Result<(Iommu, Option<String>), OpenError> {
+        let group = device.and_then(|d| d.iommu_group_type.as_deref());
+        let host = KernelIommu::read(&self.root).host_modes(group, page_bytes);
+        let mode = host.choose(self.iommu).map_err(|e| err(format!("--{e}")))?;
+        let note = (self.iommu.is_none() && mode != Iommu::Off)
+            .then(|| format!("IOMMU {} for every test: {} (--iommu states it)", mode.name(), host.why));
+        Ok((mode, note))
     }
 }
 

@@ -181,6 +181,11 @@ impl ExecBackend {
         &self.hello
     }
 
+    /// The pages of the DMA buffers offered to the programs (4096 without huge pages).
+    pub fn buffer_page_bytes(&self) -> u64 {
+        self.buffer.page_bytes
+    }
+
     fn take(&self) -> Session {
         let mut idle = self.idle.lock().expect("exec sessions");
         loop {

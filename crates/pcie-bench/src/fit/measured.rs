@@ -53,7 +53,7 @@ impl MeasuredRun {
             Some(info) => (info.iommu, Some(info.host.cpu_model.clone())),
             // pcie-bench kept the kernel command line and /proc/cpuinfo beside its tables.
             None => (
-                read("sys-kernel-cmdline.txt").map_or(Iommu::Off, |c| iommu_of(&c)),
+                read("sys-kernel-cmdline.txt").map_or(Iommu::Off, |c| KernelIommu::parse(&c, vec![]).cmdline_mode()),
                 read("sys-cpuinfo.txt").and_then(|c| {
                     c.lines()
                         .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "model name"))
@@ -135,21 +135,6 @@ impl Group {
 
 fn pick<T: Clone>(rows: &[T], kept: &[usize]) -> Vec<T> {
     kept.iter().map(|&i| rows[i].clone()).collect()
-}
-
-/// The IOMMU mode a kernel command line sets: on with super pages off (`sp_off`) is 4 KB
-/// pages, on otherwise 2 MB super pages, and off when not on or in passthrough.
-fn iommu_of(cmdline: &str) -> Iommu {
-    let k = KernelIommu::parse(cmdline, vec![]);
-    if k.enabled != Some(true) || k.passthrough == Some(true) {
-        return Iommu::Off;
-    }
-    let sp_off = k.params.values().any(|v| v.split(',').any(|f| f == "sp_off"));
-    if sp_off {
-        Iommu::Pages4K
-    } else {
-        Iommu::Super2M
-    }
 }
 
 /// Refuses runs that cannot be fitted together: another CPU, or the same table measured twice
@@ -248,14 +233,6 @@ fn sizes(data: &ResultData) -> Vec<u32> {
 mod tests {
     use super::*;
     use crate::params::TestKind;
-
-    #[test]
-    fn iommu_mode_from_the_kernel_command_line() {
-        assert_eq!(iommu_of("ro quiet"), Iommu::Off);
-        assert_eq!(iommu_of("ro intel_iommu=on,sp_off quiet"), Iommu::Pages4K);
-        assert_eq!(iommu_of("intel_iommu=on"), Iommu::Super2M);
-        assert_eq!(iommu_of("intel_iommu=on iommu=pt"), Iommu::Off);
-    }
 
     #[test]
     fn a_selection_keeps_its_rows_and_cdf_sections() {

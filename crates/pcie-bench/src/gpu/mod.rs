@@ -296,6 +296,11 @@ impl CudaBackend {
     pub fn gpu_info(&self) -> &GpuInfo {
         &self.info
     }
+
+    /// The pages of the host buffer the GPU reads and writes (4096 without huge pages).
+    pub fn buffer_page_bytes(&self) -> u64 {
+        self.gpu.lock().map_or(4096, |g| g.buffer.page_bytes())
+    }
 }
 
 /// Runs the timer probe: %globaltimer's smallest step and the SM clock's rate.

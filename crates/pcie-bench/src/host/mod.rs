@@ -5,11 +5,13 @@
 mod affinity;
 mod buffer;
 mod cache;
+mod iommu;
 mod sysinfo;
 
 pub use affinity::{node_cpus, parse_cpulist, pinned};
 pub use buffer::{choose_node, choose_page, DmaBuffer};
 pub use cache::CacheSteps;
+pub use iommu::HostIommu;
 /// The address [`DeviceRecord::read`] takes, parsed from text with `str::parse`.
 pub use pcie_sysfs::Bdf;
 pub use sysinfo::{numa_nodes, DeviceRecord, KernelIommu, NumaNode};

@@ -117,6 +117,8 @@ pub struct DeviceRecord {
     pub mps_supported: Option<u32>,
     /// Why MPS/MRRS are missing, when they are.
     pub note: Option<String>,
+    /// The type of the device's IOMMU group (`DMA`, `DMA-FQ`, `identity`), when it has one.
+    pub iommu_group_type: Option<String>,
 }
 
 impl DeviceRecord {
@@ -135,6 +137,12 @@ impl DeviceRecord {
             max_link_speed: sys.max_link_speed,
             max_link_width: sys.max_link_width,
             numa_node: sys.numa_node,
+            iommu_group_type: read_trimmed(
+                &root
+                    .join("sys/bus/pci/devices")
+                    .join(bdf.to_string())
+                    .join("iommu_group/type"),
+            ),
             ..DeviceRecord::default()
         };
         match control {
@@ -266,6 +274,14 @@ mod tests {
             (link.gen, link.lanes, link.mps, link.mrrs),
             (Generation::Gen3, 8, 256, 4096)
         );
+        assert_eq!(d.iommu_group_type, None, "no IOMMU group");
+        // The group as sysfs links it: a directory of /sys/kernel/iommu_groups.
+        let group = root.join("sys/kernel/iommu_groups/7");
+        std::fs::create_dir_all(&group).unwrap();
+        std::fs::write(group.join("type"), "DMA-FQ\n").unwrap();
+        std::os::unix::fs::symlink("../../../../kernel/iommu_groups/7", root.join(dev).join("iommu_group")).unwrap();
+        let grouped = DeviceRecord::read(&root, bdf("0000:03:00.0")).unwrap();
+        assert_eq!(grouped.iommu_group_type.as_deref(), Some("DMA-FQ"));
         std::fs::write(root.join(dev).join("config"), &cfg[..64]).unwrap();
         let user = DeviceRecord::read(&root, bdf("0000:03:00.0")).unwrap();
         assert_eq!(user.mps, None);

@@ -65,9 +65,10 @@ pub struct RunArgs {
     /// Sockets of device, buffer memory and warming CPU: dev=0,mem=1,cpu=1 or s0-s1-s1
     #[arg(long, default_value = "dev=0,mem=0,cpu=0")]
     numa: String,
-    /// IOMMU: off, 2m (super pages) or 4k (4 KB pages)
-    #[arg(long, default_value = "off")]
-    iommu: String,
+    /// IOMMU: off, 2m (super pages) or 4k (4 KB pages) [default: off for sim backends; for a
+    /// real device the host's, which the option may state but not change]
+    #[arg(long)]
+    iommu: Option<String>,
     /// Also write each latency test's CDF (<base>_cdf.csv)
     #[arg(long)]
     cdf: bool,
@@ -155,7 +156,12 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         check_dir("--out", out)?;
     }
     let numa: Numa = a.numa.parse().map_err(|e| usage(format!("--{e}")))?;
-    let iommu: Iommu = a.iommu.parse().map_err(|e| usage(format!("--{e}")))?;
+    let iommu: Option<Iommu> = a
+        .iommu
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| usage(format!("--{e}")))?;
     // One device: tests run one at a time unless asked otherwise (then one program per thread).
     let threads = a.threads.unwrap_or_else(|| {
         if pcie_bench::open::is_device(&a.backend) {
@@ -169,6 +175,8 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         backend,
         warnings,
         device,
+        iommu,
+        iommu_note,
     } = OpenOptions {
         handshake_timeout_s: a.handshake_timeout,
         timeout_s: a.timeout,
@@ -177,6 +185,7 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         tags: a.tags,
         every_dma: a.every_dma,
         numa,
+        iommu,
         children: threads,
         root: PathBuf::from("/"),
         program_log: {
@@ -188,6 +197,9 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
     .map_err(usage)?;
     for w in &warnings {
         eprintln!("warning: {w}");
+    }
+    if let Some(note) = &iommu_note {
+        eprintln!("note: {note}");
     }
     let backend = backend.as_ref();
     let suite = suite(a, backend, numa, iommu)?;

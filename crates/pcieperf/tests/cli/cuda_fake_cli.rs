@@ -316,3 +316,47 @@ fn what_an_engine_cannot_run_is_named() {
         assert!(stderr(&o).ends_with(&want), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn a_real_device_runs_under_the_host_s_iommu() {
+    // This host registers no IOMMU unit: its DMAs are not translated, and run.json says so.
+    let out = fresh_path("fake-cuda-iommu");
+    let args = |iommu: &'static str| {
+        let mut a = vec![
+            "bench",
+            "run",
+            "--backend",
+            "cuda",
+            "--test",
+            "LAT_RD",
+            "--samples",
+            "100",
+        ];
+        if !iommu.is_empty() {
+            a.extend(["--iommu", iommu]);
+        }
+        a
+    };
+    if Path::new("/sys/class/iommu")
+        .read_dir()
+        .is_ok_and(|mut d| d.next().is_some())
+    {
+        eprintln!("skipped: this host has IOMMU units");
+        return;
+    }
+    let mut default = args("");
+    default.extend(["--out", out.to_str().unwrap()]);
+    let o = with_fake(&[], &default);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["iommu"], "Off");
+    std::fs::remove_dir_all(&out).unwrap();
+    for asked in ["2m", "4k"] {
+        let o = with_fake(&[], &args(asked));
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let want = format!(
+            "error: --iommu {asked}: a real device runs under the host's IOMMU, which allows off here (no IOMMU unit is registered in sys/class/iommu)"
+        );
+        assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    }
+}
