@@ -68,6 +68,30 @@ fn one(args: &[&str]) -> Value {
     serde_json::from_str(&stdout(&o)).unwrap()
 }
 
+/// `bench run --backend cuda --test LAT_RD --samples 100` with `more` options and `env`, into a
+/// fresh directory: the exit code, stderr, and run.json where it ran.
+fn lat_rd_run(env: &[(&str, &str)], more: &[&str]) -> (Option<i32>, String, Option<Value>) {
+    let out = fresh_path("fake-cuda-lat-rd");
+    let mut args = vec![
+        "bench",
+        "run",
+        "--backend",
+        "cuda",
+        "--test",
+        "LAT_RD",
+        "--samples",
+        "100",
+    ];
+    args.extend(more);
+    args.extend(["--out", out.to_str().unwrap()]);
+    let o = with_fake(env, &args);
+    let run = std::fs::read_to_string(out.join("run.json"))
+        .ok()
+        .map(|t| serde_json::from_str(&t).unwrap());
+    let _ = std::fs::remove_dir_all(&out);
+    (o.status.code(), stderr(&o), run)
+}
+
 #[test]
 fn latency_samples_are_the_gpu_s_less_the_loop_s_own_cost() {
     for (test, size, want) in [
@@ -205,17 +229,7 @@ fn driver_failures_name_the_call_and_leave_what_finished() {
         let o = with_fake(env, args);
         (o.status.code(), stderr(&o))
     };
-    let lat = [
-        "bench",
-        "run",
-        "--backend",
-        "cuda",
-        "--test",
-        "LAT_RD",
-        "--format",
-        "json",
-    ];
-    let (code, err) = e(&[("FAKE_CUDA_DEVICES", "0")], &lat);
+    let (code, err, _) = lat_rd_run(&[("FAKE_CUDA_DEVICES", "0")], &[]);
     assert_eq!(code, Some(2));
     assert!(
         err.ends_with("error: --backend cuda: the driver sees no CUDA device\n"),
@@ -228,24 +242,9 @@ fn driver_failures_name_the_call_and_leave_what_finished() {
         "{err}"
     );
     // NVML failing too: no link, with both reasons, said once for the open and the end.
-    let out = fresh_path("fake-cuda-nolink");
-    let o = with_fake(
-        &[("FAKE_CUDA_FAIL", "nvmlInit_v2:999")],
-        &[
-            "bench",
-            "run",
-            "--backend",
-            "cuda",
-            "--test",
-            "LAT_RD",
-            "--samples",
-            "100",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let (code, err, run) = lat_rd_run(&[("FAKE_CUDA_FAIL", "nvmlInit_v2:999")], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let run = run.unwrap();
     assert!(run["link"].is_null());
     let note = run["backend"]["description"]["device"]["link"]["note"]
         .as_str()
@@ -255,9 +254,8 @@ fn driver_failures_name_the_call_and_leave_what_finished() {
         "no link state: sysfs: no PCI device c0de:c1:00.0 in /sys/bus/pci/devices; NVML: nvmlInit: error 999; \
          at the end: the same"
     );
-    std::fs::remove_dir_all(&out).unwrap();
     // The JIT refusing the module: the driver's own words.
-    let (code, err) = e(&[("FAKE_CUDA_FAIL", "cuModuleLoadData:218")], &lat);
+    let (code, err, _) = lat_rd_run(&[("FAKE_CUDA_FAIL", "cuModuleLoadData:218")], &[]);
     assert_eq!(code, Some(2));
     assert!(
         err.ends_with("error: --backend cuda: cuModuleLoadData: a PTX JIT compilation failed\n"),
@@ -320,23 +318,6 @@ fn what_an_engine_cannot_run_is_named() {
 #[test]
 fn a_real_device_runs_under_the_host_s_iommu() {
     // This host registers no IOMMU unit: its DMAs are not translated, and run.json says so.
-    let out = fresh_path("fake-cuda-iommu");
-    let args = |iommu: &'static str| {
-        let mut a = vec![
-            "bench",
-            "run",
-            "--backend",
-            "cuda",
-            "--test",
-            "LAT_RD",
-            "--samples",
-            "100",
-        ];
-        if !iommu.is_empty() {
-            a.extend(["--iommu", iommu]);
-        }
-        a
-    };
     if Path::new("/sys/class/iommu")
         .read_dir()
         .is_ok_and(|mut d| d.next().is_some())
@@ -344,19 +325,16 @@ fn a_real_device_runs_under_the_host_s_iommu() {
         eprintln!("skipped: this host has IOMMU units");
         return;
     }
-    let mut default = args("");
-    default.extend(["--out", out.to_str().unwrap()]);
-    let o = with_fake(&[], &default);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
-    assert_eq!(run["iommu"], "Off");
-    std::fs::remove_dir_all(&out).unwrap();
+    let (code, err, run) = lat_rd_run(&[], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(run.unwrap()["iommu"], "Off");
     for asked in ["2m", "4k"] {
-        let o = with_fake(&[], &args(asked));
-        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let (code, err, run) = lat_rd_run(&[], &["--iommu", asked]);
+        assert_eq!((code, run), (Some(2), None), "{err}");
         let want = format!(
-            "error: --iommu {asked}: a real device runs under the host's IOMMU, which allows off here (no IOMMU unit is registered in sys/class/iommu)"
+            "error: --iommu {asked}: a real device runs under the host's IOMMU, which allows off here \
+             (no IOMMU unit is registered in sys/class/iommu)"
         );
-        assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+        assert!(err.contains(&want), "{err}");
     }
 }
