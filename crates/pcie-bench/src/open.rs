@@ -169,6 +169,7 @@ impl OpenOptions {
         };
         let backend = CudaBackend::open(spec, options).map_err(|e| err(format!("--backend {spec}: {e}")))?;
         let device = backend.gpu_info().pci.clone();
+        self.check_device_node(device.as_ref())?;
         let (iommu, iommu_note) = self.host_iommu(device.as_ref(), backend.buffer_page_bytes())?;
         Ok(Opened {
             warnings: backend.warnings().to_vec(),
@@ -222,6 +223,7 @@ impl OpenOptions {
             },
             (None, None) => None,
         };
+        self.check_device_node(device.as_ref())?;
         let (iommu, iommu_note) = self.host_iommu(device.as_ref(), backend.buffer_page_bytes())?;
         Ok(Opened {
             backend: Box::new(backend),
@@ -230,6 +232,19 @@ impl OpenOptions {
             iommu,
             iommu_note,
         })
+    }
+
+    /// A real device's socket is where sysfs says it is: `--numa dev=` must name its NUMA node
+    /// (the default, 0, included), or `run.json` would call remote memory local.
+    fn check_device_node(&self, device: Option<&DeviceRecord>) -> Result<(), OpenError> {
+        match device.and_then(|d| d.numa_node.map(|n| (d, n))) {
+            Some((d, node)) if node != u32::from(self.numa.dev) => Err(err(format!(
+                "--numa dev={}: the device under test ({}) is on NUMA node {node}: run with --numa \
+                 dev={node} (dev={node},mem={node},cpu={node} is pcie-bench's local case)",
+                self.numa.dev, d.bdf
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// The IOMMU mode a real device's tests run under (`--iommu` when the host allows it, else
@@ -368,6 +383,29 @@ mod tests {
              must be 0"
         );
         assert!(open("sim:e3-1226v3", remote("dev=0,mem=0,cpu=0")).is_ok());
+    }
+
+    #[test]
+    fn a_real_device_s_socket_is_its_numa_node() {
+        let on = |numa: &str| OpenOptions {
+            numa: numa.parse().unwrap(),
+            ..OpenOptions::default()
+        };
+        let gpu = DeviceRecord {
+            bdf: "0000:c1:00.0".into(),
+            numa_node: Some(1),
+            ..DeviceRecord::default()
+        };
+        assert_eq!(on("dev=1,mem=0,cpu=0").check_device_node(Some(&gpu)), Ok(()));
+        assert_eq!(
+            on("dev=0,mem=0,cpu=0").check_device_node(Some(&gpu)).unwrap_err().0,
+            "--numa dev=0: the device under test (0000:c1:00.0) is on NUMA node 1: run with --numa dev=1 \
+             (dev=1,mem=1,cpu=1 is pcie-bench's local case)"
+        );
+        // Where sysfs does not say (no node, no record), the option stands.
+        let unplaced = DeviceRecord { numa_node: None, ..gpu };
+        assert_eq!(on("dev=0").check_device_node(Some(&unplaced)), Ok(()));
+        assert_eq!(on("dev=3").check_device_node(None), Ok(()));
     }
 
     #[test]
