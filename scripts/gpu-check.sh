@@ -119,8 +119,20 @@ if step nvidia-smi "$T_SMI" "$OUT/nvidia-smi-q.txt" nvidia-smi -q; then
 fi
 step torch "$T_TORCH" "$OUT/torch-copy-bw.json" python3 "$HERE/torch-copy-bw.py" 256
 
+# The GPU's NUMA node: pcieperf refuses a --numa dev= other than the device's, so the run names
+# it (the first NVIDIA display or 3D function's numa_node in sysfs; 0 where it has none) and
+# measures pcie-bench's local case on it.
+node=0
+for d in /sys/bus/pci/devices/*; do
+    [ "$(cat "$d/vendor" 2>/dev/null)" = 0x10de ] || continue
+    case "$(cat "$d/class" 2>/dev/null)" in 0x0300* | 0x0302*) ;; *) continue ;; esac
+    n=$(cat "$d/numa_node" 2>/dev/null)
+    if [ -n "$n" ] && [ "$n" -ge 0 ] 2>/dev/null; then node=$n; fi
+    say "host    GPU ${d##*/} on NUMA node ${n:-unknown}: --numa dev=$node,mem=$node,cpu=$node"
+    break
+done
 # `timeout` runs programs, not shell functions: every step names the binary.
-cuda=("$B" bench run --backend cuda)
+cuda=("$B" bench run --backend cuda --numa "dev=$node,mem=$node,cpu=$node")
 step quick-sm "$T_QUICK_SM" "$OUT/quick-sm.txt" "${cuda[@]}" --engine sm --suite quick --out "$OUT/quick-sm"
 # ce: 50,000 copies per point (queueing takes the host about 1 ms per 512 copies).
 step quick-ce "$T_QUICK_CE" "$OUT/quick-ce.txt" "${cuda[@]}" --engine ce --suite quick --samples 50000 --out "$OUT/quick-ce"
