@@ -119,9 +119,9 @@ if step nvidia-smi "$T_SMI" "$OUT/nvidia-smi-q.txt" nvidia-smi -q; then
 fi
 step torch "$T_TORCH" "$OUT/torch-copy-bw.json" python3 "$HERE/torch-copy-bw.py" 256
 
-# The GPU's NUMA node: pcieperf refuses a --numa dev= other than the device's, so the run names
-# it (the first NVIDIA display or 3D function's numa_node in sysfs; 0 where it has none) and
-# measures pcie-bench's local case on it.
+# The GPU's NUMA node (the first NVIDIA display or 3D function's numa_node in sysfs; 0 where it
+# has none), named on every cuda step: pcieperf's own default is the same local case, and the
+# line in the summary says which node the run used.
 node=0
 for d in /sys/bus/pci/devices/*; do
     [ "$(cat "$d/vendor" 2>/dev/null)" = 0x10de ] || continue

@@ -31,8 +31,10 @@ pub struct OpenOptions {
     pub tags: Option<u32>,
     /// sim: simulate every DMA of each bandwidth test, not only up to its steady state.
     pub every_dma: bool,
-    /// Sockets of buffer memory and warming CPU (the simulator checks its own).
-    pub numa: Numa,
+    /// Sockets of the device, the buffer memory and the warming CPU [default: the simulator's
+    /// 0, 0, 0; a real device's own NUMA node for all three, pcie-bench's local case]. The
+    /// simulator checks its own; a real device's `dev` must be its node.
+    pub numa: Option<Numa>,
     /// `--iommu`: the simulator's setting; for a real device, a statement of the host's mode
     /// that must hold [default: off for the simulator, the host's for a device].
     pub iommu: Option<Iommu>,
@@ -53,7 +55,7 @@ impl Default for OpenOptions {
             device: None,
             tags: None,
             every_dma: false,
-            numa: Numa::default(),
+            numa: None,
             iommu: None,
             children: 1,
             root: PathBuf::from("/"),
@@ -63,11 +65,13 @@ impl Default for OpenOptions {
 }
 
 /// A backend ready to run, what the host could not provide it, the device under test, and
-/// the IOMMU mode its tests run under (a real device's: the host's, and what showed it).
+/// the sockets and IOMMU mode its tests run under (a real device's: its node's and the host's,
+/// and what showed the IOMMU's).
 pub struct Opened {
     pub backend: Box<dyn Backend>,
     pub warnings: Vec<String>,
     pub device: Option<DeviceRecord>,
+    pub numa: Numa,
     pub iommu: Iommu,
     pub iommu_note: Option<String>,
 }
@@ -142,11 +146,13 @@ impl OpenOptions {
             if let Some(n) = self.tags {
                 backend = backend.with_read_tags(n).map_err(|e| err(format!("--{e}")))?;
             }
-            backend.check_numa(self.numa).map_err(|e| err(format!("--{e}")))?;
+            let numa = self.numa.unwrap_or_default();
+            backend.check_numa(numa).map_err(|e| err(format!("--{e}")))?;
             return Ok(Opened {
                 backend: Box::new(backend),
                 warnings: Vec::new(),
                 device: None,
+                numa,
                 iommu: self.iommu.unwrap_or_default(),
                 iommu_note: None,
             });
@@ -164,16 +170,17 @@ impl OpenOptions {
         let options = CudaOptions {
             engine,
             root: self.root.clone(),
-            buffer_node: Some(self.numa.mem as u32),
-            cache_node: Some(self.numa.cpu as u32),
+            buffer_node: self.numa.map(|n| n.mem.into()),
+            cache_node: self.numa.map(|n| n.cpu.into()),
         };
         let backend = CudaBackend::open(spec, options).map_err(|e| err(format!("--backend {spec}: {e}")))?;
         let device = backend.gpu_info().pci.clone();
-        self.check_device_node(device.as_ref())?;
+        let numa = self.device_numa(device.as_ref(), None)?;
         let (iommu, iommu_note) = self.host_iommu(device.as_ref(), backend.buffer_page_bytes())?;
         Ok(Opened {
             warnings: backend.warnings().to_vec(),
             device,
+            numa,
             backend: Box::new(backend),
             iommu,
             iommu_note,
@@ -195,12 +202,19 @@ impl OpenOptions {
             }
             None => None,
         };
+        // Unless --numa places them, the buffer and the cache steps go on the named device's
+        // node, or on node 0 until the program names its device.
+        let node = |socket: fn(&Numa) -> u8| {
+            let named_node = named.as_ref().and_then(|d| d.numa_node);
+            Some(self.numa.map_or(named_node.unwrap_or(0), |n| socket(&n).into()))
+        };
+        let placed = (self.numa.is_none() && named.is_none()).then_some(0);
         let options = ExecOptions {
             handshake_timeout,
             test_timeout,
             children: self.children,
-            buffer_node: Some(self.numa.mem as u32),
-            cache_node: Some(self.numa.cpu as u32),
+            buffer_node: node(|n| n.mem),
+            cache_node: node(|n| n.cpu),
             root: self.root.clone(),
             program_log: self.program_log.clone(),
         };
@@ -223,27 +237,49 @@ impl OpenOptions {
             },
             (None, None) => None,
         };
-        self.check_device_node(device.as_ref())?;
+        let numa = self.device_numa(device.as_ref(), placed)?;
         let (iommu, iommu_note) = self.host_iommu(device.as_ref(), backend.buffer_page_bytes())?;
         Ok(Opened {
             backend: Box::new(backend),
             warnings,
             device,
+            numa,
             iommu,
             iommu_note,
         })
     }
 
-    /// A real device's socket is where sysfs says it is: `--numa dev=` must name its NUMA node
-    /// (the default, 0, included), or `run.json` would call remote memory local.
-    fn check_device_node(&self, device: Option<&DeviceRecord>) -> Result<(), OpenError> {
-        match device.and_then(|d| d.numa_node.map(|n| (d, n))) {
-            Some((d, node)) if node != u32::from(self.numa.dev) => Err(err(format!(
-                "--numa dev={}: the device under test ({}) is on NUMA node {node}: run with --numa \
-                 dev={node} (dev={node},mem={node},cpu={node} is pcie-bench's local case)",
-                self.numa.dev, d.bdf
+    /// The sockets a real device's tests run on: `--numa` when its `dev` is the device's NUMA
+    /// node as sysfs gives it (or sysfs gives none), by default that node for all three
+    /// (pcie-bench's local case; 0 where sysfs gives none). `placed`: the node the buffer went to
+    /// before the device was known (an exec program that names its device in its hello).
+    fn device_numa(&self, device: Option<&DeviceRecord>, placed: Option<u32>) -> Result<Numa, OpenError> {
+        let node = device.and_then(|d| d.numa_node);
+        let bdf = device.map_or("", |d| d.bdf.as_str());
+        let local = |n: u32| format!("--numa dev={n},mem={n},cpu={n} (pcie-bench's local case)");
+        match (self.numa, node) {
+            (Some(n), Some(node)) if node != u32::from(n.dev) => Err(err(format!(
+                "--numa dev={}: the device under test ({bdf}) is on NUMA node {node}: run with {}",
+                n.dev,
+                local(node)
             ))),
-            _ => Ok(()),
+            (Some(n), _) => Ok(n),
+            (None, node) => {
+                let node = node.unwrap_or(0);
+                if placed.is_some_and(|p| p != node) {
+                    return Err(err(format!(
+                        "the device under test ({bdf}) is on NUMA node {node}, and its buffer went to node 0 \
+                         before the program named it: run with --device {bdf}, or with {}",
+                        local(node)
+                    )));
+                }
+                let n = u8::try_from(node).map_err(|_| {
+                    err(format!(
+                        "the device under test ({bdf}) is on NUMA node {node}: beyond 255"
+                    ))
+                })?;
+                Ok(Numa { dev: n, mem: n, cpu: n })
+            }
         }
     }
 
@@ -369,7 +405,7 @@ mod tests {
     #[test]
     fn numa_places_only_on_sockets_the_host_has() {
         let remote = |numa: &str| OpenOptions {
-            numa: numa.parse().unwrap(),
+            numa: Some(numa.parse().unwrap()),
             ..OpenOptions::default()
         };
         assert!(open("sim:e5-2637v3", remote("dev=0,mem=1,cpu=1")).is_ok());
@@ -387,8 +423,8 @@ mod tests {
 
     #[test]
     fn a_real_device_s_socket_is_its_numa_node() {
-        let on = |numa: &str| OpenOptions {
-            numa: numa.parse().unwrap(),
+        let on = |numa: Option<&str>| OpenOptions {
+            numa: numa.map(|n| n.parse().unwrap()),
             ..OpenOptions::default()
         };
         let gpu = DeviceRecord {
@@ -396,16 +432,33 @@ mod tests {
             numa_node: Some(1),
             ..DeviceRecord::default()
         };
-        assert_eq!(on("dev=1,mem=0,cpu=0").check_device_node(Some(&gpu)), Ok(()));
+        let numa = |dev, mem, cpu| Numa { dev, mem, cpu };
+        // By default the device's own node for all three; a --numa naming it stands.
+        assert_eq!(on(None).device_numa(Some(&gpu), None), Ok(numa(1, 1, 1)));
         assert_eq!(
-            on("dev=0,mem=0,cpu=0").check_device_node(Some(&gpu)).unwrap_err().0,
-            "--numa dev=0: the device under test (0000:c1:00.0) is on NUMA node 1: run with --numa dev=1 \
-             (dev=1,mem=1,cpu=1 is pcie-bench's local case)"
+            on(Some("dev=1,mem=0,cpu=0")).device_numa(Some(&gpu), None),
+            Ok(numa(1, 0, 0))
         );
-        // Where sysfs does not say (no node, no record), the option stands.
+        assert_eq!(
+            on(Some("dev=0,mem=0,cpu=0"))
+                .device_numa(Some(&gpu), None)
+                .unwrap_err()
+                .0,
+            "--numa dev=0: the device under test (0000:c1:00.0) is on NUMA node 1: run with --numa \
+             dev=1,mem=1,cpu=1 (pcie-bench's local case)"
+        );
+        // An exec program naming its device after its buffer went to node 0.
+        assert_eq!(
+            on(None).device_numa(Some(&gpu), Some(0)).unwrap_err().0,
+            "the device under test (0000:c1:00.0) is on NUMA node 1, and its buffer went to node 0 before \
+             the program named it: run with --device 0000:c1:00.0, or with --numa dev=1,mem=1,cpu=1 \
+             (pcie-bench's local case)"
+        );
+        // Where sysfs does not say (no node, no record): the option, or node 0.
         let unplaced = DeviceRecord { numa_node: None, ..gpu };
-        assert_eq!(on("dev=0").check_device_node(Some(&unplaced)), Ok(()));
-        assert_eq!(on("dev=3").check_device_node(None), Ok(()));
+        assert_eq!(on(Some("dev=0")).device_numa(Some(&unplaced), None), Ok(numa(0, 0, 0)));
+        assert_eq!(on(Some("dev=3")).device_numa(None, None), Ok(numa(3, 3, 3)));
+        assert_eq!(on(None).device_numa(None, Some(0)), Ok(numa(0, 0, 0)));
     }
 
     #[test]

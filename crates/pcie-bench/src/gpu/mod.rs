@@ -47,7 +47,8 @@ pub struct CudaOptions {
     pub engine: Engine,
     /// Root of sysfs/procfs (for the link state, NUMA and the kernel driver's version).
     pub root: PathBuf,
-    /// NUMA node of the host buffer (`--numa mem=`) and of the CPUs that run the cache steps.
+    /// NUMA node of the host buffer (`--numa mem=`) and of the CPUs that run the cache steps
+    /// [default: the GPU's node, where sysfs gives one].
     pub buffer_node: Option<u32>,
     pub cache_node: Option<u32>,
 }
@@ -225,11 +226,15 @@ impl CudaBackend {
             function(ptx::BANDWIDTH)?,
             function(ptx::DEVICE_WARM)?,
         );
-        let (mut buffer, warnings) = DmaBuffer::allocate(&options.root, BUFFER_BYTES, options.buffer_node)?;
+        let bdf = device.pci_address().map_err(|e| e.to_string())?;
+        // Unless --numa places them, the buffer and the cache steps go on the GPU's own node.
+        let gpu_node = gpu_numa_node(&options.root, &bdf);
+        let (buffer_node, cache_node) = (options.buffer_node.or(gpu_node), options.cache_node.or(gpu_node));
+        let (mut buffer, warnings) = DmaBuffer::allocate(&options.root, BUFFER_BYTES, buffer_node)?;
         // SAFETY: the buffer outlives the mapping (declared after it in `Gpu`).
         let mapped =
             unsafe { Mapped::new(buffer.as_mut_slice().as_mut_ptr(), buffer.len()) }.map_err(|e| e.to_string())?;
-        let cpus = match options.cache_node {
+        let cpus = match cache_node {
             Some(n) => node_cpus(&options.root, n).unwrap_or_default(),
             None => Vec::new(),
         };
@@ -238,7 +243,6 @@ impl CudaBackend {
             .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(|e| e.to_string())? as u32;
         let timer = measure_timer(&probe).map_err(|e| e.to_string())?;
-        let bdf = device.pci_address().map_err(|e| e.to_string())?;
         let (name, uuid) = (
             device.name().map_err(|e| e.to_string())?,
             device.uuid().map_err(|e| e.to_string())?,
@@ -320,6 +324,12 @@ fn measure_timer(probe: &Function) -> Result<TimerInfo, driver::DriverError> {
             0.0
         },
     })
+}
+
+/// The NUMA node sysfs gives the GPU at `bdf`, when it gives one.
+fn gpu_numa_node(root: &Path, bdf: &str) -> Option<u32> {
+    let bdf: Bdf = bdf.parse().ok()?;
+    DeviceRecord::read(root, bdf).ok()?.numa_node
 }
 
 /// The NVIDIA kernel module's version (`/sys/module/nvidia/version`), when loaded.

@@ -63,8 +63,9 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Sockets of device, buffer memory and warming CPU: dev=0,mem=1,cpu=1 or s0-s1-s1
-    #[arg(long, default_value = "dev=0,mem=0,cpu=0")]
-    numa: String,
+    /// [default: dev=0,mem=0,cpu=0 for sim backends; a real device's own NUMA node for all three]
+    #[arg(long)]
+    numa: Option<String>,
     /// IOMMU: off, 2m (super pages) or 4k (4 KB pages) [default: off for sim backends; for a
     /// real device the host's, which the option may state but not change]
     #[arg(long)]
@@ -155,7 +156,12 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
     if let Some(out) = &a.out {
         check_dir("--out", out)?;
     }
-    let numa: Numa = a.numa.parse().map_err(|e| usage(format!("--{e}")))?;
+    let numa: Option<Numa> = a
+        .numa
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| usage(format!("--{e}")))?;
     let iommu: Option<Iommu> = a
         .iommu
         .as_deref()
@@ -175,6 +181,7 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         backend,
         warnings,
         device,
+        numa,
         iommu,
         iommu_note,
     } = OpenOptions {
