@@ -149,6 +149,18 @@ fn suite(a: &RunArgs, backend: &dyn Backend, numa: Numa, iommu: Iommu) -> Result
 /// Most `--threads` (for exec backends, each thread starts a program with a 64 MB buffer).
 const MAX_THREADS: usize = 256;
 
+/// An option's value parsed where given; its error names the option (`numa ...: ...`).
+fn parsed<T: std::str::FromStr>(value: &Option<String>) -> Result<Option<T>, CliError>
+where
+    T::Err: std::fmt::Display,
+{
+    value
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| usage(format!("--{e}")))
+}
+
 pub fn run(a: &RunArgs) -> Result<String, CliError> {
     if let Some(n) = a.threads.filter(|n| !(1..=MAX_THREADS).contains(n)) {
         return Err(usage(format!("--threads {n}: must be from 1 to {MAX_THREADS}")));
@@ -156,18 +168,8 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
     if let Some(out) = &a.out {
         check_dir("--out", out)?;
     }
-    let numa: Option<Numa> = a
-        .numa
-        .as_deref()
-        .map(str::parse)
-        .transpose()
-        .map_err(|e| usage(format!("--{e}")))?;
-    let iommu: Option<Iommu> = a
-        .iommu
-        .as_deref()
-        .map(str::parse)
-        .transpose()
-        .map_err(|e| usage(format!("--{e}")))?;
+    let numa: Option<Numa> = parsed(&a.numa)?;
+    let iommu: Option<Iommu> = parsed(&a.iommu)?;
     // One device: tests run one at a time unless asked otherwise (then one program per thread).
     let threads = a.threads.unwrap_or_else(|| {
         if pcie_bench::open::is_device(&a.backend) {
