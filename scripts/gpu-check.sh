@@ -117,8 +117,6 @@ if step nvidia-smi "$T_SMI" "$OUT/nvidia-smi-q.txt" nvidia-smi -q; then
         say "FAILED  nvidia-smi PCI section: not found in nvidia-smi-q.txt"
     fi
 fi
-step torch "$T_TORCH" "$OUT/torch-copy-bw.json" python3 "$HERE/torch-copy-bw.py" 256
-
 # The GPU's NUMA node (the first NVIDIA display or 3D function's numa_node in sysfs; 0 where it
 # has none), named on every cuda step: pcieperf's own default is the same local case, and the
 # line in the summary says which node the run used.
@@ -131,6 +129,11 @@ for d in /sys/bus/pci/devices/*; do
     say "host    GPU ${d##*/} on NUMA node ${n:-unknown}: --numa dev=$node,mem=$node,cpu=$node"
     break
 done
+# PyTorch's pinned buffer on the same node as pcieperf's, where numactl is there to bind it.
+bind=()
+if command -v numactl >/dev/null; then bind=(numactl "--cpunodebind=$node" "--membind=$node"); fi
+step torch "$T_TORCH" "$OUT/torch-copy-bw.json" "${bind[@]}" python3 "$HERE/torch-copy-bw.py" 256
+
 # `timeout` runs programs, not shell functions: every step names the binary.
 cuda=("$B" bench run --backend cuda --numa "dev=$node,mem=$node,cpu=$node")
 step quick-sm "$T_QUICK_SM" "$OUT/quick-sm.txt" "${cuda[@]}" --engine sm --suite quick --out "$OUT/quick-sm"
