@@ -290,7 +290,7 @@ impl OpenOptions {
         let host = KernelIommu::read(&self.root).host_modes(group, page_bytes);
         let mode = host.choose(self.iommu).map_err(|e| err(format!("--{e}")))?;
         let note = (self.iommu.is_none() && mode != Iommu::Off)
-            .then(|| format!("IOMMU {} for every test: {} (--iommu states it)", mode.name(), host.why));
+            .then(|| format!("IOMMU {} for every test, the host's: {}", mode.name(), host.why));
         Ok((mode, note))
     }
 }
