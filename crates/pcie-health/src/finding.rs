@@ -49,10 +49,12 @@ pub enum Kind {
     AerUncorrectable,
     /// No NUMA node on a host with several.
     NumaUnknown,
+    /// The device's DMAs are translated by the IOMMU (its group's type is `DMA` or `DMA-FQ`).
+    IommuTranslated,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::LinkSpeedDowngraded,
         Kind::LinkWidthDowngraded,
         Kind::LinkPowerSaving,
@@ -64,6 +66,7 @@ impl Kind {
         Kind::AerCorrectable,
         Kind::AerUncorrectable,
         Kind::NumaUnknown,
+        Kind::IommuTranslated,
     ];
 
     /// The JSON and CSV name (`link_speed_downgraded`).
@@ -80,6 +83,7 @@ impl Kind {
             Kind::AerCorrectable => "aer_correctable",
             Kind::AerUncorrectable => "aer_uncorrectable",
             Kind::NumaUnknown => "numa_unknown",
+            Kind::IommuTranslated => "iommu_translated",
         }
     }
 }

@@ -192,12 +192,14 @@ pub fn dual_socket_server(root: &Path) -> io::Result<()> {
         .attr("local_cpulist", "0-31")
         .driver("nvidia")
         .write(root, &["0000:16:02.0", "0000:17:00.0", "0000:18:00.0"])?;
-    // NVMe with MPS 128 where it and its root port support 256 and 512.
+    // NVMe with MPS 128 where it and its root port support 256 and 512, its DMAs translated
+    // by the IOMMU (lazy invalidation).
     root_port("0000:30:02.0", 0, link(16.0, 4, 16.0, 4), 0x31).write(root, &[])?;
     let nvme = Func::new("0000:31:00.0", 0x144d, 0xa80a, 0x010802, PortType::Endpoint, 0)
         .link(link(16.0, 4, 16.0, 4))
         .config(|c| c.mps(256, 128).aer())
         .attr("local_cpulist", "0-31")
+        .attr("iommu_group/type", "DMA-FQ")
         .driver("nvme");
     aer_correctable(nvme, "RxErr", 5).write(root, &["0000:30:02.0"])?;
     // A NIC with ASPM L1 enabled on its link.
@@ -213,13 +215,14 @@ pub fn dual_socket_server(root: &Path) -> io::Result<()> {
         .attr("local_cpulist", "0-31")
         .driver("mlx5_core")
         .write(root, &["0000:4a:02.0"])?;
-    // Socket 1: an FPGA with 8-bit tags off and MRRS 128.
+    // Socket 1: an FPGA with 8-bit tags off and MRRS 128, its IOMMU group identity-mapped.
     let g3x16 = link(8.0, 16, 8.0, 16);
     root_port("0000:98:02.0", 1, g3x16, 0x99).write(root, &[])?;
     Func::new("0000:99:00.0", 0x10ee, 0x903f, 0x058000, PortType::Endpoint, 1)
         .link(g3x16)
         .config(|c| c.mps(512, 256).mrrs(128).tags(true, false, None))
         .attr("local_cpulist", "32-63")
+        .attr("iommu_group/type", "identity")
         .driver("xdma")
         .write(root, &["0000:98:02.0"])?;
     // An idle GPU in D3hot whose link dropped to Gen1.

@@ -17,6 +17,8 @@ pub(crate) struct Func {
     pub aer_status: Option<AerStatus>,
     pub power_state: Option<String>,
     pub runtime_status: Option<String>,
+    /// The type of the function's IOMMU group (`DMA`, `DMA-FQ`: translated; `identity`).
+    pub iommu_group_type: Option<String>,
     pub local_cpus: Option<String>,
     pub aer: AerFiles,
 }
@@ -37,6 +39,7 @@ impl Func {
         Ok(Func {
             power_state: short(dev.attr("power_state")?),
             runtime_status: short(dev.attr("power/runtime_status")?),
+            iommu_group_type: short(dev.attr("iommu_group/type")?),
             local_cpus: short(dev.attr("local_cpulist")?),
             aer: dev.aer_files()?,
             files,

@@ -85,6 +85,8 @@ pub struct FunctionHealth {
     pub local_cpus: Option<String>,
     pub power_state: Option<String>,
     pub runtime_status: Option<String>,
+    /// Its IOMMU group's type (`DMA`, `DMA-FQ`: translated; `identity`; `None`: no group).
+    pub iommu_group_type: Option<String>,
     /// The function's own link files (`None`: it has none).
     pub link: Option<LinkEnd>,
     /// From the root port down to this function; empty when no link leads to it.

@@ -161,9 +161,22 @@ fn every_kind_on_a_dual_socket_server_with_the_models_cost() {
     let numa = finding(&r, Kind::NumaUnknown, "0000:e7:01.0");
     assert_eq!(numa.severity, Severity::Warning);
 
+    // The NVMe's DMAs go through the IOMMU; the FPGA's group is identity-mapped: nothing.
+    let iommu = finding(&r, Kind::IommuTranslated, "0000:31:00.0");
+    assert_eq!((iommu.severity, iommu.lost_pct), (Severity::Info, None));
+    assert!(
+        iommu
+            .message
+            .starts_with("0000:31:00.0 [144d:a80a]: its DMAs are translated by the IOMMU (IOMMU group type DMA-FQ): "),
+        "{}",
+        iommu.message
+    );
+    let fpga = r.functions.iter().find(|f| f.bdf == bdf("0000:99:00.0")).unwrap();
+    assert_eq!(fpga.iommu_group_type.as_deref(), Some("identity"));
+
     // Nothing else: the virtual device, the host bridge and healthy links have no finding.
     let kinds: Vec<(&str, String)> = r.findings.iter().map(|f| (f.kind.name(), f.bdf.to_string())).collect();
-    assert_eq!(kinds.len(), 8, "{kinds:?}");
+    assert_eq!(kinds.len(), 9, "{kinds:?}");
     assert!(
         r.findings.windows(2).all(|w| w[0].severity >= w[1].severity),
         "worst first"

@@ -18,7 +18,7 @@ pub const PCI_DEVICES: &str = "sys/bus/pci/devices";
 
 /// Every file of a function's directory that this crate reads (besides the `driver` link):
 /// a snapshot of a host copies exactly these.
-pub const DEVICE_FILES: [&str; 20] = [
+pub const DEVICE_FILES: [&str; 21] = [
     "vendor",
     "device",
     "class",
@@ -32,6 +32,7 @@ pub const DEVICE_FILES: [&str; 20] = [
     "local_cpulist",
     "power_state",
     "power/runtime_status",
+    "iommu_group/type",
     "aer_dev_correctable",
     "aer_dev_nonfatal",
     "aer_dev_fatal",
@@ -217,7 +218,7 @@ impl PciDevice {
     }
 
     /// A file of the function's directory (`power_state`, `power/runtime_status`,
-    /// `local_cpulist`), trimmed; `None` where it does not exist.
+    /// `local_cpulist`, `iommu_group/type`), trimmed; `None` where it does not exist.
     pub fn attr(&self, name: &str) -> Result<Option<String>, SysfsError> {
         let top = name.split('/').next().unwrap_or(name);
         if self.names.binary_search_by(|n| n.as_str().cmp(top)).is_err() {

@@ -240,10 +240,17 @@ mod tests {
         fs::create_dir_all(root.join("proc")).unwrap();
         fs::write(root.join("proc/cpuinfo"), "processor\t: 0\n").unwrap();
         fs::create_dir_all(root.join(EVENT_SOURCE)).unwrap();
+        // The NIC's IOMMU group as sysfs links it, to a directory of sys/kernel/iommu_groups.
+        let group = root.join("sys/kernel/iommu_groups/12");
+        fs::create_dir_all(&group).unwrap();
+        fs::write(group.join("type"), "DMA-FQ\n").unwrap();
+        let nic_dir = PciDevice::discover(&root).unwrap()[1].dir().to_path_buf();
+        let up = "../".repeat(nic_dir.strip_prefix(&root).unwrap().components().count() - 1);
+        std::os::unix::fs::symlink(format!("{up}kernel/iommu_groups/12"), nic_dir.join("iommu_group")).unwrap();
 
         let s = snapshot(&root, &out).unwrap();
         assert_eq!((s.functions, s.pmus, s.serials_blanked), (2, 0, 1));
-        assert_eq!(s.files, 7, "{s:?}");
+        assert_eq!(s.files, 8, "{s:?}");
         let (host, copy) = (PciDevice::discover(&root).unwrap(), PciDevice::discover(&out).unwrap());
         assert_eq!(host.len(), copy.len());
         for (h, c) in host.iter().zip(&copy) {
@@ -254,6 +261,8 @@ mod tests {
             assert_eq!(h.upstream_bdf(), c.upstream_bdf());
         }
         assert_eq!(host[1].aer_files().unwrap(), copy[1].aer_files().unwrap());
+        assert_eq!(host[1].attr("iommu_group/type").unwrap().as_deref(), Some("DMA-FQ"));
+        assert_eq!(copy[1].attr("iommu_group/type").unwrap().as_deref(), Some("DMA-FQ"));
         assert_eq!(host[1].pcie_capability(), copy[1].pcie_capability());
         let copied = copy[1].config_bytes().unwrap();
         assert_eq!(copied.len(), 4096);

@@ -320,7 +320,7 @@ fn human(r: &Report) -> String {
 type Column = (&'static str, &'static str, bool, fn(&FunctionHealth) -> Cell);
 
 /// The columns of a function, in the table (where marked) and in CSV.
-const COLUMNS: [Column; 23] = [
+const COLUMNS: [Column; 24] = [
     ("id", "Id", true, |f| opt(&f.id)),
     ("class", "Class", false, |f| opt(&f.class)),
     ("driver", "Driver", true, |f| opt(&f.driver)),
@@ -339,6 +339,7 @@ const COLUMNS: [Column; 23] = [
     ("numa_node", "NUMA", true, |f| opt(&f.numa_node)),
     ("local_cpus", "CPUs", true, |f| opt(&f.local_cpus)),
     ("power", "Power", true, |f| opt(&power_text(f))),
+    ("iommu_group_type", "IOMMU", false, |f| opt(&f.iommu_group_type)),
     ("aer", "AER", true, |f| opt(&aer_text(f))),
     ("aer_rates", "AER rates", false, |f| Cell::text(rates_text(f))),
     ("has_aer", "AER capability", false, |f| opt(&f.has_aer)),
