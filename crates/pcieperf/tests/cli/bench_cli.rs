@@ -1,6 +1,6 @@
 //! `pcieperf bench run` as a user runs it: run directories, determinism, refusals, Ctrl-C.
 
-mod common;
+use crate::common;
 use common::pcieperf;
 
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! `pcieperf check` and `pcieperf snapshot` end to end: exit statuses, the three formats,
 //! costs equal to `model bw`'s figures, rates, offline snapshots read by `check` and `pmu list`.
 
-mod common;
+use crate::common;
 
 use common::{ok, pcieperf, refused, stderr, stdout};
 use pcie_health::fixture;

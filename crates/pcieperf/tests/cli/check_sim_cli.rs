@@ -2,7 +2,7 @@
 //! variant shows each of its profile's faults as a finding (exit 3), and with `-I/--duration`
 //! the simulated clock runs, so the SATA controller's 250 BadDLLP a second show as a rate.
 
-mod common;
+use crate::common;
 use common::{pcieperf, refused, stdout};
 
 fn json(args: &[&str]) -> (serde_json::Value, Option<i32>) {

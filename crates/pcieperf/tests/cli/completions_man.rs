@@ -1,7 +1,7 @@
 //! `pcieperf completions`, `pcieperf man` and `pcieperf --version`: what shells, `man` and
 //! packagers get, checked with the real tools where the host has them.
 
-mod common;
+use crate::common;
 
 use common::{ok, refused};
 use std::io::Write;

@@ -2,7 +2,7 @@
 //! naming the library and dlopen's reason, nothing written. On a GPU machine the same command
 //! runs the test.
 
-mod common;
+use crate::common;
 use common::*;
 
 #[test]

@@ -5,7 +5,7 @@
 //! against a driver that refuses what a GPU would fault on. Its GPU is a model with round
 //! figures, so each figure the host reports is checked against what it must be.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! to end, the host cache steps through the shared buffer, and every way a program can fail —
 //! each error names the test, the exit code tells usage from runtime, finished results stay.
 
-mod common;
+use crate::common;
 use common::{pcieperf, refused, stderr};
 
 use pcie_bench::{ResultData, RunData};

@@ -2,8 +2,6 @@
 //! and a message naming the option, or exit 0 with finite output — never a panic (101), an
 //! abort (134), a signal or a hang.
 
-mod common;
-
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

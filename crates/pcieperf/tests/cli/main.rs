@@ -1,11 +1,8 @@
 //! The command-line tests, one binary for all of them: every file below used to be a test
-//! binary of its own, each linking the same test dependencies. Each file still declares its
-//! own `mod common;`: a module loaded through `#[path]` finds its submodules beside it
-//! (`cli/common/`), so the files read as they did on their own.
-//! Each thus compiles its own copy of the small `common` module, which clippy's `duplicate_mod`
-//! would refuse: once the branches that edit these files are merged, their `mod common;` can
-//! become `use crate::common;` and the allow below go.
-#![allow(clippy::duplicate_mod)]
+//! binary of its own, each linking the same test dependencies; they share one `common`
+//! module (running the binary, scratch paths, HTTP) through `use crate::common`.
+
+mod common;
 
 #[path = "bench_cli.rs"]
 mod bench_cli;

@@ -1,6 +1,6 @@
 //! `pcieperf model ...` as a user runs it: outputs, exit codes and messages.
 
-mod common;
+use crate::common;
 use common::{pcieperf, refused, stderr, stdout};
 
 use std::path::PathBuf;

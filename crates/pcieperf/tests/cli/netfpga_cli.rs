@@ -2,7 +2,7 @@
 //! its maximum, recorded in run.json, refused where the backend has no such setting), and a
 //! pciebench-netfpga data directory as a report of its own and compared with a simulated run.
 
-mod common;
+use crate::common;
 use common::{ok, refused};
 
 use std::path::{Path, PathBuf};

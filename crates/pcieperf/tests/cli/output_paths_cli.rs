@@ -4,7 +4,7 @@
 //! stays what it was, the data arrives where it should, a write error exits 1 naming the path.
 //! Device nodes need root (`mknod`); where it is refused those cases are skipped with a message.
 
-mod common;
+use crate::common;
 use common::{reference, scratch_dir, stderr, stdout};
 
 use std::fs;

@@ -1,6 +1,6 @@
 //! `pcieperf pmu list` on fixture sysfs trees: outputs, exit codes and messages.
 
-mod common;
+use crate::common;
 use common::{ok, pcieperf, refused, stderr, stdout};
 
 use pcie_pmu::fixture::{self, DwcVariant, Tree};

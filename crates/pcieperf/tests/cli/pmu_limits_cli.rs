@@ -2,7 +2,7 @@
 //! value and what is allowed, before anything is written; hostile sysfs files are skipped with a
 //! warning naming the file.
 
-mod common;
+use crate::common;
 use common::{pcieperf, refused, stderr};
 use pcie_pmu::fixture::{self, DwcVariant, Tree};
 

@@ -1,7 +1,7 @@
 //! `pcieperf pmu list --format json`: one document with the topology and events the table shows,
 //! on the simulated host and on fixture sysfs trees, checked against the table line by line.
 
-mod common;
+use crate::common;
 use common::ok;
 
 use pcie_pmu::fixture::{self, DwcVariant, Tree};

@@ -2,7 +2,7 @@
 //! as they go until Ctrl-C, charts through pcie-report, and refusals that leave no file. Counts
 //! the host's software PMU (skipped where perf_event_open is not permitted).
 
-mod common;
+use crate::common;
 use common::{can_count_software, pcieperf, refused, software_backed_dwc, stderr};
 
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! answer, and Ctrl-C ends it with exit 0. Counts the host's software PMU (skipped where
 //! perf_event_open is not permitted).
 
-mod common;
+use crate::common;
 use common::{can_count_software, http_get, pcieperf, refused, serve, software_backed_dwc, stderr, Server};
 
 use prometheus_parse::{Scrape, Value};

@@ -4,7 +4,7 @@
 //! Prometheus scrapes the exporter, evaluates the shipped alert rules until the degraded-link
 //! alert fires, and every query of the shipped Grafana dashboard returns series.
 
-mod common;
+use crate::common;
 use common::{http_get, serve};
 
 use prometheus_parse::{Scrape, Value};

@@ -3,7 +3,7 @@
 //! bounded run's file written once by rename, no temporary left) or absent, serve writes
 //! nothing, and the simulated host's sysfs tree is removed.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

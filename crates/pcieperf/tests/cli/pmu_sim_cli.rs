@@ -1,7 +1,7 @@
 //! The simulated Yitian 710 as a PMU source: `pmu list/stat --source sim` and
 //! `pmu validate --source sim` (the seed study's accuracy checks), and their refusals.
 
-mod common;
+use crate::common;
 use common::{ok, pcieperf, refused, stderr};
 
 use pcie_pmu::fixture::{self, DwcVariant, Tree};

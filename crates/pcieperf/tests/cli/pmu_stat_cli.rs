@@ -1,7 +1,7 @@
 //! `pcieperf pmu stat`: usage errors on fixture sysfs trees (exit 2, nothing on stdout), and
 //! real counting of this host's software PMU (skipped where perf_event_open is not permitted).
 
-mod common;
+use crate::common;
 use common::{pcieperf, refused, stderr, stdout};
 
 use pcie_pmu::fixture::{self, DwcVariant, Tree};

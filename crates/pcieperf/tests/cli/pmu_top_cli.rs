@@ -4,7 +4,7 @@
 //! terminal as it found it. The screen is read as a terminal shows it (vt100). Counts the host's
 //! software PMU (skipped where perf_event_open is not permitted).
 
-mod common;
+use crate::common;
 use common::{can_count_software, pcieperf, refused, software_backed_dwc, stderr, stdout};
 
 use std::io::{Read, Write};

@@ -3,7 +3,7 @@
 //! fio's own figures, and fio's failures reach the user with exit 1. Without fio the tests skip,
 //! except under CI (`CI` set), where `.ci/run` installs it.
 
-mod common;
+use crate::common;
 use common::{can_count_software, software_backed_dwc, stderr, stdout};
 
 use serde_json::Value;

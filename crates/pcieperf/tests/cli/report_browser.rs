@@ -6,7 +6,7 @@
 //! Needs `chromium` (or `$CHROMIUM`); skipped with a message when it is missing, except under
 //! CI, which installs it.
 
-mod common;
+use crate::common;
 use common::pcieperf;
 
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! `pcieperf bench report` as a user runs it: both pcie-bench reference directories and a fresh
 //! simulator run, as HTML, SVG files and text; and the refusals.
 
-mod common;
+use crate::common;
 use common::{pcieperf, reference};
 
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! backend, and the refusals (exit 2, nothing written): a directory of the wrong kind, groups
 //! that identify nothing, a device profile that does not match, inconsistent runs.
 
-mod common;
+use crate::common;
 use common::{ok, reference, refused, scratch_dir};
 
 const OFF: &str = "nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro";

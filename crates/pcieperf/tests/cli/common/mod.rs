@@ -1,5 +1,4 @@
 //! Running the `pcieperf` binary from the CLI tests.
-#![allow(dead_code)] // each test file uses its own subset
 
 use std::process::{Command, Output};
 
