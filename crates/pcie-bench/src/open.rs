@@ -237,8 +237,16 @@ impl OpenOptions {
             },
             (None, None) => None,
         };
-        let numa = self.device_numa(device.as_ref(), placed)?;
-        let (iommu, iommu_note) = self.host_iommu(device.as_ref(), backend.buffer_page_bytes())?;
+        // A program that emulates its device moves no real DMA: the options stand, as for the
+        // simulator.
+        let (numa, (iommu, iommu_note)) = if backend.hello().device.get("emulated") == Some(&true.into()) {
+            (self.numa.unwrap_or_default(), (self.iommu.unwrap_or_default(), None))
+        } else {
+            (
+                self.device_numa(device.as_ref(), placed)?,
+                self.host_iommu(device.as_ref(), backend.buffer_page_bytes())?,
+            )
+        };
         Ok(Opened {
             backend: Box::new(backend),
             warnings,

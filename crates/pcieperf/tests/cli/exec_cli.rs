@@ -372,3 +372,17 @@ fn the_python_example_speaks_the_same_protocol() {
     assert!(device.to_string().contains("EMULATED"), "{device}");
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+#[test]
+fn an_emulated_device_takes_iommu_and_numa_as_given() {
+    // The reference device says it is emulated: no real DMA, so the options stand, as for the
+    // simulator, whatever this host's IOMMU (none here) and NUMA nodes.
+    let (out, err) = succeeded(
+        "",
+        "emulated-iommu",
+        &["--test", "LAT_RD", "--samples", "100", "--iommu", "4k"],
+    );
+    let run = run_json(&out);
+    assert_eq!(run["iommu"], "Pages4K", "{err}");
+    let _ = std::fs::remove_dir_all(&out);
+}
