@@ -159,7 +159,7 @@ fn bandwidths_are_the_bytes_over_the_gpu_s_time() {
 }
 
 #[test]
-fn a_suite_run_records_the_gpu_and_its_missing_link_and_reads_back() {
+fn a_suite_run_records_the_gpu_and_the_link_its_nvml_reports_and_reads_back() {
     let out = fresh_path("fake-cuda-run");
     let o = with_fake(
         &[],
