@@ -11,7 +11,7 @@ use crate::files::{list_dir, parse_u64, read_attr};
 use crate::link_files::{LinkFiles, LinkSpeed, LinkWidth};
 use serde::Serialize;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// Where the PCI functions are listed, below a root.
 pub const PCI_DEVICES: &str = "sys/bus/pci/devices";
@@ -41,6 +41,28 @@ pub const DEVICE_FILES: [&str; 21] = [
     "aer_rootport_total_err_fatal",
     "config",
 ];
+
+/// The directory a bus entry (`sys/bus/pci/devices/BDF`) links to, its target taken against the
+/// link's own directory and `..` folded lexically: sysfs links point at real directories, so one
+/// readlink does what a full canonicalisation does with one per path component. An entry that
+/// is no link is its own directory.
+fn real_dir(entry: PathBuf) -> PathBuf {
+    let Ok(target) = std::fs::read_link(&entry) else {
+        return entry;
+    };
+    let joined = entry.parent().unwrap_or(Path::new("")).join(target);
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir if matches!(out.components().next_back(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 /// A config space is at most 4 KiB; a longer `config` file is read no further.
 const CONFIG_MAX: u64 = 4096;
@@ -92,7 +114,7 @@ impl PciDevice {
     }
 
     fn read_dir(dir: PathBuf, bdf: Bdf) -> Result<PciDevice, SysfsError> {
-        let path = std::fs::canonicalize(&dir).unwrap_or(dir);
+        let path = real_dir(dir);
         let names = list_dir(&path)?;
         let has = |f: &str| names.binary_search_by(|n| n.as_str().cmp(f)).is_ok();
         let attr = |f: &str| if has(f) { read_attr(&path.join(f)) } else { Ok(None) };

@@ -4,7 +4,7 @@
 
 use crate::error::SysfsError;
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::path::Path;
 
 fn io_error(path: &Path, e: io::Error) -> SysfsError {
@@ -30,14 +30,31 @@ pub fn list_dir(dir: &Path) -> Result<Vec<String>, SysfsError> {
     Ok(names)
 }
 
+/// A sysfs attribute is at most a page, which one read returns whole.
+const ATTR_READ: usize = 4096;
+
 /// A file's contents with surrounding whitespace removed (sysfs files end in a newline, some
-/// old drivers print none or pad with spaces); `None` when the file does not exist.
+/// old drivers print none or pad with spaces); `None` when the file does not exist. One read
+/// where it comes back short of a page (the end of the file), so a check of a large host opens,
+/// reads and closes each file and nothing more; a full page reads on to the end.
 pub fn read_attr(path: &Path) -> Result<Option<String>, SysfsError> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).trim().to_string())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_error(path, e)),
+    let mut file = match fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error(path, e)),
+    };
+    let mut bytes = vec![0; ATTR_READ];
+    let n = loop {
+        match file.read(&mut bytes) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => break r.map_err(|e| io_error(path, e))?,
+        }
+    };
+    bytes.truncate(n);
+    if n == ATTR_READ {
+        file.read_to_end(&mut bytes).map_err(|e| io_error(path, e))?;
     }
+    Ok(Some(String::from_utf8_lossy(&bytes).trim().to_string()))
 }
 
 /// A decimal or `0x` hexadecimal unsigned integer.
@@ -53,6 +70,20 @@ pub fn parse_u64(s: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::parse_u64;
+
+    #[test]
+    fn attributes_of_any_length_read_whole() {
+        let dir = std::env::temp_dir().join(format!("pcie-sysfs-attr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for len in [0, 1, 4095, 4096, 4097, 10_000] {
+            let text: String = (0..len).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            std::fs::write(dir.join("a"), format!("{text}\n")).unwrap();
+            assert_eq!(super::read_attr(&dir.join("a")).unwrap(), Some(text), "{len} bytes");
+        }
+        assert_eq!(super::read_attr(&dir.join("none")).unwrap(), None);
+        assert!(super::read_attr(&dir).is_err(), "a directory is not an attribute");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn numbers() {
