@@ -167,7 +167,7 @@ fn every_kind_on_a_dual_socket_server_with_the_models_cost() {
     assert!(
         iommu
             .message
-            .starts_with("0000:31:00.0 [144d:a80a]: its DMAs are translated by the IOMMU (IOMMU group type DMA-FQ): "),
+            .starts_with("0000:31:00.0 [144d:a80a]: its DMAs are translated by the IOMMU (group type DMA-FQ): "),
         "{}",
         iommu.message
     );
