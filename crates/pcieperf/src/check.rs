@@ -265,11 +265,12 @@ fn human(r: &Report) -> String {
     }
     // A server lists hundreds of functions with nothing to say (uncore, host bridges,
     // integrated devices): rows for those with a link or a finding, a count of the rest.
+    let found: std::collections::BTreeSet<_> = r.findings.iter().map(|x| x.bdf).collect();
     let (devices, quiet): (Vec<&FunctionHealth>, Vec<&FunctionHealth>) = r
         .functions
         .iter()
         .filter(|f| !f.is_bridge)
-        .partition(|f| f.link.is_some() || !f.path.is_empty() || r.findings.iter().any(|x| x.bdf == f.bdf));
+        .partition(|f| f.link.is_some() || !f.path.is_empty() || found.contains(&f.bdf));
     if !devices.is_empty() {
         out.push_str("\nDevices (Gb/s: 4 KiB DMA writes through the path now, and with every hop at its best):\n");
         let shown: Vec<&Column> = COLUMNS.iter().filter(|c| c.2).collect();
