@@ -82,7 +82,8 @@ impl HostIommu {
                 Err(format!(
                     "iommu {}: a real device runs under the host's IOMMU, which allows {} here ({}); \
                      the option states the host's setting and cannot change it (the kernel command \
-                     line does: intel_iommu=on or amd_iommu=on, with sp_off for 4k)",
+                     line does: intel_iommu=on or amd_iommu=on; 4k with intel_iommu=sp_off or a DMA \
+                     buffer without huge pages)",
                     m.name(),
                     allowed.join(" or "),
                     self.why
