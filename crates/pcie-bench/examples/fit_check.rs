@@ -166,7 +166,7 @@ fn main() {
     let opts = |base: HostProfile, holdout: Vec<String>| FitOptions {
         dirs: DIRS.iter().map(|d| root.join(d)).collect(),
         device: DeviceProfile::load("nfp6000").expect("device loads"),
-        base,
+        bases: vec![base],
         name: "e5-refit".into(),
         only: vec![],
         holdout,

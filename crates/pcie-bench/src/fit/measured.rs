@@ -6,6 +6,8 @@ use crate::host::KernelIommu;
 use crate::params::{Iommu, Numa, TestParams};
 use crate::results::{CdfSection, ResultData, RunData};
 use pcie_sim::DeviceProfile;
+use pcie_sysfs::lspci::{self, Capabilities, LspciFunction};
+use pcie_sysfs::PortType;
 use std::path::Path;
 
 /// One measured result directory.
@@ -17,6 +19,16 @@ pub struct MeasuredRun {
     /// The CPU the run names (`run.json`, or pcie-bench's `sys-cpuinfo.txt`), if it says.
     pub cpu: Option<String>,
     pub data: RunData,
+    /// pcie-bench's `sys-lspci.txt`, where the directory has one that reads.
+    pub lspci: Vec<LspciFunction>,
+}
+
+/// The path's Max Payload Size a run was measured with (Device Control), and where it was
+/// read: the link in `run.json`, or the device's function in pcie-bench's lspci dump.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredMps {
+    pub bytes: u32,
+    pub source: String,
 }
 
 /// One output group (a result table) of one run, as tests to simulate.
@@ -69,6 +81,49 @@ impl MeasuredRun {
             iommu,
             cpu: cpu.filter(|c| c != "unknown" && !c.is_empty()),
             data,
+            lspci: read("sys-lspci.txt")
+                .and_then(|t| lspci::parse(&t).ok())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// The MPS the run's writes and completions were cut to, where the run says: `run.json`'s
+    /// link, or in pcie-bench's lspci dump the Device Control of the endpoints at the device
+    /// profile's link (the dump names no ids and holds every device of the host; the paper's
+    /// hosts had the NFP and the NetFPGA side by side, both Gen3 x8): used where they agree.
+    pub fn mps(&self, device: &DeviceProfile) -> Option<MeasuredMps> {
+        if let Some(link) = self.data.info.as_ref().and_then(|i| i.link.as_ref()) {
+            return Some(MeasuredMps {
+                bytes: link.mps,
+                source: format!("{}/run.json", self.label),
+            });
+        }
+        let at_link: Vec<(&LspciFunction, u32)> = self
+            .lspci
+            .iter()
+            .filter_map(|f| match &f.capabilities {
+                Capabilities::Decoded { express: Some(e), .. }
+                    if matches!(e.port_type, PortType::Endpoint | PortType::LegacyEndpoint) =>
+                {
+                    let l = e.link.as_ref()?;
+                    (gen_of(l.gts) == Some(device.link.gen) && l.width == device.link.lanes).then_some((f, e.mps))
+                }
+                _ => None,
+            })
+            .collect();
+        let mps = at_link.first()?.1;
+        at_link.iter().all(|(_, m)| *m == mps).then(|| {
+            let bdfs: Vec<String> = at_link.iter().map(|(f, _)| f.bdf.to_string()).collect();
+            MeasuredMps {
+                bytes: mps,
+                source: format!(
+                    "{}/sys-lspci.txt (DevCtl of {}, the endpoints at Gen{} x{})",
+                    self.label,
+                    bdfs.join(", "),
+                    device.link.gen,
+                    device.link.lanes
+                ),
+            }
         })
     }
 
@@ -166,6 +221,22 @@ pub fn check_consistent(runs: &[MeasuredRun]) -> Result<(), FitError> {
     Ok(())
 }
 
+/// The MPS the runs were measured with, where any says; runs that say different ones were
+/// not measured on one configuration.
+pub fn path_mps(runs: &[MeasuredRun], device: &DeviceProfile) -> Result<Option<MeasuredMps>, FitError> {
+    let said: Vec<MeasuredMps> = runs.iter().filter_map(|r| r.mps(device)).collect();
+    match said.iter().find(|m| m.bytes != said[0].bytes) {
+        Some(other) => Err(FitError::Input(format!(
+            "inconsistent runs: MPS {} B in {}, {} B in {}: one link configuration per fit",
+            said[0].bytes, said[0].source, other.bytes, other.source
+        ))),
+        None => Ok(said.first().map(|m| MeasuredMps {
+            bytes: m.bytes,
+            source: said.iter().map(|m| m.source.as_str()).collect::<Vec<_>>().join(", "),
+        })),
+    }
+}
+
 /// Refuses a device profile the measurements cannot come from: latencies that are not whole
 /// ticks of its timestamp counter, transfers beyond its DMA limit, or another link than the
 /// one `run.json` records.
@@ -221,6 +292,14 @@ pub fn check_device(run: &MeasuredRun, device: &DeviceProfile) -> Result<(), Fit
     Ok(())
 }
 
+/// The generation a link speed in GT/s belongs to.
+fn gen_of(gts: f64) -> Option<u32> {
+    [2.5, 5.0, 8.0, 16.0, 32.0, 64.0, 128.0]
+        .iter()
+        .position(|g| (g - gts).abs() < 0.01)
+        .map(|i| i as u32 + 1)
+}
+
 fn sizes(data: &ResultData) -> Vec<u32> {
     match data {
         ResultData::Latency(rows) => rows.iter().map(|r| r.key.size).collect(),
@@ -233,6 +312,54 @@ fn sizes(data: &ResultData) -> Vec<u32> {
 mod tests {
     use super::*;
     use crate::params::TestKind;
+
+    #[test]
+    fn the_mps_comes_from_the_endpoints_at_the_device_link_where_they_agree() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../data/reference/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro");
+        let nfp = DeviceProfile::load("nfp6000").unwrap();
+        let run = MeasuredRun::load(&dir).unwrap();
+        let m = run.mps(&nfp).unwrap();
+        assert_eq!(m.bytes, 256);
+        assert!(m
+            .source
+            .ends_with("(DevCtl of 0000:02:00.0, 0000:03:00.0, the endpoints at Gen3 x8)"));
+        // A device at another link has no function in the dump.
+        let mut x4 = nfp.clone();
+        x4.link.lanes = 4;
+        assert_eq!(run.mps(&x4), None);
+        // The NetFPGA beside the NFP at 128 B: which one was measured is not said.
+        let text = std::fs::read_to_string(dir.join("sys-lspci.txt")).unwrap();
+        let at = text.find("03:00.0 ").unwrap();
+        let netfpga_at_128 = format!(
+            "{}{}",
+            &text[..at],
+            text[at..].replacen(
+                "MaxPayload 256 bytes, MaxReadReq",
+                "MaxPayload 128 bytes, MaxReadReq",
+                1
+            )
+        );
+        let mut other = run.clone();
+        other.lspci = lspci::parse(&netfpga_at_128).unwrap();
+        assert_eq!(other.mps(&nfp), None);
+        // Two runs of one host at different MPS are refused.
+        let mut only_netfpga = run.clone();
+        only_netfpga.label = "b".into();
+        only_netfpga.lspci = other
+            .lspci
+            .into_iter()
+            .filter(|f| f.bdf.to_string() != "0000:02:00.0")
+            .collect();
+        let e = path_mps(&[run.clone(), only_netfpga], &nfp).unwrap_err();
+        assert!(
+            e.to_string().starts_with("inconsistent runs: MPS 256 B in nfp6000")
+                && e.to_string()
+                    .contains("128 B in b/sys-lspci.txt (DevCtl of 0000:03:00.0,"),
+            "{e}"
+        );
+        assert_eq!(path_mps(&[run], &nfp).unwrap().map(|m| m.bytes), Some(256));
+    }
 
     #[test]
     fn a_selection_keeps_its_rows_and_cdf_sections() {

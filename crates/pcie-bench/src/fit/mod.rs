@@ -22,7 +22,7 @@ pub mod search;
 use crate::params::Iommu;
 use crate::sim_backend::SimBackend;
 use keys::{FitKey, KEYS};
-use measured::{check_consistent, check_device, Group, MeasuredRun};
+use measured::{check_consistent, check_device, path_mps, Group, MeasuredRun};
 use pcie_sim::{DeviceProfile, HostProfile};
 use score::{score, GroupScore, Verdict};
 use serde::Serialize;
@@ -54,8 +54,10 @@ impl std::error::Error for FitError {}
 pub struct FitOptions {
     pub dirs: Vec<PathBuf>,
     pub device: DeviceProfile,
-    /// The host the search starts from; keys the data cannot identify keep its values.
-    pub base: HostProfile,
+    /// The hosts the search may start from: with one, that one; with several, the one whose
+    /// simulation is closest to the measurements. Keys the data cannot identify keep its
+    /// values, and so do its structure (LLC, DDIO, sockets, power states).
+    pub bases: Vec<HostProfile>,
     /// The written profile's `name`.
     pub name: String,
     /// Groups (result table bases) to use; empty: all.
@@ -90,6 +92,16 @@ pub struct KeyResult {
     pub fixed_by: Vec<String>,
     /// Why it was kept, where it was.
     pub note: String,
+    /// Read from the measurements (the link's MPS), not searched.
+    pub measured: bool,
+}
+
+/// A candidate base and its loss on the fitting groups, when the fit chose among several.
+#[derive(Debug, Clone, Serialize)]
+pub struct BaseScore {
+    pub name: String,
+    /// The mean loss of the groups ([`GroupScore::loss`]); infinite where it cannot run them.
+    pub loss: f64,
 }
 
 /// A criterion the fitted host misses, and the mechanisms its group could move.
@@ -105,6 +117,9 @@ pub struct Unreached {
 #[derive(Debug, Clone, Serialize)]
 pub struct FitReport {
     pub runs: Vec<String>,
+    /// The host the search started from, and each candidate's loss where there were several.
+    pub base: String,
+    pub base_scores: Vec<BaseScore>,
     pub fit_groups: Vec<String>,
     pub holdout_groups: Vec<String>,
     pub keys: Vec<KeyResult>,
@@ -140,6 +155,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
     for r in &runs {
         check_device(r, &opts.device)?;
     }
+    let mps = path_mps(&runs, &opts.device)?;
     let select = |count: u64| -> Vec<Group> {
         runs.iter()
             .enumerate()
@@ -168,11 +184,29 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
         .filter(|g| !opts.holdout.contains(&g.base))
         .collect();
     let run_labels: Vec<(String, Iommu)> = runs.iter().map(|r| (r.label.clone(), r.iommu)).collect();
-    let base_value = serde_json::to_value(&opts.base).map_err(|e| FitError::Run(e.to_string()))?;
+    // Each candidate base as the measurements configured its link.
+    let mut candidates: Vec<(HostProfile, Value)> = Vec::new();
+    for b in &opts.bases {
+        let mut v = serde_json::to_value(b).map_err(|e| FitError::Run(e.to_string()))?;
+        if let Some(m) = &mps {
+            v["link"]["max_mps"] = Value::from(m.bytes);
+        }
+        let host = profile_toml::checked(&v).map_err(|e| FitError::Input(e.to_string()))?;
+        candidates.push((host, v));
+    }
+    let choice_count = (opts.search_count / 4).clamp(1000.min(opts.search_count), opts.search_count);
+    let choice_groups: Vec<Group> = if candidates.len() > 1 {
+        select(choice_count)
+            .into_iter()
+            .filter(|g| !opts.holdout.contains(&g.base))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let choice_tests: u64 = choice_groups.iter().map(|g| g.tests.len() as u64).sum();
     // The keys the fitting groups identify, each with the tests of its groups that do.
-    let plan: Vec<(&FitKey, Vec<Group>)> = KEYS
+    let identified: Vec<(&FitKey, Vec<Group>)> = KEYS
         .iter()
-        .filter(|k| keys::get(&base_value, k.name).is_some())
         .map(|k| {
             let gs: Vec<Group> = fitting
                 .iter()
@@ -183,13 +217,13 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
         })
         .filter(|(_, gs)| !gs.is_empty())
         .collect();
-    if plan.is_empty() {
+    let too_few = || {
         let groups: Vec<String> = fitting.iter().map(|g| label(&runs, g)).collect();
         let wanted: Vec<&str> = KEYS.iter().flat_map(|k| k.groups.iter().copied()).collect();
         let mut wanted: Vec<&str> = wanted.into_iter().collect();
         wanted.sort();
         wanted.dedup();
-        return Err(FitError::Input(format!(
+        FitError::Input(format!(
             "too few groups to identify any host parameter: the fit has {}; it needs at least one of {} (by prefix)",
             if groups.is_empty() {
                 "none".into()
@@ -197,10 +231,14 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
                 groups.join(", ")
             },
             wanted.join(", ")
-        )));
+        ))
+    };
+    if identified.is_empty() {
+        return Err(too_few());
     }
     const PASSES: usize = 2;
-    let planned_search: u64 = plan
+    // A bound: the chosen base may lack a mechanism (power states) the groups identify.
+    let planned_search: u64 = identified
         .iter()
         .map(|(_, gs)| gs.iter().map(|g| g.tests.len() as u64).sum::<u64>())
         .sum::<u64>()
@@ -208,15 +246,51 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
     let final_tests: u64 = final_groups.iter().map(|g| g.tests.len() as u64).sum();
     let mut state = FitProgress {
         simulations: 0,
-        planned: planned_search + 2 * final_tests,
+        planned: planned_search + 2 * final_tests + choice_tests * candidates.len() as u64,
         stage: String::new(),
     };
-    let mut current = base_value.clone();
     let mut report_progress = |state: &mut FitProgress, tests: usize, stage: String| {
         state.simulations += tests as u64;
         state.stage = stage;
         progress(state);
     };
+    let mut base_scores = Vec::new();
+    if candidates.len() > 1 {
+        let refs: Vec<&Group> = choice_groups.iter().collect();
+        for (host, _) in &candidates {
+            let loss = SimBackend::from_profiles(host.clone(), opts.device.clone())
+                .ok()
+                .and_then(|b| score(&b, &refs, &run_labels, opts.seed, opts.threads).ok())
+                .map_or(f64::INFINITY, |s| {
+                    s.iter().map(GroupScore::loss).sum::<f64>() / s.len().max(1) as f64
+                });
+            report_progress(
+                &mut state,
+                choice_tests as usize,
+                format!("choosing the base: {} loss {loss:.2}", host.name),
+            );
+            base_scores.push(BaseScore {
+                name: host.name.clone(),
+                loss,
+            });
+        }
+    }
+    let chosen = (0..candidates.len())
+        .min_by(|&a, &b| {
+            let l = |i: usize| base_scores.get(i).map_or(0.0, |s: &BaseScore| s.loss);
+            l(a).total_cmp(&l(b))
+        })
+        .ok_or_else(|| FitError::Input("no base host profile to start from".into()))?;
+    let (base_host, base_value) = candidates.swap_remove(chosen);
+    let given = serde_json::to_value(&opts.bases[chosen]).map_err(|e| FitError::Run(e.to_string()))?;
+    let plan: Vec<(&FitKey, Vec<Group>)> = identified
+        .into_iter()
+        .filter(|(k, _)| keys::get(&base_value, k.name).is_some())
+        .collect();
+    if plan.is_empty() {
+        return Err(too_few());
+    }
+    let mut current = base_value.clone();
     for pass in 0..PASSES {
         let frac = if pass == 0 { 0.3 } else { 0.1 };
         for (key, gs) in &plan {
@@ -267,7 +341,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
         report_progress(&mut state, final_tests as usize, format!("comparing the {what} host"));
         Ok(s)
     };
-    let before = compare(&opts.base, "base")?;
+    let before = compare(&base_host, "base")?;
     let after = compare(&fitted, "fitted")?;
     let verdicts = |s: &[GroupScore]| s.iter().flat_map(GroupScore::verdicts).collect::<Vec<_>>();
     let (verdicts_before, verdicts_after) = (verdicts(&before), verdicts(&after));
@@ -287,16 +361,24 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
             }
         })
         .collect();
-    let key_results: Vec<KeyResult> = KEYS
-        .iter()
-        .map(|k| {
+    let measured_keys = mps.iter().map(|m| KeyResult {
+        name: "link.max_mps".into(),
+        mechanism: "Max Payload Size of the path, as configured".into(),
+        base: keys::get(&given, "link.max_mps"),
+        fitted: Some(f64::from(m.bytes)),
+        fixed_by: vec![m.source.clone()],
+        note: String::new(),
+        measured: true,
+    });
+    let key_results: Vec<KeyResult> = measured_keys
+        .chain(KEYS.iter().map(|k| {
             let gs = plan.iter().find(|(p, _)| p.name == k.name).map(|(_, gs)| gs);
             let base = keys::get(&base_value, k.name);
             let note = match (base, gs) {
-                (None, _) => format!("the base host {} has no such mechanism", opts.base.name),
+                (None, _) => format!("the base host {} has no such mechanism", base_host.name),
                 (Some(_), None) => format!(
                     "kept from {}: no group the fit uses identifies it (it needs {}{})",
-                    opts.base.name,
+                    base_host.name,
                     k.groups.join(", "),
                     if k.needs_iommu {
                         ", measured with the IOMMU on"
@@ -313,16 +395,26 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
                 fitted: gs.and_then(|_| keys::get(&current, k.name)),
                 fixed_by: gs.map_or_else(Vec::new, |gs| gs.iter().map(|g| label(&runs, g)).collect()),
                 note,
+                measured: false,
             }
-        })
+        }))
         .collect();
     let runs_named: Vec<String> = runs
         .iter()
         .map(|r| format!("{} (IOMMU {})", r.label, r.iommu.name()))
         .collect();
-    let profile_toml = write_profile(opts, &current, &key_results, &runs_named, state.simulations)?;
+    let profile_toml = write_profile(
+        opts,
+        &base_host.name,
+        &current,
+        &key_results,
+        &runs_named,
+        state.simulations,
+    )?;
     Ok(FitReport {
         runs: runs_named,
+        base: base_host.name.clone(),
+        base_scores,
         fit_groups: fitting.iter().map(|g| label(&runs, g)).collect(),
         holdout_groups: search_groups
             .iter()
@@ -345,6 +437,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
 /// The fitted profile as commented TOML, checked by loading it back.
 fn write_profile(
     opts: &FitOptions,
+    base: &str,
     fitted: &Value,
     keys: &[KeyResult],
     runs: &[String],
@@ -354,7 +447,7 @@ fn write_profile(
     v["name"] = Value::from(opts.name.clone());
     v["description"] = Value::from(format!(
         "{} fitted by pcieperf sim fit to {} with device {}",
-        opts.base.name,
+        base,
         runs.join(", "),
         opts.device.name
     ));
@@ -369,16 +462,21 @@ fn write_profile(
         ),
         format!("from {} with device profile {},", runs.join(", "), opts.device.name),
         format!(
-            "starting from host profile {}. Keys marked \"fitted\" were searched within the loader's ranges;",
-            opts.base.name
+            "starting from host profile {base}. Keys marked \"fitted\" were searched within the loader's ranges,"
         ),
-        "every other value is the base's. Load it with --backend sim:THIS.toml,DEVICE.".into(),
+        "keys marked \"measured\" were read from the runs, every other value is the base's. Load it with --backend sim:THIS.toml,DEVICE.".into(),
     ];
     let comment = |dotted: &str| -> Option<String> {
         let k = keys
             .iter()
             .find(|k| k.name == dotted || k.name.starts_with(&format!("{dotted}.")))?;
         Some(match k.fitted {
+            Some(x) if k.measured => format!(
+                "measured ({}): {x} from {} by {}",
+                k.mechanism,
+                k.base.map_or("-".into(), |b| b.to_string()),
+                k.fixed_by.join(", ")
+            ),
             Some(x) => format!(
                 "fitted ({}): {x} from {} by {}",
                 k.mechanism,

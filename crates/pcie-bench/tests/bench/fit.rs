@@ -24,7 +24,7 @@ fn three_keys_moved_30_percent_off_come_back_from_two_small_groups() {
     let opts = FitOptions {
         dirs: vec![dir],
         device: DeviceProfile::load("nfp6000").unwrap(),
-        base,
+        bases: vec![base],
         name: "refit".into(),
         only: vec!["lat_dma_sizes".into(), "lat_cmd_sizes".into()],
         holdout: vec![],

@@ -19,8 +19,10 @@ pub struct FitArgs {
     /// The measured device's profile (built-in name or path): it is not fitted
     #[arg(long)]
     device: String,
-    /// Host profile the search starts from; keys the data cannot identify keep its values
-    #[arg(long, default_value = "e5-2637v3")]
+    /// Host profile the search starts from (built-in name or path); keys the data cannot
+    /// identify keep its values. auto: the built-in host whose simulation is closest to the
+    /// measurements
+    #[arg(long, default_value = "auto")]
     base: String,
     /// Use only these groups (result table names, comma-separated)
     #[arg(long, value_delimiter = ',')]
@@ -63,7 +65,16 @@ pub fn run(a: &FitArgs) -> Result<String, CliError> {
     }
     check_files(&[("-o", Some(a.output.as_path()))])?;
     let device = DeviceProfile::load(&a.device).map_err(|e| usage(format!("--device {e}")))?;
-    let base = HostProfile::load(&a.base).map_err(|e| usage(format!("--base {e}")))?;
+    let names = if a.base == "auto" {
+        pcie_sim::builtin_hosts()
+    } else {
+        vec![a.base.as_str()]
+    };
+    let bases = names
+        .into_iter()
+        .map(HostProfile::load)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| usage(format!("--base {e}")))?;
     let name: String = a
         .output
         .file_stem()
@@ -73,7 +84,7 @@ pub fn run(a: &FitArgs) -> Result<String, CliError> {
     let opts = FitOptions {
         dirs: a.results.clone(),
         device,
-        base,
+        bases,
         name,
         only: a.only.clone(),
         holdout: a.holdout.clone(),
@@ -168,10 +179,10 @@ fn human(r: &FitReport, output: &std::path::Path) -> String {
     ]);
     for k in &r.keys {
         let num = |v: Option<f64>| v.map_or(Cell::text("-"), |x| Cell::text(x.to_string()));
-        let by = if k.fitted.is_some() {
-            k.fixed_by.join(", ")
-        } else {
-            k.note.clone()
+        let by = match k.fitted {
+            Some(_) if k.measured => format!("measured: {}", k.fixed_by.join(", ")),
+            Some(_) => k.fixed_by.join(", "),
+            None => k.note.clone(),
         };
         keys.push(vec![
             Cell::text(k.name.clone()),
@@ -181,6 +192,20 @@ fn human(r: &FitReport, output: &std::path::Path) -> String {
         ]);
     }
     out.push('\n');
+    if r.base_scores.is_empty() {
+        out.push_str(&format!("base: {}\n", r.base));
+    } else {
+        let scores: Vec<String> = r
+            .base_scores
+            .iter()
+            .map(|b| format!("{} {:.2}", b.name, b.loss))
+            .collect();
+        out.push_str(&format!(
+            "base: {}, the closest built-in host (loss on the fitting groups: {})\n",
+            r.base,
+            scores.join(", ")
+        ));
+    }
     out.push_str(&keys.to_human());
     let met = |v: &[pcie_bench::fit::score::Verdict]| v.iter().filter(|v| v.met).count();
     out.push_str(&format!(
