@@ -130,6 +130,17 @@ impl MeasuredRun {
     /// The run's groups as tests of `count` samples or DMAs at most (the measured count where
     /// it is smaller).
     pub fn groups(&self, run: usize, count: u64) -> Vec<Group> {
+        // Where `run.json` placed buffer and warming CPU: the simulated sockets are 0 and 1, so
+        // a run local to its device's node 1 is simulated local on 0 (a single-socket base has
+        // no node 1); pcie-bench recorded none, and ran local.
+        let numa = match self.data.info.as_ref().map(|i| i.numa) {
+            Some(n) if n.dev != n.mem || n.dev != n.cpu => Numa {
+                dev: 0,
+                mem: u8::from(n.mem != n.dev),
+                cpu: u8::from(n.cpu != n.dev),
+            },
+            _ => Numa::default(),
+        };
         let mut out = Vec::new();
         for f in &self.data.files {
             let keys: Vec<(crate::results::RowKey, u64)> = match &f.data {
@@ -148,7 +159,7 @@ impl MeasuredRun {
                     pattern: k.pattern,
                     cache: k.cache,
                     count: (*n).clamp(1, count.max(1)),
-                    numa: Numa::default(),
+                    numa,
                     iommu: self.iommu,
                 })
                 .collect();

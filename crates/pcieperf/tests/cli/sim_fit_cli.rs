@@ -168,6 +168,60 @@ fn the_base_is_the_closest_built_in_host_and_the_mps_the_runs() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A run measured with its buffer on the other socket is simulated there: the socket hop is
+/// not taken for a slower LLC.
+#[test]
+fn a_run_keeps_its_numa_placement() {
+    let dir = scratch_dir("fit-numa");
+    let run = dir.join("remote");
+    ok(&[
+        "bench",
+        "run",
+        "--suite",
+        "quick",
+        "--only",
+        "lat_dma_sizes",
+        "--backend",
+        "sim:e5-2637v3,nfp6000",
+        "--numa",
+        "s0-s1-s1",
+        "--samples",
+        "3000",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    let out = dir.join("h.toml");
+    let json = ok(&[
+        "sim",
+        "fit",
+        run.to_str().unwrap(),
+        "--device",
+        "nfp6000",
+        "--base",
+        "e5-2637v3",
+        "--search-samples",
+        "2000",
+        "--samples",
+        "3000",
+        "--format",
+        "json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let llc = report["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == "memory.llc_hit")
+        .unwrap()
+        .clone();
+    // Simulated local, the remote hop's 106 ns went into the LLC hit (267.7 ns).
+    let x = llc["fitted"].as_f64().unwrap();
+    assert!((x - 161.0).abs() < 5.0, "{llc}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn refusals_name_the_problem_and_write_nothing() {
     let dir = scratch_dir("fit-refusals");
