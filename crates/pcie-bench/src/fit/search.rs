@@ -78,8 +78,14 @@ pub fn minimise(key: &FitKey, start: f64, frac: f64, loss: &mut dyn FnMut(f64) -
     const G: f64 = 0.618_033_988_749_895;
     let (mut x1, mut x2) = (c - G * (c - a), a + G * (c - a));
     let (mut f1, mut f2) = (f(x1), f(x2));
+    // Losses within the noise are a tie, which says nothing of where the minimum is: a key on
+    // a plateau of its loss (a write commit below the ownership it waits for shows nowhere)
+    // beside a narrow valley would lose the valley to either side. On a tie the bracket keeps
+    // the side toward the start, where the bracketing found the loss falling.
+    let tie = |p: f64, q: f64| (p - q).abs() <= (NOISE * p.min(q)).max(NOISE);
     while c - a > tol && evaluations.get() < MAX_EVALUATIONS {
-        if f1 <= f2 {
+        let keep_left = if tie(f1, f2) { u0 <= x2 } else { f1 < f2 };
+        if keep_left {
             (c, x2, f2) = (x2, x1, f1);
             x1 = c - G * (c - a);
             f1 = f(x1);
@@ -131,6 +137,22 @@ mod tests {
             assert!((x - truth).abs() < 0.02 * truth, "{start} -> {x}, want {truth}");
             assert!(n <= MAX_EVALUATIONS, "{n}");
         }
+    }
+
+    #[test]
+    fn a_plateau_does_not_hide_a_valley_beside_it() {
+        // A commit of 220 ns searched where the truth is 200, and below 184 the loss is flat
+        // (the ownership it waits for shows instead): the first steps find 154 better than the
+        // start, the plateau's probes tie.
+        let k = key("root_complex.write_commit_ns");
+        let (x, _) = minimise(&k, 220.0, 0.3, &mut |x| {
+            if x < 184.0 {
+                16.0
+            } else {
+                (x - 200.0).abs()
+            }
+        });
+        assert!((x - 200.0).abs() < 2.0, "{x}");
     }
 
     #[test]
