@@ -5,7 +5,7 @@
 //! A profile is handled as its serde value, so a key is read and set by its dotted name and
 //! every candidate goes back through the loader's checks ([`super::profile_toml`]).
 
-use crate::params::{Iommu, TestKind, TestParams};
+use crate::params::{CacheState, Iommu, TestKind, TestParams};
 use serde_json::Value;
 
 /// How a key's value is searched.
@@ -58,6 +58,9 @@ pub enum Tests {
     /// Bandwidth tests, and latency tests of more than one line: the pipelines' per-line and
     /// per-request costs, which add to a one-line test's latency only as a constant.
     ManyLines,
+    /// Latency tests of windows warmed by the host or the device: whether the window still
+    /// finds its lines in the LLC, or in the DDIO share of it, once it outgrows them.
+    Warmed,
     /// Of those, the ones that read (BW_RD, BW_RDWR, LAT_RD and LAT_CMD_RD of more than one
     /// line): the read pipeline's costs, searched before the write path's. A write-then-read's
     /// time also holds the write's per-line cost, and there a read key made up for a write key
@@ -75,6 +78,7 @@ impl Tests {
             Tests::OneLineReads => matches!(t.kind, TestKind::LatRd | TestKind::LatCmdRd) && lines == 1,
             Tests::OneLine => t.kind.is_latency() && lines == 1,
             Tests::ManyLines => t.kind.is_bandwidth() || lines > 1,
+            Tests::Warmed => t.kind.is_latency() && matches!(t.cache, CacheState::HWarm | CacheState::DWarm),
             Tests::ManyLineReads => match t.kind {
                 TestKind::BwRd | TestKind::BwRdWr => true,
                 TestKind::LatRd | TestKind::LatCmdRd => lines > 1,
@@ -131,6 +135,17 @@ pub const KEYS: &[FitKey] = &[
         groups: &["lat_cmd_sweep_rd", "lat_cmd_details"],
         needs_iommu: false,
         tests: Tests::OneLineReads,
+    },
+    FitKey {
+        name: "memory.llc_bytes",
+        mechanism: "LLC size (and with it the DDIO share's)",
+        lo: 65536.0,
+        hi: 1099511627776.0,
+        scale: Scale::Log2,
+        step: 0.5,
+        groups: &["lat_dma_sweep", "lat_cmd_sweep"],
+        needs_iommu: false,
+        tests: Tests::Warmed,
     },
     FitKey {
         name: "root_complex.write_commit_ns",
@@ -397,5 +412,19 @@ mod tests {
         assert!([TestKind::LatRd, TestKind::BwWr]
             .iter()
             .all(|&k| Tests::All.take(&t(k, 64, 0))));
+        // The LLC's size: latencies of warmed windows only.
+        let warmed = |kind, cache| {
+            Tests::Warmed.take(&TestParams {
+                cache,
+                ..t(kind, 64, 0)
+            })
+        };
+        assert!(warmed(TestKind::LatRd, CacheState::HWarm) && warmed(TestKind::LatCmdWrRd, CacheState::DWarm));
+        assert!(!warmed(TestKind::LatRd, CacheState::Cold) && !warmed(TestKind::LatRd, CacheState::DThrash));
+        assert!(!warmed(TestKind::BwRd, CacheState::HWarm));
+        // An LLC's size is a whole number of bytes, searched on its logarithm.
+        let mut v = serde_json::to_value(HostProfile::load("e5-2637v3").unwrap()).unwrap();
+        assert!(set(&mut v, "memory.llc_bytes", 20_971_519.6, Scale::Log2));
+        assert_eq!(v["memory"]["llc_bytes"], 20_971_520);
     }
 }

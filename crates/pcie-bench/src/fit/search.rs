@@ -49,7 +49,7 @@ pub fn minimise(key: &FitKey, start: f64, frac: f64, loss: &mut dyn FnMut(f64) -
     // command writes-then-reads with the IOMMU from a KS distance of 0.13 to 0.29.
     let tol = match key.scale {
         Scale::Linear => (0.0025 * u0.abs()).max(key.step / 20.0),
-        Scale::Log2 => 0.25,
+        Scale::Log2 => key.step / 4.0,
     };
     let f0 = f(u0);
     let (fl, fr) = (f((u0 - step).max(lo)), f((u0 + step).min(hi)));
