@@ -4,6 +4,10 @@
 //! simulator reproduces the measured host. Calibration made repeatable, not a curve fit: every
 //! fitted value is still one mechanism's parameter, within the range the loader allows.
 //!
+//! The start: the base host, or of several candidates the one whose simulation of the fitting
+//! groups is closest to them (its structure, such as power states, is no key), with the link's
+//! MPS as the measurements say ([`measured::path_mps`]).
+//!
 //! The method: for each key of [`keys::KEYS`] in dependency order that the fitting groups
 //! identify, a bracketing and golden-section search ([`search::minimise`], at most
 //! [`search::MAX_EVALUATIONS`] evaluations) of the mean loss ([`score::GroupScore::loss`]) of
@@ -56,7 +60,7 @@ pub struct FitOptions {
     pub device: DeviceProfile,
     /// The hosts the search may start from: with one, that one; with several, the one whose
     /// simulation is closest to the measurements. Keys the data cannot identify keep its
-    /// values, and so do its structure (LLC, DDIO, sockets, power states).
+    /// values, and so does its structure (DDIO share, sockets, power states).
     pub bases: Vec<HostProfile>,
     /// The written profile's `name`.
     pub name: String,
@@ -139,6 +143,11 @@ pub struct FitReport {
 /// `run/base`, as reports name a group.
 fn label(runs: &[MeasuredRun], g: &Group) -> String {
     format!("{}/{}", runs[g.run].label, g.base)
+}
+
+/// The mean of the groups' losses: what the search minimises.
+fn mean_loss(scores: &[GroupScore]) -> f64 {
+    scores.iter().map(GroupScore::loss).sum::<f64>() / scores.len().max(1) as f64
 }
 
 /// Loads and checks the measurements, fits, and scores base and fit.
@@ -258,12 +267,12 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
     if candidates.len() > 1 {
         let refs: Vec<&Group> = choice_groups.iter().collect();
         for (host, _) in &candidates {
+            // A host that cannot run the tests (a single socket for a remote placement) is
+            // no candidate.
             let loss = SimBackend::from_profiles(host.clone(), opts.device.clone())
                 .ok()
                 .and_then(|b| score(&b, &refs, &run_labels, opts.seed, opts.threads).ok())
-                .map_or(f64::INFINITY, |s| {
-                    s.iter().map(GroupScore::loss).sum::<f64>() / s.len().max(1) as f64
-                });
+                .map_or(f64::INFINITY, |s| mean_loss(&s));
             report_progress(
                 &mut state,
                 choice_tests as usize,
@@ -317,7 +326,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
                         return f64::INFINITY;
                     }
                 };
-                let l = scores.iter().map(GroupScore::loss).sum::<f64>() / scores.len() as f64;
+                let l = mean_loss(&scores);
                 report_progress(
                     &mut state,
                     tests,
