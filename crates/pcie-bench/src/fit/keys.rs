@@ -58,9 +58,12 @@ pub enum Tests {
     /// Bandwidth tests, and latency tests of more than one line: the pipelines' per-line and
     /// per-request costs, which add to a one-line test's latency only as a constant.
     ManyLines,
-    /// Latency tests of windows warmed by the host or the device: whether the window still
-    /// finds its lines in the LLC, or in the DDIO share of it, once it outgrows them.
-    Warmed,
+    /// Latency tests of a window the host warmed: whether it still finds its lines in the LLC
+    /// once it outgrows it.
+    HostWarmed,
+    /// Latency tests of a window the device warmed: whether it still finds its lines in the
+    /// DDIO share of the LLC once it outgrows it.
+    DeviceWarmed,
     /// Of those, the ones that read (BW_RD, BW_RDWR, LAT_RD and LAT_CMD_RD of more than one
     /// line): the read pipeline's costs, searched before the write path's. A write-then-read's
     /// time also holds the write's per-line cost, and there a read key made up for a write key
@@ -78,7 +81,8 @@ impl Tests {
             Tests::OneLineReads => matches!(t.kind, TestKind::LatRd | TestKind::LatCmdRd) && lines == 1,
             Tests::OneLine => t.kind.is_latency() && lines == 1,
             Tests::ManyLines => t.kind.is_bandwidth() || lines > 1,
-            Tests::Warmed => t.kind.is_latency() && matches!(t.cache, CacheState::HWarm | CacheState::DWarm),
+            Tests::HostWarmed => t.kind.is_latency() && t.cache == CacheState::HWarm,
+            Tests::DeviceWarmed => t.kind.is_latency() && t.cache == CacheState::DWarm,
             Tests::ManyLineReads => match t.kind {
                 TestKind::BwRd | TestKind::BwRdWr => true,
                 TestKind::LatRd | TestKind::LatCmdRd => lines > 1,
@@ -138,14 +142,25 @@ pub const KEYS: &[FitKey] = &[
     },
     FitKey {
         name: "memory.llc_bytes",
-        mechanism: "LLC size (and with it the DDIO share's)",
+        mechanism: "LLC size",
         lo: 65536.0,
         hi: 1099511627776.0,
         scale: Scale::Log2,
         step: 0.5,
         groups: &["lat_dma_sweep", "lat_cmd_sweep"],
         needs_iommu: false,
-        tests: Tests::Warmed,
+        tests: Tests::HostWarmed,
+    },
+    FitKey {
+        name: "memory.ddio_share",
+        mechanism: "the LLC's share DDIO allocates device writes in",
+        lo: 0.0,
+        hi: 1.0,
+        scale: Scale::Linear,
+        step: 0.02,
+        groups: &["lat_dma_sweep", "lat_cmd_sweep"],
+        needs_iommu: false,
+        tests: Tests::DeviceWarmed,
     },
     FitKey {
         name: "root_complex.write_commit_ns",
@@ -412,16 +427,18 @@ mod tests {
         assert!([TestKind::LatRd, TestKind::BwWr]
             .iter()
             .all(|&k| Tests::All.take(&t(k, 64, 0))));
-        // The LLC's size: latencies of warmed windows only.
-        let warmed = |kind, cache| {
-            Tests::Warmed.take(&TestParams {
+        // The LLC's size and its DDIO share: latencies of windows the host or the device warmed.
+        let take = |tests: Tests, kind, cache| {
+            tests.take(&TestParams {
                 cache,
                 ..t(kind, 64, 0)
             })
         };
-        assert!(warmed(TestKind::LatRd, CacheState::HWarm) && warmed(TestKind::LatCmdWrRd, CacheState::DWarm));
-        assert!(!warmed(TestKind::LatRd, CacheState::Cold) && !warmed(TestKind::LatRd, CacheState::DThrash));
-        assert!(!warmed(TestKind::BwRd, CacheState::HWarm));
+        assert!(take(Tests::HostWarmed, TestKind::LatRd, CacheState::HWarm));
+        assert!(!take(Tests::HostWarmed, TestKind::LatRd, CacheState::DWarm));
+        assert!(take(Tests::DeviceWarmed, TestKind::LatCmdWrRd, CacheState::DWarm));
+        assert!(!take(Tests::DeviceWarmed, TestKind::LatRd, CacheState::Cold));
+        assert!(!take(Tests::HostWarmed, TestKind::BwRd, CacheState::HWarm));
         // An LLC's size is a whole number of bytes, searched on its logarithm.
         let mut v = serde_json::to_value(HostProfile::load("e5-2637v3").unwrap()).unwrap();
         assert!(set(&mut v, "memory.llc_bytes", 20_971_519.6, Scale::Log2));
