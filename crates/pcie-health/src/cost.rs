@@ -28,15 +28,10 @@ pub struct Setting {
     pub tag_bits: u32,
 }
 
-/// The generation signalling at `gts` GT/s.
-pub fn generation(gts: f64) -> Option<Generation> {
-    Generation::ALL.into_iter().find(|g| (g.gt_per_s() - gts).abs() < 0.05)
-}
-
 /// `Gen4 x8`, or `20.0 GT/s x8` for a rate no generation uses.
 pub fn rate_name(gts: Option<f64>, lanes: Option<u32>) -> String {
     let speed = match gts {
-        Some(g) => generation(g).map_or(format!("{g:.1} GT/s"), |g| format!("Gen{g}")),
+        Some(g) => Generation::from_gt_per_s(g).map_or(format!("{g:.1} GT/s"), |g| format!("Gen{g}")),
         None => "unknown speed".into(),
     };
     match lanes {
@@ -47,7 +42,7 @@ pub fn rate_name(gts: Option<f64>, lanes: Option<u32>) -> String {
 
 fn config(s: &Setting) -> Option<LinkConfig> {
     LinkConfig::new(&LinkParams {
-        gen: generation(s.gts)?,
+        gen: Generation::from_gt_per_s(s.gts)?,
         lanes: s.lanes,
         mps: s.mps,
         mrrs: s.mrrs,

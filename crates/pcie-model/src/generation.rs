@@ -68,11 +68,15 @@ impl Generation {
         }
     }
 
+    /// The generation signalling at `gt` GT/s per lane; `None` for a rate none signals.
+    pub fn from_gt_per_s(gt: f64) -> Option<Generation> {
+        Generation::ALL.into_iter().find(|g| (g.gt_per_s() - gt).abs() < 0.05)
+    }
+
     /// The generation whose rate a sysfs `current_link_speed`/`max_link_speed` text gives
     /// (`8.0 GT/s PCIe`, `2.5 GT/s`); `None` for `Unknown` or a rate no generation signals.
     pub fn from_sysfs_speed(text: &str) -> Option<Generation> {
-        let gt: f64 = text.split_whitespace().next()?.parse().ok()?;
-        Generation::ALL.into_iter().find(|g| (g.gt_per_s() - gt).abs() < 0.05)
+        Generation::from_gt_per_s(text.split_whitespace().next()?.parse().ok()?)
     }
 
     /// The kernel's text for this generation's rate (`8.0 GT/s PCIe`), as sysfs shows it.

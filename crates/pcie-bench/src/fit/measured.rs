@@ -5,6 +5,7 @@ use super::FitError;
 use crate::host::KernelIommu;
 use crate::params::{Iommu, Numa, TestParams};
 use crate::results::{CdfSection, ResultData, RunData};
+use pcie_model::Generation;
 use pcie_sim::DeviceProfile;
 use pcie_sysfs::lspci::{self, Capabilities, LspciFunction};
 use pcie_sysfs::PortType;
@@ -106,7 +107,9 @@ impl MeasuredRun {
                     if matches!(e.port_type, PortType::Endpoint | PortType::LegacyEndpoint) =>
                 {
                     let l = e.link.as_ref()?;
-                    (gen_of(l.gts) == Some(device.link.gen) && l.width == device.link.lanes).then_some((f, e.mps))
+                    (Generation::from_gt_per_s(l.gts).map(|g| u32::from(g.number())) == Some(device.link.gen)
+                        && l.width == device.link.lanes)
+                        .then_some((f, e.mps))
                 }
                 _ => None,
             })
@@ -301,14 +304,6 @@ pub fn check_device(run: &MeasuredRun, device: &DeviceProfile) -> Result<(), Fit
         }
     }
     Ok(())
-}
-
-/// The generation a link speed in GT/s belongs to.
-fn gen_of(gts: f64) -> Option<u32> {
-    [2.5, 5.0, 8.0, 16.0, 32.0, 64.0, 128.0]
-        .iter()
-        .position(|g| (g - gts).abs() < 0.01)
-        .map(|i| i as u32 + 1)
 }
 
 fn sizes(data: &ResultData) -> Vec<u32> {
