@@ -291,7 +291,6 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
         })
         .ok_or_else(|| FitError::Input("no base host profile to start from".into()))?;
     let (base_host, base_value) = candidates.swap_remove(chosen);
-    let given = serde_json::to_value(&opts.bases[chosen]).map_err(|e| FitError::Run(e.to_string()))?;
     let plan: Vec<(&FitKey, Vec<Group>)> = identified
         .into_iter()
         .filter(|(k, _)| keys::get(&base_value, k.name).is_some())
@@ -373,7 +372,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
     let measured_keys = mps.iter().map(|m| KeyResult {
         name: "link.max_mps".into(),
         mechanism: "Max Payload Size of the path, as configured".into(),
-        base: keys::get(&given, "link.max_mps"),
+        base: Some(f64::from(opts.bases[chosen].link.max_mps)),
         fitted: Some(f64::from(m.bytes)),
         fixed_by: vec![m.source.clone()],
         note: String::new(),

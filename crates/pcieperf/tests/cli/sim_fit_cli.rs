@@ -4,46 +4,74 @@
 
 use crate::common;
 use common::{ok, reference, refused, scratch_dir};
+use serde_json::Value;
+use std::path::Path;
 
 const OFF: &str = "nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro";
+
+/// `sim fit DIR --device nfp6000 ARGS.. --format json -o OUT`: its report.
+fn fit_json(dir: &Path, args: &[&str], out: &Path) -> Value {
+    let mut all = vec!["sim", "fit", dir.to_str().unwrap(), "--device", "nfp6000"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json", "-o", out.to_str().unwrap()]);
+    serde_json::from_str(&ok(&all)).unwrap()
+}
+
+/// The report's entry for key `name`.
+fn key(report: &Value, name: &str) -> Value {
+    report["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == name)
+        .unwrap()
+        .clone()
+}
+
+/// A simulated run to fit: `bench run --backend sim:HOST,nfp6000 ARGS.. --out OUT`.
+fn simulated_run(host: &str, args: &[&str], out: &Path) {
+    let backend = format!("sim:{host},nfp6000");
+    let mut all = vec!["bench", "run", "--backend", &backend];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", out.to_str().unwrap()]);
+    ok(&all);
+}
 
 #[test]
 fn a_small_fit_writes_a_profile_the_simulator_loads() {
     let dir = scratch_dir("fit-small");
     let out = dir.join("myhost.toml");
     let data = reference(OFF);
-    let json = ok(&[
-        "sim",
-        "fit",
-        data.to_str().unwrap(),
-        "--device",
-        "nfp6000",
-        "--only",
-        "lat_dma_sizes",
-        "--search-samples",
-        "1000",
-        "--samples",
-        "2000",
-        "--format",
-        "json",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let keys = report["keys"].as_array().unwrap();
-    let llc = keys.iter().find(|k| k["name"] == "memory.llc_hit").unwrap();
-    assert_eq!(llc["fixed_by"][0], format!("{OFF}/lat_dma_sizes"));
-    let dram = keys.iter().find(|k| k["name"] == "memory.dram").unwrap();
+    let report = fit_json(
+        &data,
+        &[
+            "--only",
+            "lat_dma_sizes",
+            "--search-samples",
+            "1000",
+            "--samples",
+            "2000",
+        ],
+        &out,
+    );
+    assert_eq!(
+        key(&report, "memory.llc_hit")["fixed_by"][0],
+        format!("{OFF}/lat_dma_sizes")
+    );
+    let dram = key(&report, "memory.dram");
     assert!(dram["fitted"].is_null() && dram["note"].as_str().unwrap().starts_with("kept from e5-2637v3"));
     // The E5's own measurements choose the E5 among the built-in hosts, and its lspci dump
     // gives the path's MPS (the NFP and the NetFPGA, both at Gen3 x8, agree on 256 B).
     assert_eq!(report["base"], "e5-2637v3");
     let scores = report["base_scores"].as_array().unwrap();
     assert_eq!(scores.len(), 4, "{scores:?}");
-    assert!(scores
-        .iter()
-        .all(|b| b["loss"].as_f64().unwrap() > scores[0]["loss"].as_f64().unwrap() || b["name"] == "e5-2637v3"));
-    let mps = keys.iter().find(|k| k["name"] == "link.max_mps").unwrap();
+    let loss = |b: &Value| b["loss"].as_f64().unwrap();
+    let e5 = scores.iter().find(|b| b["name"] == "e5-2637v3").map(loss).unwrap();
+    assert!(
+        scores.iter().all(|b| b["name"] == "e5-2637v3" || loss(b) > e5),
+        "{scores:?}"
+    );
+    let mps = key(&report, "link.max_mps");
     assert_eq!(
         (mps["measured"].as_bool(), mps["fitted"].as_f64()),
         (Some(true), Some(256.0))
@@ -94,48 +122,41 @@ fn a_small_fit_writes_a_profile_the_simulator_loads() {
 fn the_base_is_the_closest_built_in_host_and_the_mps_the_runs() {
     let dir = scratch_dir("fit-e3");
     let run = dir.join("e3");
-    ok(&[
-        "bench",
-        "run",
-        "--suite",
-        "paper",
-        "--only",
-        "lat_dma_sizes,bw_dma_sz_sweep",
-        "--backend",
-        "sim:e3-1226v3,nfp6000",
-        "--samples",
-        "2000",
-        "--out",
-        run.to_str().unwrap(),
-    ]);
-    let fit = |base: &str| -> serde_json::Value {
-        let out = dir.join(format!("{base}.toml"));
-        let json = ok(&[
-            "sim",
-            "fit",
-            run.to_str().unwrap(),
-            "--device",
-            "nfp6000",
-            "--base",
-            base,
+    simulated_run(
+        "e3-1226v3",
+        &[
+            "--suite",
+            "paper",
             "--only",
-            "lat_dma_sizes",
-            "--search-samples",
-            "1000",
+            "lat_dma_sizes,bw_dma_sz_sweep",
             "--samples",
             "2000",
-            "--format",
-            "json",
-            "-o",
-            out.to_str().unwrap(),
-        ]);
+        ],
+        &run,
+    );
+    let fit = |base: &str| -> Value {
+        let out = dir.join(format!("{base}.toml"));
+        let report = fit_json(
+            &run,
+            &[
+                "--base",
+                base,
+                "--only",
+                "lat_dma_sizes",
+                "--search-samples",
+                "1000",
+                "--samples",
+                "2000",
+            ],
+            &out,
+        );
         let text = std::fs::read_to_string(&out).unwrap();
         assert!(
             text.lines()
                 .any(|l| l.starts_with("max_mps = 128 ") && l.contains("# measured (")),
             "{text}"
         );
-        serde_json::from_str(&json).unwrap()
+        report
     };
     let auto = fit("auto");
     assert_eq!(auto["base"], "e3-1226v3", "{}", auto["base_scores"]);
@@ -144,7 +165,7 @@ fn the_base_is_the_closest_built_in_host_and_the_mps_the_runs() {
     // refitted, is within a few percent.
     let e5 = fit("e5-2637v3");
     assert!(e5["base_scores"].as_array().unwrap().is_empty());
-    let worst_median = |r: &serde_json::Value| {
+    let worst_median = |r: &Value| {
         r["after"][0]["slices"]
             .as_array()
             .unwrap()
@@ -154,17 +175,11 @@ fn the_base_is_the_closest_built_in_host_and_the_mps_the_runs() {
     };
     assert!(worst_median(&auto) < 5.0, "{}", worst_median(&auto));
     assert!(worst_median(&e5) > 2.0 * worst_median(&auto), "{}", worst_median(&e5));
-    let mps = |r: &serde_json::Value| {
-        let k = r["keys"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|k| k["name"] == "link.max_mps")
-            .unwrap()
-            .clone();
-        (k["base"].as_f64(), k["fixed_by"][0].as_str().unwrap().to_string())
-    };
-    assert_eq!(mps(&e5), (Some(256.0), "e3/run.json".to_string()));
+    let mps = key(&e5, "link.max_mps");
+    assert_eq!(
+        (mps["base"].as_f64(), mps["fixed_by"][0].as_str()),
+        (Some(256.0), Some("e3/run.json"))
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -174,48 +189,26 @@ fn the_base_is_the_closest_built_in_host_and_the_mps_the_runs() {
 fn a_run_keeps_its_numa_placement() {
     let dir = scratch_dir("fit-numa");
     let run = dir.join("remote");
-    ok(&[
-        "bench",
-        "run",
-        "--suite",
-        "quick",
-        "--only",
-        "lat_dma_sizes",
-        "--backend",
-        "sim:e5-2637v3,nfp6000",
-        "--numa",
-        "s0-s1-s1",
-        "--samples",
-        "3000",
-        "--out",
-        run.to_str().unwrap(),
-    ]);
-    let out = dir.join("h.toml");
-    let json = ok(&[
-        "sim",
-        "fit",
-        run.to_str().unwrap(),
-        "--device",
-        "nfp6000",
-        "--base",
+    simulated_run(
         "e5-2637v3",
-        "--search-samples",
-        "2000",
-        "--samples",
-        "3000",
-        "--format",
-        "json",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let llc = report["keys"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|k| k["name"] == "memory.llc_hit")
-        .unwrap()
-        .clone();
+        &[
+            "--suite",
+            "quick",
+            "--only",
+            "lat_dma_sizes",
+            "--numa",
+            "s0-s1-s1",
+            "--samples",
+            "3000",
+        ],
+        &run,
+    );
+    let report = fit_json(
+        &run,
+        &["--base", "e5-2637v3", "--search-samples", "2000", "--samples", "3000"],
+        &dir.join("h.toml"),
+    );
+    let llc = key(&report, "memory.llc_hit");
     // Simulated local, the remote hop's 106 ns went into the LLC hit (267.7 ns).
     let x = llc["fitted"].as_f64().unwrap();
     assert!((x - 161.0).abs() < 5.0, "{llc}");
