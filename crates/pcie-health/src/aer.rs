@@ -77,7 +77,7 @@ pub(crate) fn sample(funcs: &[Func], s: Sampling) -> Result<(Vec<AerRates>, f64)
         let secs = (now - at).as_secs_f64().max(1e-6);
         at = now;
         for (i, f) in funcs.iter().enumerate() {
-            let read = f.dev.aer_files()?;
+            let read = f.dev.files()?.aer_files()?;
             let (rates, correctable, uncorrectable) = interval_rates(&last[i], &read, secs);
             let r = &mut out[i];
             for (name, rate) in rates {

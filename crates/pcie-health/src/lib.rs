@@ -83,10 +83,7 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
     if !root.is_dir() {
         return Err(CheckError::NoRoot(root.to_path_buf()));
     }
-    let funcs = PciDevice::discover(root)?
-        .into_iter()
-        .map(read::Func::read)
-        .collect::<Result<Vec<_>, _>>()?;
+    let funcs = PciDevice::discover_map(root, read::Func::read)?;
     let (rates, sampled_seconds) = match opts.sampling {
         Some(s) => {
             let (r, secs) = aer::sample(&funcs, s)?;

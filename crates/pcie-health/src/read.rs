@@ -26,7 +26,8 @@ pub(crate) struct Func {
 impl Func {
     pub fn read(dev: PciDevice) -> Result<Func, SysfsError> {
         let files = dev.link_files();
-        let config = dev.config_bytes();
+        let dir = dev.files()?;
+        let config = dir.config_bytes();
         let (cap, has_aer, aer_status) = match &config {
             Ok(bytes) => (
                 PcieCapability::decode(bytes),
@@ -37,11 +38,11 @@ impl Func {
         };
         let short = |t: Option<String>| t.map(|t| t.chars().take(64).collect::<String>());
         Ok(Func {
-            power_state: short(dev.attr("power_state")?),
-            runtime_status: short(dev.attr("power/runtime_status")?),
-            iommu_group_type: short(dev.attr("iommu_group/type")?),
-            local_cpus: short(dev.attr("local_cpulist")?),
-            aer: dev.aer_files()?,
+            power_state: short(dir.attr("power_state")?),
+            runtime_status: short(dir.attr("power/runtime_status")?),
+            iommu_group_type: short(dir.attr("iommu_group/type")?),
+            local_cpus: short(dir.attr("local_cpulist")?),
+            aer: dir.aer_files()?,
             files,
             cap,
             has_aer,

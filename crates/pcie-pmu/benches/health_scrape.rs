@@ -4,8 +4,8 @@
 //! and AER files. Times the check ([`pcie_health::check`], reading the tree and pricing its
 //! findings), the exposition of its result ([`pcie_pmu::exposition::health`]), and both as
 //! `pmu serve` refreshes them ([`pcie_pmu::exposition::check_health`]); prints the median and
-//! the worst of the runs, in CPU time of the thread (repeatable on a busy machine) and in
-//! wall-clock time.
+//! the worst of the runs, in CPU time of the process (all its threads: the check reads a tree
+//! this large on several) and in wall-clock time.
 //!
 //! `cargo bench -p pcie-pmu --bench health_scrape [-- RUNS]`
 
@@ -40,11 +40,11 @@ fn tree(root: &Path) {
     pcie_health::fixture::numa_nodes(root, &["0-63", "64-127"]).expect("writes");
 }
 
-/// CPU time of this thread.
+/// CPU time of this process, every thread's (the check reads a large tree on several).
 fn cpu() -> Duration {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `t` is a valid timespec for the call to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 

@@ -6,10 +6,10 @@
 
 use crate::monitor::{add_interval, Row, Target, Trend};
 use crate::PmuMetric;
-use pcie_health::{CheckError, Kind, Report, Severity};
+use pcie_health::{AerState, CheckError, FunctionHealth, Kind, LinkEnd, Report, Severity};
 use pcie_sysfs::Bdf;
 use serde::Serialize;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 use std::path::Path;
 use std::time::Instant;
 
@@ -74,122 +74,164 @@ impl Snapshot {
     }
 }
 
-/// `"` `\` and newlines escaped as the text format requires of label values.
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+/// A label value with `"`, `\` and newlines escaped as the text format requires, written
+/// without a copy where there is nothing to escape (ids, classes and driver names).
+struct Escaped<'a>(&'a str);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut rest = self.0;
+        while let Some(i) = rest.find(['\\', '"', '\n']) {
+            f.write_str(&rest[..i])?;
+            f.write_str(match rest.as_bytes()[i] {
+                b'\\' => "\\\\",
+                b'"' => "\\\"",
+                _ => "\\n",
+            })?;
+            rest = &rest[i + 1..];
+        }
+        f.write_str(rest)
+    }
 }
 
-/// Text exposition being written: one family after another, each with its HELP and TYPE.
+/// An optional label value, escaped; empty where there is none.
+fn escaped(v: &Option<String>) -> Escaped<'_> {
+    Escaped(v.as_deref().unwrap_or(""))
+}
+
+/// Text exposition being written, one family after another.
 #[derive(Default)]
 struct Families(String);
 
 impl Families {
-    /// A family of `(labels, value)` samples; none leaves it out.
-    fn add(&mut self, name: &str, kind: &str, help: &str, samples: Vec<(String, String)>) {
-        if samples.is_empty() {
-            return;
+    /// Starts a family: its HELP and TYPE lines come with its first sample, so a family with
+    /// none is left out.
+    fn family<'a>(&'a mut self, name: &'a str, kind: &'a str, help: &'a str) -> Family<'a> {
+        Family {
+            out: &mut self.0,
+            name,
+            kind,
+            help,
+            started: false,
         }
-        let out = &mut self.0;
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for (labels, value) in samples {
-            if labels.is_empty() {
-                let _ = writeln!(out, "{name} {value}");
-            } else {
-                let _ = writeln!(out, "{name}{{{labels}}} {value}");
-            }
+    }
+}
+
+/// One family's samples, written straight into the exposition (a scrape of a 10,000-function
+/// host is some 90,000 lines).
+struct Family<'a> {
+    out: &'a mut String,
+    name: &'a str,
+    kind: &'a str,
+    help: &'a str,
+    started: bool,
+}
+
+impl Family<'_> {
+    fn start(&mut self) {
+        if !self.started {
+            let _ = writeln!(
+                self.out,
+                "# HELP {} {}\n# TYPE {} {}",
+                self.name, self.help, self.name, self.kind
+            );
+            self.started = true;
         }
+    }
+
+    /// A sample with labels (`a="x",b="y"`, escaped by the caller).
+    fn sample(&mut self, labels: impl fmt::Display, value: impl fmt::Display) {
+        self.start();
+        let _ = writeln!(self.out, "{}{{{labels}}} {value}", self.name);
+    }
+
+    /// A sample without labels.
+    fn value(&mut self, value: impl fmt::Display) {
+        self.start();
+        let _ = writeln!(self.out, "{} {value}", self.name);
     }
 }
 
 /// The Prometheus text exposition format, version 0.0.4.
 pub fn exposition(s: &Snapshot) -> String {
     let mut out = Families::default();
-    let mut family = |name: &str, kind: &str, help: &str, samples: Vec<(String, String)>| {
-        out.add(name, kind, help, samples);
-    };
     let ev_labels = |e: &EventState| {
         format!(
             "pmu=\"{}\",root_port=\"{}\",event=\"{}\",metric=\"{}\"",
-            label(&e.pmu),
-            label(e.root_port.as_deref().unwrap_or("")),
-            label(&e.event),
-            label(e.metric.map_or("", PmuMetric::as_str))
+            Escaped(&e.pmu),
+            Escaped(e.root_port.as_deref().unwrap_or("")),
+            Escaped(&e.event),
+            Escaped(e.metric.map_or("", PmuMetric::as_str))
         )
     };
-    let per_event = |f: &dyn Fn(&EventState) -> Option<String>| -> Vec<(String, String)> {
-        s.events
-            .iter()
-            .filter_map(|e| f(e).map(|v| (ev_labels(e), v)))
-            .collect()
-    };
-    family(
+    let labels: Vec<String> = s.events.iter().map(ev_labels).collect();
+    let mut raw = out.family(
         "pcieperf_event_raw_total",
         "counter",
         "Raw counts since pcieperf started (wrap-corrected, not scaled for multiplexing).",
-        per_event(&|e| Some(e.raw_total.to_string())),
     );
-    family(
+    for (e, l) in s.events.iter().zip(&labels) {
+        raw.sample(l, e.raw_total);
+    }
+    let mut per_event = |name: &str, kind: &str, help: &str, f: &dyn Fn(&EventState) -> Option<f64>| {
+        let mut fam = out.family(name, kind, help);
+        for (e, l) in s.events.iter().zip(&labels) {
+            if let Some(v) = f(e) {
+                fam.sample(l, v);
+            }
+        }
+    };
+    per_event(
         "pcieperf_event_scaled_total",
         "counter",
         "Counts since start, each interval scaled by time enabled / time running.",
-        per_event(&|e| Some(e.scaled_total.to_string())),
+        &|e| Some(e.scaled_total),
     );
-    family(
+    per_event(
         "pcieperf_event_bytes_total",
         "counter",
         "Payload bytes since start (events that measure payload).",
-        per_event(&|e| e.bytes_total.map(|b| b.to_string())),
+        &|e| e.bytes_total,
     );
-    family(
+    per_event(
         "pcieperf_event_gbps",
         "gauge",
         "Payload Gb/s over the last interval (events that measure payload).",
-        per_event(&|e| e.gbps.map(|g| g.to_string())),
+        &|e| e.gbps,
     );
-    family(
+    per_event(
         "pcieperf_event_running_ratio",
         "gauge",
         "Share of the last interval the event was counting (below 1 when multiplexed).",
-        per_event(&|e| Some((e.running_pct / 100.0).to_string())),
+        &|e| Some(e.running_pct / 100.0),
     );
-    let per_dir = |f: &dyn Fn(&Target, bool) -> Option<f64>| -> Vec<(String, String)> {
-        let mut v = Vec::new();
+    let mut per_dir = |name: &str, help: &str, f: &dyn Fn(&Target, bool) -> Option<f64>| {
+        let mut fam = out.family(name, "gauge", help);
         for t in s.targets.iter().map(|t| &t.last) {
             for (dir, rx) in [("rx", true), ("tx", false)] {
                 if let Some(x) = f(t, rx) {
-                    v.push((
-                        format!("root_port=\"{}\",direction=\"{dir}\"", label(&t.name)),
-                        x.to_string(),
-                    ));
+                    fam.sample(
+                        format_args!("root_port=\"{}\",direction=\"{dir}\"", Escaped(&t.name)),
+                        x,
+                    );
                 }
             }
         }
-        v
     };
-    family(
+    per_dir(
         "pcieperf_root_port_gbps",
-        "gauge",
         "Payload Gb/s of a root port over the last interval (rx: device to host, tx: host to device).",
-        per_dir(&|t, rx| if rx { t.rx_gbps } else { t.tx_gbps }),
+        &|t, rx| if rx { t.rx_gbps } else { t.tx_gbps },
     );
-    family(
+    per_dir(
         "pcieperf_root_port_link_share_ratio",
-        "gauge",
         "Payload over the last interval as a share of the link's model bandwidth (pcie-model, 4 KB DMA).",
-        per_dir(&|t, rx| if rx { t.rx_pct } else { t.tx_pct }.map(|p| p / 100.0)),
+        &|t, rx| if rx { t.rx_pct } else { t.tx_pct }.map(|p| p / 100.0),
     );
-    family(
-        "pcieperf_intervals_total",
-        "counter",
-        "Intervals sampled since start.",
-        vec![(String::new(), s.intervals.to_string())],
-    );
-    family(
-        "pcieperf_interval_seconds",
-        "gauge",
-        "Length of the last interval.",
-        vec![(String::new(), s.interval_s.to_string())],
-    );
+    out.family("pcieperf_intervals_total", "counter", "Intervals sampled since start.")
+        .value(s.intervals);
+    out.family("pcieperf_interval_seconds", "gauge", "Length of the last interval.")
+        .value(s.interval_s);
     out.0
 }
 
@@ -203,8 +245,8 @@ fn bdf_labels(b: &Bdf) -> String {
 }
 
 /// Gb/s (pcie-health's model figures) in bytes per second.
-fn bytes_per_s(gbps: f64) -> String {
-    (gbps * 1e9 / 8.0).to_string()
+fn bytes_per_s(gbps: f64) -> f64 {
+    gbps * 1e9 / 8.0
 }
 
 /// Check the link health of the tree below `root` ([`pcie_health::check`], reading only) and
@@ -222,146 +264,142 @@ pub fn check_health(root: &Path) -> (String, Option<CheckError>) {
 /// rules and dashboards always find their series.
 pub fn health(checked: &Result<Report, CheckError>, seconds: f64) -> String {
     let mut out = Families::default();
-    out.add(
+    out.family(
         "pcieperf_health_check_success",
         "gauge",
         "1 when the last link-health check read the PCI tree, 0 when it failed.",
-        vec![(String::new(), u8::from(checked.is_ok()).to_string())],
-    );
-    out.add(
+    )
+    .value(u8::from(checked.is_ok()));
+    out.family(
         "pcieperf_health_check_seconds",
         "gauge",
         "Time the last link-health check took (reading the tree and pricing its findings).",
-        vec![(String::new(), seconds.to_string())],
-    );
+    )
+    .value(seconds);
     let Ok(r) = checked else {
         return out.0;
     };
     let funcs = &r.functions;
     // Each function's labels, written once for all its families.
     let labels: Vec<String> = funcs.iter().map(|x| bdf_labels(&x.bdf)).collect();
-    let per = |f: &dyn Fn(&pcie_health::FunctionHealth) -> Option<String>| -> Vec<(String, String)> {
-        funcs
-            .iter()
-            .zip(&labels)
-            .filter_map(|(x, l)| f(x).map(|v| (l.clone(), v)))
-            .collect()
+    let per = |out: &mut Families, name: &str, help: &str, f: &dyn Fn(&FunctionHealth) -> Option<f64>| {
+        let mut fam = out.family(name, "gauge", help);
+        for (x, l) in funcs.iter().zip(&labels) {
+            if let Some(v) = f(x) {
+                fam.sample(l, v);
+            }
+        }
     };
-    out.add(
+    out.family(
         "pcieperf_health_functions",
         "gauge",
         "PCI functions read; pcieperf_health_links of them have a PCIe link.",
-        vec![(String::new(), funcs.len().to_string())],
-    );
-    out.add(
+    )
+    .value(funcs.len());
+    out.family(
         "pcieperf_health_links",
         "gauge",
         "PCI functions with a PCIe link (0: no link to check).",
-        vec![(String::new(), r.links.to_string())],
-    );
-    out.add(
+    )
+    .value(r.links);
+    let mut info = out.family(
         "pcieperf_pcidevice_info",
         "gauge",
         "A PCI function's ids, driver and PCIe device/port type; always 1.",
-        funcs
-            .iter()
-            .zip(&labels)
-            .map(|(x, l)| {
-                let labels = format!(
-                    "{l},id=\"{}\",class_id=\"{}\",driver=\"{}\",port_type=\"{}\"",
-                    label(x.id.as_deref().unwrap_or("")),
-                    label(x.class.as_deref().unwrap_or("")),
-                    label(x.driver.as_deref().unwrap_or("")),
-                    label(x.port_type.as_deref().unwrap_or(""))
-                );
-                (labels, "1".to_string())
-            })
-            .collect(),
     );
-    let link =
-        |f: fn(&pcie_health::LinkEnd) -> Option<f64>| per(&|x| x.link.as_ref().and_then(f).map(|v| v.to_string()));
-    out.add(
+    for (x, l) in funcs.iter().zip(&labels) {
+        info.sample(
+            format_args!(
+                "{l},id=\"{}\",class_id=\"{}\",driver=\"{}\",port_type=\"{}\"",
+                escaped(&x.id),
+                escaped(&x.class),
+                escaped(&x.driver),
+                escaped(&x.port_type)
+            ),
+            1,
+        );
+    }
+    let link = |f: fn(&LinkEnd) -> Option<f64>| move |x: &FunctionHealth| x.link.as_ref().and_then(f);
+    per(
+        &mut out,
         "pcieperf_pcidevice_current_link_transfers_per_second",
-        "gauge",
         "The function's link's current speed (T/s), as current_link_speed shows it.",
-        link(|l| l.current_gts.map(|g| g * 1e9)),
+        &link(|l| l.current_gts.map(|g| g * 1e9)),
     );
-    out.add(
+    per(
+        &mut out,
         "pcieperf_pcidevice_max_link_transfers_per_second",
-        "gauge",
         "The function's link's maximum speed (T/s), as max_link_speed shows it.",
-        link(|l| l.max_gts.map(|g| g * 1e9)),
+        &link(|l| l.max_gts.map(|g| g * 1e9)),
     );
-    out.add(
+    per(
+        &mut out,
         "pcieperf_pcidevice_current_link_width",
-        "gauge",
         "The function's link's current width (lanes).",
-        link(|l| l.current_width.map(f64::from)),
+        &link(|l| l.current_width.map(f64::from)),
     );
-    out.add(
+    per(
+        &mut out,
         "pcieperf_pcidevice_max_link_width",
-        "gauge",
         "The function's link's maximum width (lanes).",
-        link(|l| l.max_width.map(f64::from)),
+        &link(|l| l.max_width.map(f64::from)),
     );
-    out.add(
+    per(
+        &mut out,
         "pcieperf_pcidevice_available_bandwidth_bytes_per_second",
-        "gauge",
         "The model's 4 KiB DMA write bandwidth through the function's path as it runs (its limiting hop, MPS in force).",
-        per(&|x| x.available_gbps.map(bytes_per_s)),
+        &|x| x.available_gbps.map(bytes_per_s),
     );
-    out.add(
+    per(
+        &mut out,
         "pcieperf_pcidevice_capable_bandwidth_bytes_per_second",
-        "gauge",
         "The model's 4 KiB DMA write bandwidth through the path with every hop at what both its ends support.",
-        per(&|x| x.capable_gbps.map(bytes_per_s)),
+        &|x| x.capable_gbps.map(bytes_per_s),
     );
-    out.add(
+    per(
+        &mut out,
         "pcieperf_pcidevice_numa_node",
-        "gauge",
         "The function's NUMA node (left out where the kernel gives none).",
-        per(&|x| x.numa_node.map(|n| n.to_string())),
+        &|x| x.numa_node.map(f64::from),
     );
     // Samples per function and AER severity from three counts (correctable, non-fatal, fatal).
-    let by_severity = |get: fn(&pcie_health::AerState) -> [Option<u64>; 3]| -> Vec<(String, String)> {
-        let mut v = Vec::new();
+    let by_severity = |out: &mut Families, name: &str, help: &str, get: fn(&AerState) -> [Option<u64>; 3]| {
+        let mut fam = out.family(name, "counter", help);
         for (x, l) in funcs.iter().zip(&labels) {
-            for (name, n) in ["correctable", "nonfatal", "fatal"].into_iter().zip(get(&x.aer)) {
+            for (sev, n) in ["correctable", "nonfatal", "fatal"].into_iter().zip(get(&x.aer)) {
                 if let Some(n) = n {
-                    v.push((format!("{l},severity=\"{name}\""), n.to_string()));
+                    fam.sample(format_args!("{l},severity=\"{sev}\""), n);
                 }
             }
         }
-        v
     };
-    out.add(
+    by_severity(
+        &mut out,
         "pcieperf_pcidevice_aer_errors_total",
-        "counter",
         "AER errors the function reported since boot (aer_dev_correctable, _nonfatal, _fatal totals).",
-        by_severity(|a| [a.correctable, a.nonfatal, a.fatal]),
+        |a| [a.correctable, a.nonfatal, a.fatal],
     );
-    out.add(
+    let mut by_type = out.family(
         "pcieperf_pcidevice_aer_errors_by_type_total",
         "counter",
         "AER errors since boot by the kernel's type name (RxErr, BadDLLP, CmpltTO, ...); a type appears once it has counted.",
-        funcs
-            .iter()
-            .zip(&labels)
-            .flat_map(|(x, l)| {
-                x.aer
-                    .by_type
-                    .iter()
-                    .map(move |(t, n)| (format!("{l},type=\"{}\"", label(t)), n.to_string()))
-            })
-            .collect(),
     );
-    out.add(
+    for (x, l) in funcs.iter().zip(&labels) {
+        for (t, n) in &x.aer.by_type {
+            by_type.sample(format_args!("{l},type=\"{}\"", Escaped(t)), n);
+        }
+    }
+    by_severity(
+        &mut out,
         "pcieperf_pcidevice_aer_rootport_errors_total",
-        "counter",
         "Root ports: AER errors reported to them from below since boot (aer_rootport_total_err_*).",
-        by_severity(|a| [a.rootport_correctable, a.rootport_nonfatal, a.rootport_fatal]),
+        |a| [a.rootport_correctable, a.rootport_nonfatal, a.rootport_fatal],
     );
-    let mut counts = Vec::new();
+    let mut counts = out.family(
+        "pcieperf_health_findings",
+        "gauge",
+        "Findings of the last link-health check, per kind and severity (pcieperf check's kinds).",
+    );
     for kind in Kind::ALL {
         for sev in [Severity::Info, Severity::Warning, Severity::Error] {
             let n = r
@@ -369,45 +407,40 @@ pub fn health(checked: &Result<Report, CheckError>, seconds: f64) -> String {
                 .iter()
                 .filter(|f| f.kind == kind && f.severity == sev)
                 .count();
-            counts.push((
-                format!("kind=\"{}\",severity=\"{}\"", kind.name(), sev.name()),
-                n.to_string(),
-            ));
+            counts.sample(format_args!("kind=\"{}\",severity=\"{}\"", kind.name(), sev.name()), n);
         }
     }
-    out.add(
-        "pcieperf_health_findings",
-        "gauge",
-        "Findings of the last link-health check, per kind and severity (pcieperf check's kinds).",
-        counts,
-    );
-    let finding_labels = |f: &pcie_health::Finding| {
-        format!(
-            "{},kind=\"{}\",severity=\"{}\",limited_by=\"{}\"",
-            bdf_labels(&f.bdf),
-            f.kind.name(),
-            f.severity.name(),
-            f.limited_by.map(|b| b.to_string()).unwrap_or_default()
-        )
-    };
-    out.add(
+    let finding_labels: Vec<String> = r
+        .findings
+        .iter()
+        .map(|f| {
+            format!(
+                "{},kind=\"{}\",severity=\"{}\",limited_by=\"{}\"",
+                bdf_labels(&f.bdf),
+                f.kind.name(),
+                f.severity.name(),
+                f.limited_by.map(|b| b.to_string()).unwrap_or_default()
+            )
+        })
+        .collect();
+    let mut found = out.family(
         "pcieperf_pcidevice_finding",
         "gauge",
         "A finding of the last check on the function (always 1; limited_by names the hop that limits it).",
-        r.findings
-            .iter()
-            .map(|f| (finding_labels(f), "1".to_string()))
-            .collect(),
     );
-    out.add(
+    for l in &finding_labels {
+        found.sample(l, 1);
+    }
+    let mut lost = out.family(
         "pcieperf_pcidevice_finding_lost_ratio",
         "gauge",
         "The model's loss for 4 KiB DMAs in the direction the finding hurts, as a share (0..1) of what the path could do.",
-        r.findings
-            .iter()
-            .filter_map(|f| f.lost_pct.map(|p| (finding_labels(f), (p / 100.0).to_string())))
-            .collect(),
     );
+    for (f, l) in r.findings.iter().zip(&finding_labels) {
+        if let Some(p) = f.lost_pct {
+            lost.sample(l, p / 100.0);
+        }
+    }
     out.0
 }
 
@@ -474,5 +507,9 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("direction=\"tx\""), "no Tx event, no Tx sample: {text}");
+        // Counters print exactly, past the integers an f64 holds.
+        with_port.events[0].raw_total = u64::MAX;
+        let text = exposition(&with_port);
+        assert!(text.contains("metric=\"rx_bytes\"} 18446744073709551615\n"), "{text}");
     }
 }

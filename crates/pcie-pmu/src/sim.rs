@@ -408,9 +408,19 @@ mod tree_tests {
         found(Kind::AspmEnabled, "0000:03:00.0");
         // An hour of 250 BadDLLP a second before the simulation starts.
         let sata = || {
-            let f = PciDevice::read(root, bdf("0000:04:00.0")).unwrap().aer_files().unwrap();
+            let f = PciDevice::read(root, bdf("0000:04:00.0"))
+                .unwrap()
+                .files()
+                .unwrap()
+                .aer_files()
+                .unwrap();
             let c = f.correctable.unwrap().unwrap();
-            let port = PciDevice::read(root, bdf("0000:00:02.0")).unwrap().aer_files().unwrap();
+            let port = PciDevice::read(root, bdf("0000:00:02.0"))
+                .unwrap()
+                .files()
+                .unwrap()
+                .aer_files()
+                .unwrap();
             (c.types[2].clone(), c.total, port.rootport.unwrap()[0])
         };
         assert_eq!(found(Kind::AerCorrectable, "0000:04:00.0").severity, Severity::Info);

@@ -7,10 +7,9 @@ use crate::aer::{AerCounts, AerFiles};
 use crate::bdf::Bdf;
 use crate::config_space::{ConfigSpaceError, DeviceControl, PcieCapability, PortType};
 use crate::error::SysfsError;
-use crate::files::{list_dir, parse_u64, read_attr};
+use crate::files::{list_dir, parse_u64, Dir};
 use crate::link_files::{LinkFiles, LinkSpeed, LinkWidth};
 use serde::Serialize;
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 /// Where the PCI functions are listed, below a root.
@@ -64,6 +63,12 @@ fn real_dir(entry: PathBuf) -> PathBuf {
     out
 }
 
+/// Functions a reading thread is given at least (fewer read faster on one thread than the
+/// threads take to start), and the most threads (a sysfs read is short: more threads
+/// contend in the kernel's path lookups).
+const PER_THREAD: usize = 256;
+const MAX_THREADS: usize = 8;
+
 /// A config space is at most 4 KiB; a longer `config` file is read no further.
 const CONFIG_MAX: u64 = 4096;
 
@@ -116,13 +121,14 @@ impl PciDevice {
     fn read_dir(dir: PathBuf, bdf: Bdf) -> Result<PciDevice, SysfsError> {
         let path = real_dir(dir);
         let names = list_dir(&path)?;
-        let has = |f: &str| names.binary_search_by(|n| n.as_str().cmp(f)).is_ok();
-        let attr = |f: &str| if has(f) { read_attr(&path.join(f)) } else { Ok(None) };
+        let dir = Dir::open(&path)?;
+        let files = FunctionFiles { names: &names, dir };
+        let attr = |f: &str| files.attr(f);
         let num = |f: &str| -> Result<Option<u64>, SysfsError> { Ok(attr(f)?.as_deref().and_then(parse_u64)) };
-        let driver = has("driver")
-            .then(|| std::fs::read_link(path.join("driver")).ok())
-            .flatten()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+        let driver = files
+            .has("driver")
+            .then(|| files.dir.as_ref()?.link_name("driver"))
+            .flatten();
         let numa_node = attr("numa_node")?
             .and_then(|s| s.parse::<i64>().ok())
             .and_then(|n| u32::try_from(n).ok());
@@ -147,22 +153,60 @@ impl PciDevice {
             numa_node,
             secondary_bus: num("secondary_bus_number")?.and_then(|v| u8::try_from(v).ok()),
             subordinate_bus: num("subordinate_bus_number")?.and_then(|v| u8::try_from(v).ok()),
-            names,
             link_text,
             path,
+            names,
         })
     }
 
     /// Every PCI function below `root`, sorted by address; entries that are not addresses are
     /// skipped, and no `sys/bus/pci/devices` means no functions.
     pub fn discover(root: &Path) -> Result<Vec<PciDevice>, SysfsError> {
+        PciDevice::discover_map(root, Ok)
+    }
+
+    /// [`PciDevice::discover`], each function passed to `then` (which reads more of its files)
+    /// as soon as it is read. A large tree is read on several threads, each a run of addresses:
+    /// reading is system calls, one open, read and close per file (a check opens twenty of each
+    /// function), and they run in parallel. The answer does not depend on the threads: in
+    /// address order, and the first error in that order.
+    pub fn discover_map<T: Send>(
+        root: &Path,
+        then: impl Fn(PciDevice) -> Result<T, SysfsError> + Sync,
+    ) -> Result<Vec<T>, SysfsError> {
         let devices = root.join(PCI_DEVICES);
-        let mut out = Vec::new();
-        for name in list_dir(&devices)? {
-            let Ok(bdf) = name.parse::<Bdf>() else { continue };
-            out.push(PciDevice::read_dir(devices.join(&name), bdf)?);
+        let mut entries: Vec<(Bdf, String)> = list_dir(&devices)?
+            .into_iter()
+            .filter_map(|name| Some((name.parse::<Bdf>().ok()?, name)))
+            .collect();
+        entries.sort_by_key(|e| e.0);
+        let read = |run: &[(Bdf, String)]| -> Result<Vec<T>, SysfsError> {
+            run.iter()
+                .map(|(bdf, name)| then(PciDevice::read_dir(devices.join(name), *bdf)?))
+                .collect()
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_THREADS)
+            .min(entries.len().div_ceil(PER_THREAD));
+        if threads <= 1 {
+            return read(&entries);
         }
-        out.sort_by_key(|d| d.bdf);
+        let runs: Vec<Result<Vec<T>, SysfsError>> = std::thread::scope(|s| {
+            let read = &read;
+            let handles: Vec<_> = entries
+                .chunks(entries.len().div_ceil(threads))
+                .map(|run| s.spawn(move || read(run)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let mut out = Vec::with_capacity(entries.len());
+        for run in runs {
+            out.extend(run?);
+        }
         Ok(out)
     }
 
@@ -227,11 +271,9 @@ impl PciDevice {
 
     /// The readable bytes of the `config` file (64 without root), at most 4 KiB.
     pub fn config_bytes(&self) -> Result<Vec<u8>, ConfigSpaceError> {
-        let mut bytes = Vec::new();
-        std::fs::File::open(self.path.join("config"))
-            .and_then(|f| f.take(CONFIG_MAX).read_to_end(&mut bytes))
-            .map_err(|e| ConfigSpaceError::Unreadable(e.to_string()))?;
-        Ok(bytes)
+        self.files()
+            .map_err(|e| ConfigSpaceError::Unreadable(e.to_string()))?
+            .config_bytes()
     }
 
     /// The function's real directory (symbolic links resolved).
@@ -239,14 +281,12 @@ impl PciDevice {
         &self.path
     }
 
-    /// A file of the function's directory (`power_state`, `power/runtime_status`,
-    /// `local_cpulist`, `iommu_group/type`), trimmed; `None` where it does not exist.
-    pub fn attr(&self, name: &str) -> Result<Option<String>, SysfsError> {
-        let top = name.split('/').next().unwrap_or(name);
-        if self.names.binary_search_by(|n| n.as_str().cmp(top)).is_err() {
-            return Ok(None);
-        }
-        read_attr(&self.path.join(name))
+    /// The function's directory held open, to read more of its files (one open for all).
+    pub fn files(&self) -> Result<FunctionFiles<'_>, SysfsError> {
+        Ok(FunctionFiles {
+            names: &self.names,
+            dir: Dir::open(&self.path)?,
+        })
     }
 
     /// The function directly above this one: its real directory's parent, when that is a PCI
@@ -266,6 +306,46 @@ impl PciDevice {
             current_width: width(cw),
             max_width: width(mw),
         }
+    }
+}
+
+/// A function's directory held open ([`PciDevice::files`]): its files are opened relative to
+/// it, and only those its listing shows (a host may have 10,000 functions, and most lack some
+/// of the files).
+pub struct FunctionFiles<'a> {
+    names: &'a [String],
+    /// `None` when the directory has gone (a function removed since it was listed).
+    dir: Option<Dir>,
+}
+
+impl FunctionFiles<'_> {
+    /// Whether the listing shows `name` (its first component).
+    fn has(&self, name: &str) -> bool {
+        let top = name.split('/').next().unwrap_or(name);
+        self.names.binary_search_by(|n| n.as_str().cmp(top)).is_ok()
+    }
+
+    /// A file of the function's directory (`power_state`, `power/runtime_status`,
+    /// `local_cpulist`, `iommu_group/type`), trimmed; `None` where it does not exist.
+    pub fn attr(&self, name: &str) -> Result<Option<String>, SysfsError> {
+        match &self.dir {
+            Some(d) if self.has(name) => d.attr(name),
+            _ => Ok(None),
+        }
+    }
+
+    /// The readable bytes of the `config` file (64 without root), at most 4 KiB.
+    pub fn config_bytes(&self) -> Result<Vec<u8>, ConfigSpaceError> {
+        let unreadable = |e: SysfsError| match e {
+            SysfsError::Io { message, .. } => ConfigSpaceError::Unreadable(message),
+            e => ConfigSpaceError::Unreadable(e.to_string()),
+        };
+        // Every function has one, so it is opened without a look at the listing.
+        let bytes = match &self.dir {
+            Some(d) => d.bytes("config", CONFIG_MAX).map_err(unreadable)?,
+            None => None,
+        };
+        bytes.ok_or_else(|| ConfigSpaceError::Unreadable(std::io::Error::from_raw_os_error(libc::ENOENT).to_string()))
     }
 
     /// The AER counter files (see [`AerFiles`]).
@@ -358,6 +438,44 @@ mod tests {
         assert!(nic.is_below(port) && !port.is_below(nic) && !port.is_below(port));
         assert!(bare.is_below(ranged) && !nic.is_below(ranged));
         assert_eq!(&PciDevice::read(&root, bdf("31:00.0")).unwrap(), nic);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_large_tree_reads_in_address_order_and_fails_at_its_first_error() {
+        let root = root("many");
+        // More functions than one thread is given, written out of order.
+        let n = 3 * super::PER_THREAD + 7;
+        for i in (0..n).rev() {
+            let bdf = format!(
+                "{:04x}:{:02x}:{:02x}.{}",
+                i / 2048,
+                (i / 8) % 256,
+                i % 8 * 4 % 32,
+                i % 8
+            );
+            let class = format!("0x{:06x}", i);
+            write_pci_function(&root, &[], &bdf, &[("class", &class)], None).unwrap();
+        }
+        let all = PciDevice::discover(&root).unwrap();
+        assert_eq!(all.len(), n);
+        assert!(all.windows(2).all(|w| w[0].bdf < w[1].bdf));
+        for d in [&all[0], &all[n / 2], &all[n - 1]] {
+            assert_eq!(&PciDevice::read(&root, d.bdf).unwrap(), d);
+        }
+        let classes = PciDevice::discover_map(&root, |d| Ok(d.class)).unwrap();
+        assert_eq!(classes, all.iter().map(|d| d.class).collect::<Vec<_>>());
+        // Two functions whose `vendor` cannot be read: the error is the first one's, as one
+        // thread reading in order would give.
+        for d in [&all[n - 2], &all[n / 3]] {
+            std::fs::create_dir(d.dir().join("vendor")).unwrap();
+        }
+        let e = PciDevice::discover(&root).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with(&all[n / 3].dir().join("vendor").display().to_string()),
+            "{e}"
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 

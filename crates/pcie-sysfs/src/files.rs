@@ -3,9 +3,12 @@
 //! readers and by other sysfs readers (pcie-pmu's PMU directories).
 
 use crate::error::SysfsError;
+use std::ffi::{CString, OsStr};
 use std::fs;
 use std::io::{self, Read};
-use std::path::Path;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 fn io_error(path: &Path, e: io::Error) -> SysfsError {
     SysfsError::Io {
@@ -34,27 +37,114 @@ pub fn list_dir(dir: &Path) -> Result<Vec<String>, SysfsError> {
 const ATTR_READ: usize = 4096;
 
 /// A file's contents with surrounding whitespace removed (sysfs files end in a newline, some
-/// old drivers print none or pad with spaces); `None` when the file does not exist. One read
-/// where it comes back short of a page (the end of the file), so a check of a large host opens,
-/// reads and closes each file and nothing more; a full page reads on to the end.
+/// old drivers print none or pad with spaces); `None` when the file does not exist.
 pub fn read_attr(path: &Path) -> Result<Option<String>, SysfsError> {
-    let mut file = match fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_error(path, e)),
-    };
-    let mut bytes = vec![0; ATTR_READ];
+    match fs::File::open(path) {
+        Ok(f) => attr_text(f, path).map(Some),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(path, e)),
+    }
+}
+
+/// An open file's text, trimmed. One read where it comes back short of a page (the end of the
+/// file), into a buffer on the stack, so a check of a large host opens, reads and closes each
+/// file and allocates only its text; a full page reads on to the end.
+fn attr_text(mut file: fs::File, path: &Path) -> Result<String, SysfsError> {
+    let mut page = [0u8; ATTR_READ];
     let n = loop {
-        match file.read(&mut bytes) {
+        match file.read(&mut page) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             r => break r.map_err(|e| io_error(path, e))?,
         }
     };
-    bytes.truncate(n);
-    if n == ATTR_READ {
-        file.read_to_end(&mut bytes).map_err(|e| io_error(path, e))?;
+    if n < ATTR_READ {
+        return Ok(String::from_utf8_lossy(&page[..n]).trim().to_string());
     }
-    Ok(Some(String::from_utf8_lossy(&bytes).trim().to_string()))
+    let mut bytes = page.to_vec();
+    file.read_to_end(&mut bytes).map_err(|e| io_error(path, e))?;
+    Ok(String::from_utf8_lossy(&bytes).trim().to_string())
+}
+
+/// A directory held open, whose files are opened by name relative to it (`openat`): the kernel
+/// then walks one path component per file instead of every component of the directory's path
+/// (a function below a switch is ten deep, and `check` opens twenty files of each of 10,000
+/// functions).
+pub struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+impl Dir {
+    /// Opens `path`; `None` when it does not exist.
+    pub fn open(path: &Path) -> Result<Option<Dir>, SysfsError> {
+        let c = CString::new(path.as_os_str().as_bytes()).map_err(|e| io_error(path, e.into()))?;
+        // SAFETY: `c` is a NUL-terminated path; the flags ask for a directory only.
+        let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::NotFound => Ok(None),
+                _ => Err(io_error(path, e)),
+            };
+        }
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Some(Dir {
+            fd,
+            path: path.to_path_buf(),
+        }))
+    }
+
+    /// The directory's path, as opened.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens `name` (relative, may hold `/`) for reading; `None` when it does not exist.
+    fn file(&self, name: &str) -> Result<Option<fs::File>, SysfsError> {
+        let c = CString::new(name).map_err(|e| io_error(&self.path.join(name), e.into()))?;
+        // SAFETY: `self.fd` is an open directory and `c` a NUL-terminated relative path.
+        let fd = unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::NotFound => Ok(None),
+                _ => Err(io_error(&self.path.join(name), e)),
+            };
+        }
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        Ok(Some(fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) })))
+    }
+
+    /// [`read_attr`] of a file in this directory.
+    pub fn attr(&self, name: &str) -> Result<Option<String>, SysfsError> {
+        match self.file(name)? {
+            Some(f) => attr_text(f, &self.path.join(name)).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Up to `max` bytes of a file in this directory; `None` when it does not exist.
+    pub fn bytes(&self, name: &str, max: u64) -> Result<Option<Vec<u8>>, SysfsError> {
+        let Some(f) = self.file(name)? else { return Ok(None) };
+        let mut bytes = Vec::new();
+        f.take(max)
+            .read_to_end(&mut bytes)
+            .map_err(|e| io_error(&self.path.join(name), e))?;
+        Ok(Some(bytes))
+    }
+
+    /// The last component of a symbolic link's target (`driver` -> `mlx5_core`); `None` where
+    /// `name` is no link.
+    pub fn link_name(&self, name: &str) -> Option<String> {
+        let c = CString::new(name).ok()?;
+        let mut buf = [0u8; 4096];
+        // SAFETY: `self.fd` is an open directory, `c` NUL-terminated, `buf` writable for its length.
+        let n = unsafe { libc::readlinkat(self.fd.as_raw_fd(), c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        let n = usize::try_from(n).ok().filter(|&n| n < buf.len())?;
+        let target = Path::new(OsStr::from_bytes(&buf[..n]));
+        Some(target.file_name()?.to_string_lossy().into_owned())
+    }
 }
 
 /// A decimal or `0x` hexadecimal unsigned integer.
@@ -83,6 +173,32 @@ mod tests {
         assert_eq!(super::read_attr(&dir.join("none")).unwrap(), None);
         assert!(super::read_attr(&dir).is_err(), "a directory is not an attribute");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn files_of_an_open_directory() {
+        let root = std::env::temp_dir().join(format!("pcie-sysfs-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("f/power")).unwrap();
+        std::fs::write(root.join("f/power/runtime_status"), "active\n").unwrap();
+        std::fs::write(root.join("f/config"), [7u8; 300]).unwrap();
+        std::os::unix::fs::symlink("../../drivers/nvme", root.join("f/driver")).unwrap();
+        assert!(super::Dir::open(&root.join("none")).unwrap().is_none());
+        assert!(
+            super::Dir::open(&root.join("f/config")).is_err(),
+            "a file is no directory"
+        );
+        let d = super::Dir::open(&root.join("f")).unwrap().unwrap();
+        assert_eq!(d.path(), root.join("f"));
+        assert_eq!(d.attr("power/runtime_status").unwrap().as_deref(), Some("active"));
+        assert_eq!(d.attr("vendor").unwrap(), None);
+        let e = d.attr("power").unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: ", root.join("f/power").display())), "{e}");
+        assert_eq!(d.bytes("config", 256).unwrap(), Some(vec![7; 256]));
+        assert_eq!(d.bytes("none", 256).unwrap(), None);
+        assert_eq!(d.link_name("driver").as_deref(), Some("nvme"));
+        assert_eq!(d.link_name("config"), None, "no link");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -67,6 +67,6 @@ pub use config_space::{
     blank_serial, extended_capabilities, has_aer, speed_code_gts, AerStatus, Aspm, ConfigSpaceError, DeviceControl,
     LinkRegisters, PcieCapability, PortType, Tags10, CORRECTABLE_BITS, UNCORRECTABLE_BITS,
 };
-pub use device::{PciDevice, DEVICE_FILES, PCI_DEVICES};
+pub use device::{FunctionFiles, PciDevice, DEVICE_FILES, PCI_DEVICES};
 pub use error::SysfsError;
 pub use link_files::{LinkFiles, LinkSpeed, LinkWidth, MAX_WIDTH};

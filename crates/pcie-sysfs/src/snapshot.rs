@@ -260,9 +260,10 @@ mod tests {
             );
             assert_eq!(h.upstream_bdf(), c.upstream_bdf());
         }
-        assert_eq!(host[1].aer_files().unwrap(), copy[1].aer_files().unwrap());
-        assert_eq!(host[1].attr("iommu_group/type").unwrap().as_deref(), Some("DMA-FQ"));
-        assert_eq!(copy[1].attr("iommu_group/type").unwrap().as_deref(), Some("DMA-FQ"));
+        let (h, c) = (host[1].files().unwrap(), copy[1].files().unwrap());
+        assert_eq!(h.aer_files().unwrap(), c.aer_files().unwrap());
+        assert_eq!(h.attr("iommu_group/type").unwrap().as_deref(), Some("DMA-FQ"));
+        assert_eq!(c.attr("iommu_group/type").unwrap().as_deref(), Some("DMA-FQ"));
         assert_eq!(host[1].pcie_capability(), copy[1].pcie_capability());
         let copied = copy[1].config_bytes().unwrap();
         assert_eq!(copied.len(), 4096);
