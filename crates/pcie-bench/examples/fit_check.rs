@@ -113,8 +113,7 @@ fn scan(args: &[String], base: &HostProfile, search_count: u64, final_count: u64
     let groups: Vec<Group> = reference
         .groups(search_count)
         .into_iter()
-        .filter(|g| keys::identifies(&key, &g.base, reference.runs[g.run].iommu))
-        .filter_map(|g| g.select(|t| key.tests.take(t)))
+        .filter_map(|g| g.identifying(&key, reference.runs[g.run].iommu))
         .collect();
     let all = reference.groups(final_count);
     let mut start = serde_json::to_value(base).expect("serialises");

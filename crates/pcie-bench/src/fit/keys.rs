@@ -1,12 +1,15 @@
 //! The host parameters a fit may change: the simulator's own mechanisms, each with the groups
 //! of pcie-bench's suite that identify it (from the hand calibration of the E5-2637 v3, see
-//! docs/simulator.md) and its range, which is the one the profile loader checks.
+//! docs/simulator.md; a table of another name identifies by its tests, which of those groups
+//! hold tests like them) and its range, which is the one the profile loader checks.
 //!
 //! A profile is handled as its serde value, so a key is read and set by its dotted name and
 //! every candidate goes back through the loader's checks ([`super::profile_toml`]).
 
 use crate::params::{CacheState, Iommu, TestKind, TestParams};
+use crate::suite::{Group, Suite};
 use serde_json::Value;
+use std::sync::OnceLock;
 
 /// How a key's value is searched.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -303,11 +306,62 @@ pub const KEYS: &[FitKey] = &[
     },
 ];
 
-/// A measured group identifies `key` when its base starts with one of the key's groups and,
-/// for an IOMMU mechanism, it was measured with the IOMMU on.
-pub fn identifies(key: &FitKey, base: &str, iommu: Iommu) -> bool {
-    // A CDF table belongs to its latency table, which is what is simulated.
-    (!key.needs_iommu || iommu != Iommu::Off) && key.groups.iter().any(|g| base.starts_with(g))
+/// Whether `test` of the measured table `base` (run with `iommu`) identifies `key`: for an
+/// IOMMU mechanism only when measured with the IOMMU on; then, for a table named as one of
+/// pcie-bench's ([`pcie_bench_table`]), when its name starts with one of this key's groups, as
+/// the hand calibration chose; for a table of any other name (a custom suite's, a single
+/// test's `lat_rd`), when the test is like those of one of this key's groups
+/// ([`paper_groups_of`]); and in either case when it is one of the key's [`Tests`].
+pub fn identifies(key: &FitKey, base: &str, iommu: Iommu, test: &TestParams) -> bool {
+    let grouped = |g: &str| key.groups.iter().any(|k| g.starts_with(k));
+    (!key.needs_iommu || iommu != Iommu::Off)
+        && if pcie_bench_table(base) {
+            grouped(base)
+        } else {
+            paper_groups_of(test).any(grouped)
+        }
+        && key.tests.take(test)
+}
+
+/// Whether a table is named as pcie-bench's: one of its paper suite's tables, or starting with
+/// one of the groups any key is identified by.
+pub fn pcie_bench_table(base: &str) -> bool {
+    paper().iter().any(|g| g.base == base) || KEYS.iter().flat_map(|k| k.groups).any(|g| base.starts_with(g))
+}
+
+/// pcie-bench's paper suite, the built-in one.
+fn paper() -> &'static [Group] {
+    static PAPER: OnceLock<Vec<Group>> = OnceLock::new();
+    PAPER.get_or_init(|| Suite::builtin("paper").map(|s| s.groups().to_vec()).unwrap_or_default())
+}
+
+/// Windows up to this size are one kind of test: every line stays in the LLC and the IO-TLB,
+/// whatever the exact size (pcie-bench's smallest sweep points, 1 KB to 64 KB).
+const SMALL_WINDOW: u64 = 64 << 10;
+
+/// The groups of pcie-bench's paper suite that hold a test like `test`: of its kind and cache
+/// state, its size, window and offsets within the group's ranges (windows up to
+/// [`SMALL_WINDOW`] count as one). The suite simulates the test's own parameters; this only
+/// says which mechanisms it exercises, as the hand calibration found for those groups.
+pub fn paper_groups_of(test: &TestParams) -> impl Iterator<Item = &'static str> + '_ {
+    // Within the smallest and largest of `of`, which are 0 where it has none (offsets).
+    fn within<T: Copy + Ord + Default>(v: T, of: impl Iterator<Item = T> + Clone) -> bool {
+        let lo = of.clone().min().unwrap_or_default();
+        let hi = of.max().unwrap_or_default();
+        (lo..=hi).contains(&v)
+    }
+    let class = |w: u64| w.max(SMALL_WINDOW);
+    paper()
+        .iter()
+        .filter(move |g| {
+            g.tests.contains(&test.kind)
+                && g.caches.contains(&test.cache)
+                && within(test.size, g.sizes.iter().copied())
+                && within(class(test.window), g.windows.iter().map(|&w| class(w)))
+                && within(test.host_offset, g.host_offsets.iter().copied())
+                && within(test.device_offset, g.device_offsets.iter().copied())
+        })
+        .map(|g| g.base.as_str())
 }
 
 /// The value at a dotted name, where the profile has it as a number; a spread reads as its
@@ -389,12 +443,89 @@ mod tests {
         }
     }
 
+    fn test(kind: TestKind, size: u32, window: u64, cache: CacheState) -> TestParams {
+        TestParams {
+            size,
+            window,
+            cache,
+            ..crate::params::sample(kind, 1)
+        }
+    }
+
+    fn key(name: &str) -> &'static FitKey {
+        KEYS.iter().find(|k| k.name == name).unwrap()
+    }
+
     #[test]
     fn iommu_mechanisms_need_a_run_with_the_iommu() {
-        let walk = KEYS.iter().find(|k| k.name == "iommu.walk_ns").unwrap();
-        assert!(!identifies(walk, "lat_dma_sweep_rd_rnd_64", Iommu::Off));
-        assert!(identifies(walk, "lat_dma_sweep_rd_rnd_64", Iommu::Pages4K));
-        assert!(!identifies(walk, "bw_dma_sz_sweep", Iommu::Pages4K));
+        let (walk, t) = (
+            key("iommu.walk_ns"),
+            test(TestKind::LatRd, 64, 1 << 20, CacheState::HWarm),
+        );
+        assert!(!identifies(walk, "lat_dma_sweep_rd_rnd_64", Iommu::Off, &t));
+        assert!(identifies(walk, "lat_dma_sweep_rd_rnd_64", Iommu::Pages4K, &t));
+        assert!(!identifies(walk, "bw_dma_sz_sweep", Iommu::Pages4K, &t));
+        assert!(identifies(walk, "my_lat_rd", Iommu::Pages4K, &t), "by its test");
+    }
+
+    #[test]
+    fn a_table_of_another_name_identifies_by_its_tests() {
+        let groups = |t: &TestParams| paper_groups_of(t).collect::<Vec<_>>();
+        // pcie-bench's sweep point and its details' 64 MB point; not the sizes' 8 KB window.
+        let far = test(TestKind::LatRd, 64, 64 << 20, CacheState::Cold);
+        assert_eq!(groups(&far), ["lat_dma_sweep_rd_rnd_64", "lat_dma_details"]);
+        // Windows up to 64 KB are one kind: 4 KB is where the sizes' 8 KB is.
+        let near = test(TestKind::LatRd, 64, 4 << 10, CacheState::HWarm);
+        assert_eq!(
+            groups(&near),
+            [
+                "lat_dma_sizes",
+                "lat_dma_sweep_rd_rnd_64",
+                "lat_dma_off_rd",
+                "lat_dma_details"
+            ]
+        );
+        let odd = TestParams {
+            host_offset: 70,
+            ..near
+        };
+        assert!(!groups(&odd).contains(&"lat_dma_off_rd"), "offsets beyond the sweep's");
+        let cmd = test(TestKind::LatCmdRd, 8, 4 << 10, CacheState::DThrash);
+        assert!(
+            groups(&cmd).iter().all(|g| g.starts_with("lat_cmd_sweep_rd")),
+            "{:?}",
+            groups(&cmd)
+        );
+        assert!(
+            groups(&test(TestKind::BwRdWr, 64, 64 << 20, CacheState::Cold)).is_empty(),
+            "no such test"
+        );
+        // A single test's table: the memory latencies its tests are of, and their Tests.
+        let (dram, io_line) = (key("memory.dram"), key("memory.io_line"));
+        assert!(identifies(dram, "lat_rd", Iommu::Off, &far));
+        assert!(
+            !identifies(io_line, "lat_rd", Iommu::Off, &far),
+            "a DMA read, not a command"
+        );
+        assert!(
+            !identifies(dram, "lat_rd", Iommu::Off, &TestParams { size: 128, ..far }),
+            "two lines"
+        );
+        // A table named as pcie-bench's identifies by its name, whatever its tests.
+        assert!(!identifies(dram, "lat_dma_sizes", Iommu::Off, &far));
+        assert!(pcie_bench_table("lat_dma_sizes_byte_inc") && !pcie_bench_table("lat_rd"));
+        // So is one that identifies no key by its name: its tests do not either.
+        let off = TestParams {
+            kind: TestKind::LatCmdRd,
+            ..far
+        };
+        assert!(pcie_bench_table("lat_cmd_off_rd") && !identifies(dram, "lat_cmd_off_rd", Iommu::Off, &off));
+        assert!(identifies(dram, "my_cmd", Iommu::Off, &off));
+        // The built-in suites keep pcie-bench's names: their tables identify as they always did.
+        for name in Suite::builtin_names() {
+            let suite = Suite::builtin(name).unwrap();
+            assert!(suite.bases().iter().all(|b| pcie_bench_table(b)), "{name}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The measurements a fit reads: result directories (pcie-bench's or ours), what each was run
 //! with (its IOMMU mode), and the checks that they belong together and to the device profile.
 
+use super::keys::{self, FitKey};
 use super::FitError;
 use crate::host::KernelIommu;
 use crate::params::{Iommu, Numa, TestParams};
@@ -199,6 +200,12 @@ impl Group {
             measured,
             cdf: self.cdf.as_ref().map(|c| pick(c, &kept)),
         })
+    }
+
+    /// The group with only its tests that identify `key` ([`keys::identifies`]), measured
+    /// with `iommu`; `None` where none does.
+    pub fn identifying(&self, key: &FitKey, iommu: Iommu) -> Option<Group> {
+        self.select(|t| keys::identifies(key, &self.base, iommu, t))
     }
 }
 

@@ -219,8 +219,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
         .map(|k| {
             let gs: Vec<Group> = fitting
                 .iter()
-                .filter(|g| keys::identifies(k, &g.base, runs[g.run].iommu))
-                .filter_map(|g| g.select(|t| k.tests.take(t)))
+                .filter_map(|g| g.identifying(k, runs[g.run].iommu))
                 .collect();
             (k, gs)
         })
@@ -233,7 +232,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
         wanted.sort();
         wanted.dedup();
         FitError::Input(format!(
-            "too few groups to identify any host parameter: the fit has {}; it needs at least one of {} (by prefix)",
+            "too few groups to identify any host parameter: the fit has {}; it needs at least one of {} (by prefix), or a table of another name holding tests like theirs (pcie-bench's paper suite: docs/simulator.md)",
             if groups.is_empty() {
                 "none".into()
             } else {
@@ -357,13 +356,15 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
         .iter()
         .filter(|v| !v.met)
         .map(|v| {
-            let iommu = runs.iter().find(|r| r.label == v.run).map_or(Iommu::Off, |r| r.iommu);
+            let group = final_groups
+                .iter()
+                .find(|g| runs[g.run].label == v.run && g.base == v.base);
             Unreached {
                 verdict: v.clone(),
                 held_out: opts.holdout.contains(&v.base),
                 mechanisms: KEYS
                     .iter()
-                    .filter(|k| keys::identifies(k, &v.base, iommu))
+                    .filter(|k| group.is_some_and(|g| g.identifying(k, runs[g.run].iommu).is_some()))
                     .map(|k| format!("{} ({})", k.mechanism, k.name))
                     .collect(),
             }
@@ -385,7 +386,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
             let note = match (base, gs) {
                 (None, _) => format!("the base host {} has no such mechanism", base_host.name),
                 (Some(_), None) => format!(
-                    "kept from {}: no group the fit uses identifies it (it needs {}{})",
+                    "kept from {}: no group the fit uses identifies it (it needs {}, or tests like theirs in a table of another name{})",
                     base_host.name,
                     k.groups.join(", "),
                     if k.needs_iommu {

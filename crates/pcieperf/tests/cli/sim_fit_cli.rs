@@ -116,6 +116,54 @@ fn a_small_fit_writes_a_profile_the_simulator_loads() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A suite of the user's own, its table named as no pcie-bench table: pcie-bench's cold sweep
+/// points of 64 B reads, measured on the E5 with DRAM 40 ns slower. The table is recognised by
+/// its tests and fits the DRAM latency back; nothing the tests do not hold moves.
+#[test]
+fn a_table_of_another_name_is_recognised_by_its_tests() {
+    let dir = scratch_dir("fit-custom");
+    let e5 = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/profiles/e5-2637v3.toml");
+    let dram = "dram = { min_ns = 195.0, mode_ns = 208.0, max_ns = 218.0 }";
+    let text = std::fs::read_to_string(e5).unwrap();
+    assert!(text.contains(dram));
+    let host = dir.join("slow-dram.toml");
+    std::fs::write(
+        &host,
+        text.replace(dram, "dram = { min_ns = 235.0, mode_ns = 248.0, max_ns = 258.0 }"),
+    )
+    .unwrap();
+    let suite = dir.join("mine.toml");
+    std::fs::write(
+        &suite,
+        "name = \"mine\"\ndescription = \"far reads\"\nlatency_count = 2000\nbandwidth_count = 20000\n\n\
+         [[group]]\nbase = \"far_reads\"\ntests = [\"LAT_RD\"]\nsizes = [64]\nwindows = [\"16M\", \"64M\"]\n\
+         caches = [\"cold\"]\npattern = \"rand\"\n",
+    )
+    .unwrap();
+    let run = dir.join("run");
+    simulated_run(host.to_str().unwrap(), &["--suite", suite.to_str().unwrap()], &run);
+    let report = fit_json(
+        &run,
+        &["--base", "e5-2637v3", "--search-samples", "2000", "--samples", "2000"],
+        &dir.join("fitted.toml"),
+    );
+    let dram = key(&report, "memory.dram");
+    let fitted = dram["fitted"].as_f64().unwrap();
+    assert!((fitted - 248.0).abs() < 4.0, "{dram}");
+    assert_eq!(dram["fixed_by"], serde_json::json!(["run/far_reads"]), "{dram}");
+    // Host-warmed windows are what size the LLC: none here.
+    let llc = key(&report, "memory.llc_bytes");
+    assert!(llc["fitted"].is_null(), "{llc}");
+    assert!(
+        llc["note"]
+            .as_str()
+            .unwrap()
+            .contains("tests like theirs in a table of another name"),
+        "{llc}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A host other than the E5: the simulated Xeon E3 (power states, no DDIO, MPS 128) measured
 /// as a pcieperf run. The fit starts from the closest built-in host, and takes the run's MPS.
 #[test]
