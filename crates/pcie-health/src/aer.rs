@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 pub const CORRECTABLE_WARN_PER_S: f64 = 1.0;
 pub const CORRECTABLE_ERROR_PER_S: f64 = 100.0;
 
-/// How long to watch the counters, and how often to read them.
+/// How long to watch the counters (AER and traffic), and how often to read them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sampling {
     pub interval: Duration,
@@ -61,8 +61,13 @@ pub fn interval_rates(before: &AerFiles, after: &AerFiles, secs: f64) -> (Vec<(S
     (rates, correctable, uncorrectable)
 }
 
-/// Reads every function's AER files each `interval` for `duration` and keeps the peaks.
-pub(crate) fn sample(funcs: &[Func], s: Sampling) -> Result<(Vec<AerRates>, f64), SysfsError> {
+/// Reads every function's AER files each `interval` for `duration` and keeps the peaks;
+/// `each` reads what else is watched, with the interval's seconds.
+pub(crate) fn sample(
+    funcs: &[Func],
+    s: Sampling,
+    mut each: impl FnMut(f64) -> Result<(), SysfsError>,
+) -> Result<(Vec<AerRates>, f64), SysfsError> {
     let start = Instant::now();
     let mut last: Vec<AerFiles> = funcs.iter().map(|f| f.aer.clone()).collect();
     let mut out = vec![AerRates::default(); funcs.len()];
@@ -90,6 +95,7 @@ pub(crate) fn sample(funcs: &[Func], s: Sampling) -> Result<(Vec<AerRates>, f64)
             r.uncorrectable_new = r.uncorrectable_new.saturating_add(uncorrectable);
             last[i] = read;
         }
+        each(secs)?;
     }
     Ok((out, start.elapsed().as_secs_f64()))
 }

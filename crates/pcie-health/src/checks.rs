@@ -3,11 +3,12 @@
 //! MRRS and tag findings appear from [`MIN_LOST_PCT`] (below that the model sees no cost).
 
 use crate::aer::{AerRates, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
-use crate::cost::{lost_pct, rate_name, Prices, Setting, DEFAULT_MPS, DMA_BYTES};
+use crate::cost::{lost_pct, rate_name, Prices, Setting, DEFAULT_MPS, DEFAULT_MRRS, DMA_BYTES};
 use crate::finding::{Finding, Kind, Severity};
 use crate::path;
 use crate::read::Func;
 use crate::report::{AerState, FunctionHealth, Hop, Tags};
+use crate::traffic::{Traffic, BUSY_PCT};
 use pcie_sysfs::{PcieCapability, PortType};
 
 /// Lost share of 4 KiB DMA bandwidth from which a priced finding is a warning.
@@ -33,6 +34,8 @@ pub(crate) struct Host<'a> {
     pub aspm_policy: Option<String>,
     pub numa_nodes: usize,
     pub rates: Option<Vec<AerRates>>,
+    /// Each function's block and network traffic (pcie-health's traffic module).
+    pub traffic: Vec<Option<Traffic>>,
     pub prices: Prices,
 }
 
@@ -159,6 +162,9 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         s.add(Severity::Info, Kind::LinkUnknown, None, None, msg);
     }
     let aer = aer_findings(&mut s, host.rates.as_ref().map(|r| &r[i]));
+    let traffic = host.traffic[i]
+        .clone()
+        .map(|t| traffic_finding(&mut s, &host.prices, t, limiting.as_ref(), cap, tag_state));
     if !is_bridge && host.numa_nodes > 1 && f.dev.numa_node.is_none() {
         let msg = format!(
             "{}: no NUMA node on a host with {} nodes: the kernel cannot place its memory and interrupts near it (firmware _PXM missing)",
@@ -191,6 +197,7 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         aspm: cap.and_then(|c| c.link).map(|l| l.aspm_enabled.name().to_string()),
         has_aer: f.has_aer,
         aer,
+        traffic,
         cannot_tell,
         skipped,
     };
@@ -252,6 +259,62 @@ fn link_findings(s: &mut Subject, limiting: Option<&Hop>, capable: Option<&Hop>)
         ));
     }
     s.add(severity, kind, Some(l.bdf), Some(lost), msg);
+}
+
+/// The traffic's capacities through the path as it runs (see [`Traffic`]) and, where it was
+/// sampled, a `link_busy` finding for a direction whose busiest interval came within
+/// [`BUSY_PCT`] of its capacity.
+fn traffic_finding(
+    s: &mut Subject,
+    prices: &Prices,
+    mut t: Traffic,
+    limiting: Option<&Hop>,
+    cap: Option<&PcieCapability>,
+    tags: Option<Tags>,
+) -> Traffic {
+    let rate = limiting.and_then(|h| Some((h.current_gts?, h.current_width?)));
+    let reads = rate.and_then(|(gts, lanes)| {
+        let setting = Setting {
+            gts,
+            lanes,
+            mps: cap.map_or(DEFAULT_MPS, |c| c.control.mps),
+            mrrs: cap.map_or(DEFAULT_MRRS, |c| c.control.mrrs),
+            tag_bits: tags.map_or(8, |t| t.enabled_bits),
+        };
+        prices.reads(&setting, DMA_BYTES)
+    });
+    t.upstream_capacity_gbps = limiting.and_then(|h| h.available_gbps);
+    t.downstream_capacity_gbps = reads;
+    let directions = [
+        (
+            t.upstream_peak_gbps,
+            t.upstream_capacity_gbps,
+            "device to host",
+            "4 KiB DMA writes",
+        ),
+        (
+            t.downstream_peak_gbps,
+            t.downstream_capacity_gbps,
+            "host to device",
+            "4 KiB DMA reads",
+        ),
+    ];
+    for (peak, capacity, way, what) in directions {
+        let (Some(p), Some(c)) = (peak, capacity.filter(|&c| c > 0.0)) else {
+            continue;
+        };
+        let share = p / c * 100.0;
+        if share >= BUSY_PCT {
+            let msg = format!(
+                "{} ({}): {p:.1} Gb/s {way} at its busiest interval, {share:.0} % of what the model gives {what} through its path ({c:.1} Gb/s at {}): the link is the device's bottleneck",
+                s.name,
+                t.devices.join(", "),
+                rate_name(rate.map(|r| r.0), rate.map(|r| r.1))
+            );
+            s.add(Severity::Info, Kind::LinkBusy, limiting.map(|h| h.bdf), None, msg);
+        }
+    }
+    t
 }
 
 fn settings_findings(

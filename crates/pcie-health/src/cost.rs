@@ -15,8 +15,10 @@ pub const DMA_BYTES: u32 = 4096;
 /// The read round trip of a 64 B request and each further 64 B line, in ns.
 pub const RTT_64B_NS: f64 = 546.0;
 pub const RTT_PER_LINE_NS: f64 = 19.0;
-/// The MPS a link is priced at when the function's is unknown (the common server setting).
+/// The MPS a link is priced at when the function's is unknown (the common server setting),
+/// and the MRRS (Device Control's value after reset, 512 B).
 pub const DEFAULT_MPS: u32 = 256;
+pub const DEFAULT_MRRS: u32 = 512;
 
 /// A link's rate and width and the settings of the function using it.
 #[derive(Debug, Clone, Copy, PartialEq)]

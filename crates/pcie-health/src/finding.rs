@@ -51,10 +51,13 @@ pub enum Kind {
     NumaUnknown,
     /// The device's DMAs are translated by the IOMMU (its group's type is `DMA` or `DMA-FQ`).
     IommuTranslated,
+    /// Sampled payload (its block devices' and interfaces' counters) within [`crate::BUSY_PCT`]
+    /// of what the model says its path carries: the link is the device's bottleneck.
+    LinkBusy,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::LinkSpeedDowngraded,
         Kind::LinkWidthDowngraded,
         Kind::LinkPowerSaving,
@@ -67,6 +70,7 @@ impl Kind {
         Kind::AerUncorrectable,
         Kind::NumaUnknown,
         Kind::IommuTranslated,
+        Kind::LinkBusy,
     ];
 
     /// The JSON and CSV name (`link_speed_downgraded`).
@@ -84,6 +88,7 @@ impl Kind {
             Kind::AerUncorrectable => "aer_uncorrectable",
             Kind::NumaUnknown => "numa_unknown",
             Kind::IommuTranslated => "iommu_translated",
+            Kind::LinkBusy => "link_busy",
         }
     }
 }

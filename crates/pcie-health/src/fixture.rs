@@ -5,7 +5,7 @@
 use pcie_sysfs::tree::{write_config, write_pci_function};
 use pcie_sysfs::{Aspm, ConfigBuilder, LinkSetup, LinkSpeed, PortType};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// One function to write: attributes, optional config space and driver.
 #[derive(Debug, Clone)]
@@ -137,6 +137,42 @@ pub fn aspm_policy(root: &Path, policy: &str) -> io::Result<()> {
     let p = root.join(pcie_sysfs::host::ASPM_POLICY);
     std::fs::create_dir_all(p.parent().expect("the policy file has a directory"))?;
     std::fs::write(p, format!("{text}\n"))
+}
+
+/// A block device below the function `bdf` (`.../BDF/nvme/nvme0/NAME/stat`, linked from
+/// `sys/block/NAME`) that has read and written these many 512 B sectors; returns its `stat`
+/// file, for tests that move the counters.
+pub fn block_device(root: &Path, bdf: &str, name: &str, read: u64, written: u64) -> io::Result<PathBuf> {
+    let dir = device_dir(root, bdf, &format!("nvme/nvme0/{name}"), &format!("sys/block/{name}"))?;
+    let stat = dir.join("stat");
+    write_block_stat(&stat, read, written)?;
+    Ok(stat)
+}
+
+/// A block device's `stat` as the kernel writes it (17 fields), with these sectors.
+pub fn write_block_stat(stat: &Path, read: u64, written: u64) -> io::Result<()> {
+    std::fs::write(stat, format!("100 0 {read} 50 10 0 {written} 5 0 60 55 0 0 0 0 0 0\n"))
+}
+
+/// A network interface below the function `bdf` (`.../BDF/net/NAME`, linked from
+/// `sys/class/net/NAME`) that received and sent these many bytes.
+pub fn net_interface(root: &Path, bdf: &str, name: &str, rx: u64, tx: u64) -> io::Result<()> {
+    let dir = device_dir(root, bdf, &format!("net/{name}"), &format!("sys/class/net/{name}"))?;
+    std::fs::create_dir_all(dir.join("statistics"))?;
+    std::fs::write(dir.join("statistics/rx_bytes"), format!("{rx}\n"))?;
+    std::fs::write(dir.join("statistics/tx_bytes"), format!("{tx}\n"))
+}
+
+/// `below` in the function's real directory, created, with the class link `link` to it.
+fn device_dir(root: &Path, bdf: &str, below: &str, link: &str) -> io::Result<PathBuf> {
+    let bdf = bdf.parse().map_err(io::Error::other)?;
+    let func = pcie_sysfs::PciDevice::read(root, bdf).map_err(io::Error::other)?;
+    let dir = func.dir().join(below);
+    std::fs::create_dir_all(&dir)?;
+    let link = root.join(link);
+    std::fs::create_dir_all(link.parent().expect("a class directory"))?;
+    std::os::unix::fs::symlink(&dir, link)?;
+    Ok(dir)
 }
 
 /// The AER files of a function that counted `correctable` errors of one type.

@@ -6,10 +6,11 @@
 //! API (stable; other crates build on it):
 //! - [`check`]`(root, &`[`Options`]`) -> Result<`[`Report`]`, `[`CheckError`]`>` reads the tree
 //!   below `root` (`/` on a host, a snapshot or a simulated host's directory otherwise) through
-//!   pcie-sysfs, never writing. With [`Options::sampling`] it watches the AER counters for a
-//!   while and reports rates.
+//!   pcie-sysfs, never writing. With [`Options::sampling`] it watches the AER counters and the
+//!   block devices' and network interfaces' byte counters for a while and reports rates.
 //! - [`Report`]: `functions` ([`FunctionHealth`]: the path of [`Hop`]s from the root port, the
-//!   limiting hop, available and capable Gb/s, MPS/MRRS/tags, ASPM, power, NUMA, [`AerState`]),
+//!   limiting hop, available and capable Gb/s, MPS/MRRS/tags, ASPM, power, NUMA, [`AerState`],
+//!   [`Traffic`]: the payload its block devices and interfaces counted, where no PMU counts it),
 //!   `findings` (worst first), `skipped` (checks not done and why, e.g. without root),
 //!   `links` (0: no PCIe link to check). [`Report::needs_attention`] is `check`'s exit 3.
 //! - [`Finding`]: `severity` ([`Severity`]), `kind` ([`Kind`]), `bdf`, `limited_by`,
@@ -30,12 +31,14 @@ pub mod fixture;
 mod path;
 mod read;
 mod report;
+mod traffic;
 
 pub use aer::{interval_rates, AerRates, Sampling, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
 pub use checks::{CONFIG_CHECKS, MIN_LOST_PCT, NEEDS_ROOT, WARN_LOST_PCT};
 pub use cost::{rate_name, read_rtt, DMA_BYTES, RTT_64B_NS, RTT_PER_LINE_NS};
 pub use finding::{Finding, Kind, Severity};
 pub use report::{AerState, FunctionHealth, Hop, LinkEnd, Report, Skipped, Tags};
+pub use traffic::{Traffic, BUSY_PCT};
 
 use pcie_sysfs::{PciDevice, SysfsError};
 use std::fmt;
@@ -84,13 +87,15 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         return Err(CheckError::NoRoot(root.to_path_buf()));
     }
     let funcs = PciDevice::discover_map(root, read::Func::read)?;
+    let mut watch = traffic::Watch::start(root, &funcs)?;
     let (rates, sampled_seconds) = match opts.sampling {
         Some(s) => {
-            let (r, secs) = aer::sample(&funcs, s)?;
+            let (r, secs) = aer::sample(&funcs, s, |secs| watch.interval(secs))?;
             (Some(r), Some(secs))
         }
         None => (None, None),
     };
+    let traffic = watch.finish(sampled_seconds);
     let numa_nodes = pcie_sysfs::host::numa_nodes(root)?;
     let parents = path::parents(&funcs);
     let mut occupied = vec![false; funcs.len()];
@@ -104,6 +109,7 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         aspm_policy: pcie_sysfs::host::aspm_policy(root)?,
         numa_nodes: numa_nodes.len(),
         rates,
+        traffic,
         prices: cost::Prices::default(),
     };
     let mut functions = Vec::with_capacity(funcs.len());

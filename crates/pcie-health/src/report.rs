@@ -3,6 +3,7 @@
 //! `pcieperf check --format json`.
 
 use crate::finding::{Finding, Severity};
+use crate::traffic::Traffic;
 use pcie_sysfs::Bdf;
 use serde::Serialize;
 
@@ -107,6 +108,8 @@ pub struct FunctionHealth {
     pub aspm: Option<String>,
     pub has_aer: Option<bool>,
     pub aer: AerState,
+    /// What its block devices and network interfaces moved; `None` where it has none.
+    pub traffic: Option<Traffic>,
     /// Values that mean nothing: `"current_link_speed \"fast\": cannot tell"`.
     pub cannot_tell: Vec<String>,
     /// Checks not done for this function, each with its reason.

@@ -406,3 +406,95 @@ fn this_host_reads_without_error() {
         assert_eq!(r.links, 0);
     }
 }
+
+/// The payload a function's block devices and interfaces counted, and what its path carries:
+/// totals on every check, rates and the `link_busy` finding when sampled.
+#[test]
+fn traffic_of_block_devices_and_interfaces_against_the_path() {
+    let t = Tree::new("traffic");
+    fixture::dual_socket_server(&t.0).unwrap();
+    let stat = fixture::block_device(&t.0, "0000:31:00.0", "nvme0n1", 2_000, 1_000).unwrap();
+    fixture::block_device(&t.0, "0000:31:00.0", "nvme0n2", 10, 0).unwrap();
+    fixture::net_interface(&t.0, "0000:4b:00.0", "eth0", 1_000_000, 500).unwrap();
+    let r = t.check();
+    let func = |r: &Report, at: &str| r.functions.iter().find(|f| f.bdf == bdf(at)).unwrap().clone();
+    let nvme = func(&r, "0000:31:00.0");
+    let tr = nvme.traffic.clone().unwrap();
+    assert_eq!(tr.devices, ["nvme0n1", "nvme0n2"]);
+    assert_eq!((tr.upstream_bytes, tr.downstream_bytes), (2_010 * 512, 1_000 * 512));
+    assert_eq!((tr.upstream_gbps, tr.downstream_peak_gbps), (None, None), "not sampled");
+    // Upstream: 4 KiB DMA writes through the path as it runs (Gen4 x4, MPS 128); downstream:
+    // 4 KiB DMA reads at its MRRS and tags.
+    let bits = nvme.tags.unwrap().enabled_bits;
+    let (up, down) = (tr.upstream_capacity_gbps.unwrap(), tr.downstream_capacity_gbps.unwrap());
+    assert_eq!(Some(up), nvme.available_gbps);
+    assert!(
+        (up - writes(&cfg(Generation::Gen4, 4, 128, 512, bits))).abs() < 1e-9,
+        "{up}"
+    );
+    assert!(
+        (down - reads(&cfg(Generation::Gen4, 4, 128, 512, bits))).abs() < 1e-9,
+        "{down}"
+    );
+    let nic = func(&r, "0000:4b:00.0").traffic.unwrap();
+    assert_eq!(
+        (nic.devices, nic.upstream_bytes, nic.downstream_bytes),
+        (vec!["eth0".to_string()], 1_000_000, 500)
+    );
+    assert!(
+        func(&r, "0000:19:00.0").traffic.is_none(),
+        "no block device or interface"
+    );
+    assert!(!r.findings.iter().any(|f| f.kind == Kind::LinkBusy));
+
+    // Sampled while the NVMe reads a TiB between readings, far beyond its link; the NIC idle.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mover = {
+        let (stop, stat) = (stop.clone(), stat.clone());
+        std::thread::spawn(move || {
+            let mut sectors = 2_000u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                sectors += 1 << 31;
+                // Whole files only: the check never reads one half written.
+                let tmp = stat.with_extension("tmp");
+                fixture::write_block_stat(&tmp, sectors, 1_000).unwrap();
+                std::fs::rename(&tmp, &stat).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        })
+    };
+    let sampling = pcie_health::Sampling {
+        interval: std::time::Duration::from_millis(100),
+        duration: std::time::Duration::from_millis(500),
+    };
+    let r = check(
+        &t.0,
+        &Options {
+            sampling: Some(sampling),
+        },
+    )
+    .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    mover.join().unwrap();
+    let busy = finding(&r, Kind::LinkBusy, "0000:31:00.0");
+    assert_eq!(
+        (busy.severity, busy.limited_by),
+        (Severity::Info, Some(bdf("0000:31:00.0")))
+    );
+    assert!(
+        busy.message.contains("(nvme0n1, nvme0n2)")
+            && busy.message.contains("device to host")
+            && busy.message.contains("Gen4 x4"),
+        "{}",
+        busy.message
+    );
+    let tr = func(&r, "0000:31:00.0").traffic.unwrap();
+    assert!(
+        tr.upstream_peak_gbps.unwrap() > up && tr.upstream_gbps.unwrap() > 0.0,
+        "{tr:?}"
+    );
+    assert_eq!((tr.downstream_gbps, tr.downstream_peak_gbps), (Some(0.0), Some(0.0)));
+    let nic = func(&r, "0000:4b:00.0").traffic.unwrap();
+    assert_eq!((nic.upstream_gbps, nic.upstream_peak_gbps), (Some(0.0), Some(0.0)));
+    assert_eq!(r.findings.iter().filter(|f| f.kind == Kind::LinkBusy).count(), 1);
+}

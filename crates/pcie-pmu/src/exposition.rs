@@ -6,7 +6,7 @@
 
 use crate::monitor::{add_interval, Row, Target, Trend};
 use crate::PmuMetric;
-use pcie_health::{AerState, CheckError, FunctionHealth, Kind, LinkEnd, Report, Severity};
+use pcie_health::{AerState, CheckError, FunctionHealth, Kind, LinkEnd, Report, Severity, Traffic};
 use pcie_sysfs::Bdf;
 use serde::Serialize;
 use std::fmt::{self, Write as _};
@@ -395,6 +395,35 @@ pub fn health(checked: &Result<Report, CheckError>, seconds: f64) -> String {
         "Root ports: AER errors reported to them from below since boot (aer_rootport_total_err_*).",
         |a| [a.rootport_correctable, a.rootport_nonfatal, a.rootport_fatal],
     );
+    // Payload the block devices and interfaces below each function counted, by direction as
+    // the root-port families name it (rx: device to host), and what the path carries.
+    let moving: Vec<(&Traffic, &String)> = funcs
+        .iter()
+        .zip(&labels)
+        .filter_map(|(x, l)| Some((x.traffic.as_ref()?, l)))
+        .collect();
+    let mut payload = out.family(
+        "pcieperf_pcidevice_payload_bytes_total",
+        "counter",
+        "Payload the function's block devices and network interfaces counted since they appeared (rx: written into host memory, block reads and received bytes; tx: read from it).",
+    );
+    for (t, l) in &moving {
+        payload.sample(format_args!("{l},direction=\"rx\""), t.upstream_bytes);
+        payload.sample(format_args!("{l},direction=\"tx\""), t.downstream_bytes);
+    }
+    let mut capacity = out.family(
+        "pcieperf_pcidevice_payload_capacity_bytes_per_second",
+        "gauge",
+        "What the model gives 4 KiB DMAs through the function's path as it runs: writes for rx, reads for tx (functions with block devices or interfaces).",
+    );
+    for (t, l) in &moving {
+        let both = [("rx", t.upstream_capacity_gbps), ("tx", t.downstream_capacity_gbps)];
+        for (dir, gbps) in both {
+            if let Some(g) = gbps {
+                capacity.sample(format_args!("{l},direction=\"{dir}\""), bytes_per_s(g));
+            }
+        }
+    }
     let mut counts = out.family(
         "pcieperf_health_findings",
         "gauge",

@@ -45,7 +45,7 @@ pub const DEVICE_FILES: [&str; 21] = [
 /// link's own directory and `..` folded lexically: sysfs links point at real directories, so one
 /// readlink does what a full canonicalisation does with one per path component. An entry that
 /// is no link is its own directory.
-fn real_dir(entry: PathBuf) -> PathBuf {
+pub(crate) fn real_dir(entry: PathBuf) -> PathBuf {
     let Ok(target) = std::fs::read_link(&entry) else {
         return entry;
     };

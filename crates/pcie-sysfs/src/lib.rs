@@ -19,6 +19,8 @@
 //!   [`has_aer`] and [`blank_serial`] look at the extended capabilities.
 //! - [`LinkFiles`] ([`LinkSpeed`], [`LinkWidth`]: values or "cannot tell"), [`AerFiles`] (the
 //!   `aer_dev_*` counters), and [`host`]: the ASPM policy and the NUMA nodes.
+//! - [`read_traffic`]: the bytes block devices and network interfaces moved ([`DeviceTraffic`]),
+//!   each with its directory below its PCI function's: a link's payload where no PMU counts it.
 //! - [`ConfigBuilder`]: realistic config spaces for fixture trees and simulated hosts.
 //! - [`snapshot`]: a copy of exactly the files pcieperf reads, for `--sysfs DIR` offline;
 //!   [`lspci`]: the same tree laid out from an `lspci -vvv` dump (a bug report's).
@@ -57,6 +59,7 @@ mod link_files;
 pub mod lspci;
 #[cfg(unix)]
 pub mod snapshot;
+mod traffic;
 #[cfg(unix)]
 pub mod tree;
 
@@ -70,3 +73,4 @@ pub use config_space::{
 pub use device::{FunctionFiles, PciDevice, DEVICE_FILES, PCI_DEVICES};
 pub use error::SysfsError;
 pub use link_files::{LinkFiles, LinkSpeed, LinkWidth, MAX_WIDTH};
+pub use traffic::{read_traffic, CounterKind, DeviceTraffic};

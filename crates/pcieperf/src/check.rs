@@ -7,7 +7,7 @@ use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use crate::pmu::source::SourceArgs;
 use clap::Args;
-use pcie_health::{rate_name, CheckError, FunctionHealth, Options, Report, Sampling};
+use pcie_health::{rate_name, CheckError, FunctionHealth, Options, Report, Sampling, Traffic};
 use std::fmt::Write;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -26,11 +26,12 @@ pub struct CheckArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
-    /// Read the AER counters every MS milliseconds for --duration and report each error
-    /// type's rate
+    /// Read the AER counters and the block devices' and network interfaces' byte counters
+    /// every MS milliseconds for --duration: each error type's rate, each device's payload
+    /// against what its path carries
     #[arg(short = 'I', long = "interval", value_name = "MS", requires = "duration")]
     pub interval: Option<u64>,
-    /// Watch the AER counters for S seconds (one interval unless -I is given)
+    /// Watch the AER and traffic counters for S seconds (one interval unless -I is given)
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub duration: Option<f64>,
 }
@@ -237,8 +238,9 @@ fn human(r: &Report) -> String {
         r.functions.len(),
         r.links,
         r.aspm_policy.as_deref().unwrap_or("unknown"),
-        r.sampled_seconds
-            .map_or(String::new(), |s| format!("; AER counters watched for {s:.1} s"))
+        r.sampled_seconds.map_or(String::new(), |s| format!(
+            "; AER and traffic counters watched for {s:.1} s"
+        ))
     );
     if r.links == 0 {
         out.push_str("No PCIe link to check: no function has link files or a PCIe link register (virtual or conventional PCI devices).\n");
@@ -297,6 +299,24 @@ fn human(r: &Report) -> String {
             }
         }
     }
+    if r.sampled_seconds.is_some() {
+        let moving: Vec<&FunctionHealth> = r.functions.iter().filter(|f| f.traffic.is_some()).collect();
+        if !moving.is_empty() {
+            out.push_str(
+                "\nTraffic (Gb/s of payload the block devices and interfaces counted, over the whole time and its \
+                 busiest interval, of what the model gives 4 KiB DMA writes up and reads down through the path):\n",
+            );
+            let mut heads = vec![("bdf", "Function")];
+            heads.extend(TRAFFIC.iter().filter(|c| c.2).map(|c| (c.0, c.1)));
+            let mut t = Table::new(&heads);
+            for f in moving {
+                let mut row = vec![Cell::text(f.bdf.to_string())];
+                row.extend(TRAFFIC.iter().filter(|c| c.2).map(|c| (c.3)(f)));
+                t.push(row);
+            }
+            out.push_str(&t.to_human());
+        }
+    }
     if !quiet.is_empty() {
         let _ = writeln!(
             out,
@@ -319,6 +339,38 @@ fn human(r: &Report) -> String {
 
 /// A function's column: CSV name, heading, shown in the table, value.
 type Column = (&'static str, &'static str, bool, fn(&FunctionHealth) -> Cell);
+
+/// A figure of a function's traffic.
+fn traffic(f: &FunctionHealth, get: fn(&Traffic) -> Option<f64>) -> Cell {
+    num(f.traffic.as_ref().and_then(get))
+}
+
+/// The traffic's columns (heading, value): in the table's traffic section and in CSV.
+const TRAFFIC: [Column; 9] = [
+    ("traffic_devices", "Devices", true, |f| {
+        opt(&f.traffic.as_ref().map(|t| t.devices.join(" ")))
+    }),
+    ("upstream_bytes", "Up bytes", false, |f| {
+        opt(&f.traffic.as_ref().map(|t| t.upstream_bytes))
+    }),
+    ("downstream_bytes", "Down bytes", false, |f| {
+        opt(&f.traffic.as_ref().map(|t| t.downstream_bytes))
+    }),
+    ("upstream_gbps", "Up", true, |f| traffic(f, |t| t.upstream_gbps)),
+    ("upstream_peak_gbps", "peak", true, |f| {
+        traffic(f, |t| t.upstream_peak_gbps)
+    }),
+    ("upstream_capacity_gbps", "of", true, |f| {
+        traffic(f, |t| t.upstream_capacity_gbps)
+    }),
+    ("downstream_gbps", "Down", true, |f| traffic(f, |t| t.downstream_gbps)),
+    ("downstream_peak_gbps", "peak", true, |f| {
+        traffic(f, |t| t.downstream_peak_gbps)
+    }),
+    ("downstream_capacity_gbps", "of", true, |f| {
+        traffic(f, |t| t.downstream_capacity_gbps)
+    }),
+];
 
 /// The columns of a function, in the table (where marked) and in CSV.
 const COLUMNS: [Column; 24] = [
@@ -361,7 +413,7 @@ fn csv(r: &Report) -> String {
         ("message", "message"),
         ("bdf", "bdf"),
     ];
-    heads.extend(COLUMNS.iter().map(|c| (c.0, c.0)));
+    heads.extend(COLUMNS.iter().chain(&TRAFFIC).map(|c| (c.0, c.0)));
     let mut t = Table::new(&heads);
     for f in &r.findings {
         let mut row = vec![
@@ -372,7 +424,7 @@ fn csv(r: &Report) -> String {
             Cell::text(f.message.as_str()),
             Cell::text(f.bdf.to_string()),
         ];
-        row.extend(COLUMNS.iter().map(|c| {
+        row.extend(COLUMNS.iter().chain(&TRAFFIC).map(|c| {
             if c.0 == "limited_by" {
                 opt(&f.limited_by)
             } else {
@@ -390,7 +442,7 @@ fn csv(r: &Report) -> String {
             Cell::Empty,
         ];
         row.push(Cell::text(f.bdf.to_string()));
-        row.extend(COLUMNS.iter().map(|c| (c.3)(f)));
+        row.extend(COLUMNS.iter().chain(&TRAFFIC).map(|c| (c.3)(f)));
         t.push(row);
     }
     t.to_csv()

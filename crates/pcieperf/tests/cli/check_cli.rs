@@ -322,3 +322,51 @@ fn an_lspci_dump_without_root_or_of_something_else_is_named() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The payload block devices and interfaces count: a table section when watched (`-I`), and
+/// every figure in CSV and JSON, the capacity up as `model bw`'s 4 KiB writes through the path.
+#[test]
+fn traffic_is_shown_watched_and_carried_in_csv_and_json() {
+    let t = server("check-cli-traffic");
+    fixture::block_device(t.path(), "0000:31:00.0", "nvme0n1", 2_000, 1_000).unwrap();
+    fixture::net_interface(t.path(), "0000:4b:00.0", "eth0", 1_000_000, 500).unwrap();
+    let root = t.path().to_str().unwrap();
+    let table = findings(&["check", "--sysfs", root, "-I", "100", "--duration", "0.3"]);
+    let section = table.split("\nTraffic (").nth(1).unwrap_or_else(|| panic!("{table}"));
+    assert!(section.contains("0000:31:00.0  nvme0n1"), "{section}");
+    assert!(section.contains("0000:4b:00.0  eth0"), "{section}");
+    assert!(table.contains("AER and traffic counters watched for 0."), "{table}");
+    let plain = findings(&["check", "--sysfs", root]);
+    assert!(!plain.contains("\nTraffic ("), "totals alone are not shown: {plain}");
+
+    let csv = findings(&["check", "--sysfs", root, "--format", "csv"]);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let head = reader.headers().unwrap().clone();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let nvme = reader
+        .records()
+        .map(Result::unwrap)
+        .find(|r| &r[0] == "function" && &r[col("bdf")] == "0000:31:00.0")
+        .unwrap();
+    assert_eq!(
+        (
+            &nvme[col("traffic_devices")],
+            &nvme[col("upstream_bytes")],
+            &nvme[col("downstream_bytes")]
+        ),
+        ("nvme0n1", "1024000", "512000")
+    );
+    let up: f64 = nvme[col("upstream_capacity_gbps")].parse().unwrap();
+    assert!((up - model_writes("4", "4", "128")).abs() < 0.01, "{up}");
+    assert_eq!(&nvme[col("upstream_gbps")], "", "not watched");
+
+    let v: Value = serde_json::from_str(&findings(&["check", "--sysfs", root, "--format", "json"])).unwrap();
+    let nic = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["bdf"] == "0000:4b:00.0")
+        .unwrap();
+    assert_eq!(nic["traffic"]["devices"], serde_json::json!(["eth0"]));
+    assert_eq!(nic["traffic"]["upstream_bytes"], 1_000_000);
+}

@@ -76,6 +76,7 @@ fn a_host_without_pcie_pmus_serves_link_health() {
     let root = std::env::temp_dir().join(format!("pcieperf-serve-health-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     pcie_health::fixture::dual_socket_server(&root).unwrap();
+    pcie_health::fixture::block_device(&root, "0000:31:00.0", "nvme0n1", 2_000, 1_000).unwrap();
     std::fs::create_dir_all(root.join("sys/bus/event_source/devices")).unwrap();
     std::fs::create_dir_all(root.join("proc")).unwrap();
     let server = serve(&["--sysfs", root.to_str().unwrap(), "-I", "100"]);
@@ -125,6 +126,30 @@ fn a_host_without_pcie_pmus_serves_link_health() {
     )
     .unwrap();
     assert!(avail < capable * 0.6 && avail > 1e9, "{avail} of {capable} B/s");
+    // The NVMe's block device: its payload counters and what its path carries, by direction.
+    let rx = [("bus", "31"), ("direction", "rx")];
+    let tx = [("bus", "31"), ("direction", "tx")];
+    assert_eq!(
+        sample(&s, "pcieperf_pcidevice_payload_bytes_total", &rx),
+        Some(2_000.0 * 512.0)
+    );
+    assert_eq!(
+        sample(&s, "pcieperf_pcidevice_payload_bytes_total", &tx),
+        Some(1_000.0 * 512.0)
+    );
+    let nvme_avail = sample(
+        &s,
+        "pcieperf_pcidevice_available_bandwidth_bytes_per_second",
+        &[("bus", "31")],
+    );
+    let up = sample(&s, "pcieperf_pcidevice_payload_capacity_bytes_per_second", &rx);
+    assert_eq!(up, nvme_avail, "device to host: the path's 4 KiB DMA writes");
+    let down = sample(&s, "pcieperf_pcidevice_payload_capacity_bytes_per_second", &tx).unwrap();
+    assert!(down > 1e9 && down < up.unwrap(), "reads: {down} B/s");
+    assert_eq!(
+        sample(&s, "pcieperf_pcidevice_payload_bytes_total", &[("bus", "19")]),
+        None
+    );
     std::fs::remove_dir_all(&root).unwrap();
 }
 
@@ -189,7 +214,7 @@ fn prometheus_fires_the_degraded_link_alert_and_the_dashboard_finds_its_series()
         .collect::<Vec<_>>()
         .join("\n");
     assert_eq!(expressions(&fast), expressions(&shipped));
-    assert_eq!(expressions(&shipped).len(), 6, "three alerts");
+    assert_eq!(expressions(&shipped).len(), 8, "four alerts");
 
     let dir = std::env::temp_dir().join(format!("pcieperf-prometheus-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
