@@ -148,13 +148,16 @@ impl CounterSource for SimHost {
     fn sleep(&mut self, d: Duration) -> Result<(), CounterError> {
         let target = self.host.now_ns() + d.as_nanos() as u64;
         self.host.advance_to(target);
-        self.tree.refresh(target).map_err(|e| CounterError::Os {
-            what: format!(
-                "update the simulated host's AER counters in {}",
-                self.tree.path().display()
-            ),
-            errno: e.raw_os_error().unwrap_or(5),
-        })?;
+        let host = &self.host;
+        self.tree
+            .refresh(target, |p| host.port_bytes(p))
+            .map_err(|e| CounterError::Os {
+                what: format!(
+                    "update the simulated host's AER and traffic counters in {}",
+                    self.tree.path().display()
+                ),
+                errno: e.raw_os_error().unwrap_or(5),
+            })?;
         if let Some(start) = self.paced {
             let due = start + Duration::from_nanos(target);
             if let Some(left) = due.checked_duration_since(Instant::now()) {

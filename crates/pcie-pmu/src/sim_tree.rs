@@ -60,10 +60,70 @@ struct Growing {
     fault: FaultSpec,
 }
 
-/// The simulated host's tree (removed with it) and the AER counters that grow in it.
+/// A port's device as the kernel's block or network class shows it: the directory of its
+/// counters (below the device's function) and whether it is a network interface.
+struct ClassDevice {
+    port: usize,
+    dir: String,
+    net: bool,
+}
+
+impl ClassDevice {
+    /// Below the device function of port `port`, as its driver's class names it: an NVMe
+    /// namespace (`nvme/nvme0/nvme0n1`), a SATA disk behind an AHCI controller
+    /// (`ata1/host0/target0:0:0/0:0:0:0/block/sda`) or an Ethernet interface (`net/eth0`);
+    /// linked from `sys/block` or `sys/class/net`. `k` numbers devices of a kind.
+    fn write(w: &SysfsWriter, port: usize, func: &str, dev: &DeviceSpec, k: usize) -> io::Result<Option<ClassDevice>> {
+        let (below, link, net) = if dev.nic.is_some() {
+            (format!("net/eth{k}"), format!("sys/class/net/eth{k}"), true)
+        } else if dev.storage.is_none() {
+            return Ok(None);
+        } else if dev.class >> 8 == 0x0108 {
+            let name = format!("nvme{k}n1");
+            (format!("nvme/nvme{k}/{name}"), format!("sys/block/{name}"), false)
+        } else {
+            let disk = format!("sd{}", char::from(b'a' + (k % 26) as u8));
+            (
+                format!("ata{}/host{k}/target{k}:0:0/{k}:0:0:0/block/{disk}", k + 1),
+                format!("sys/block/{disk}"),
+                false,
+            )
+        };
+        let dir = format!("{func}/{below}");
+        let up = "../".repeat(link.matches('/').count());
+        w.symlink(&link, &format!("{up}{dir}"))?;
+        let d = ClassDevice { port, dir, net };
+        d.count(w, (0, 0), false)?;
+        Ok(Some(d))
+    }
+
+    /// Writes the counters for `bytes` moved to and from the host (fio's and the NIC's counts:
+    /// block reads and received bytes first), replacing the files after the first writing.
+    fn count(&self, w: &SysfsWriter, (up, down): (u64, u64), replace: bool) -> io::Result<()> {
+        let put = |rel: String, text: String| {
+            if replace {
+                w.replace(&rel, &text)
+            } else {
+                w.raw(&rel, &text)
+            }
+        };
+        if self.net {
+            put(format!("{}/statistics/rx_bytes", self.dir), format!("{up}\n"))?;
+            put(format!("{}/statistics/tx_bytes", self.dir), format!("{down}\n"))
+        } else {
+            // The kernel's 17 fields; sectors (512 B) read and written are the 3rd and 7th.
+            let stat = format!("0 0 {} 0 0 0 {} 0 0 0 0 0 0 0 0 0 0\n", up / 512, down / 512);
+            put(format!("{}/stat", self.dir), stat)
+        }
+    }
+}
+
+/// The simulated host's tree (removed with it) and the AER counters and the devices' traffic
+/// counters that grow in it.
 pub struct SimTree {
     writer: SysfsWriter,
     growing: Vec<Growing>,
+    devices: Vec<ClassDevice>,
 }
 
 impl SimTree {
@@ -115,8 +175,31 @@ impl SimTree {
                 })
             })
             .collect();
-        let mut tree = SimTree { writer: w, growing };
-        tree.refresh(0)?;
+        let mut devices = Vec::new();
+        let (mut nics, mut disks, mut nvmes) = (0, 0, 0);
+        for (i, port) in p.ports.iter().enumerate() {
+            let (Some(dev), Some(bdf)) = (p.device_of(port), &port.device_bdf) else {
+                continue;
+            };
+            let k = if dev.nic.is_some() {
+                &mut nics
+            } else if dev.class >> 8 == 0x0108 {
+                &mut nvmes
+            } else {
+                &mut disks
+            };
+            let func = function_dir(&w, bdf)?;
+            if let Some(d) = ClassDevice::write(&w, i, &func, dev, *k)? {
+                devices.push(d);
+                *k += 1;
+            }
+        }
+        let mut tree = SimTree {
+            writer: w,
+            growing,
+            devices,
+        };
+        tree.refresh(0, |_| (0, 0))?;
         Ok(tree)
     }
 
@@ -125,9 +208,14 @@ impl SimTree {
         self.writer.path()
     }
 
-    /// Rewrite the AER counters that grow to their counts at `now_ns` of simulated time. Each
-    /// file is replaced whole (written beside it, then renamed), so a reader never sees half.
-    pub fn refresh(&mut self, now_ns: u64) -> io::Result<()> {
+    /// Rewrite the AER counters that grow to their counts at `now_ns` of simulated time, and
+    /// each device's traffic counters to what the workloads on its port moved (`port_bytes`:
+    /// to and from the host). Each file is replaced whole (written beside it, then renamed),
+    /// so a reader never sees half.
+    pub fn refresh(&mut self, now_ns: u64, port_bytes: impl Fn(usize) -> (u64, u64)) -> io::Result<()> {
+        for d in &self.devices {
+            d.count(&self.writer, port_bytes(d.port), true)?;
+        }
         let now_ns = now_ns.saturating_add(UP_BEFORE_NS);
         for g in &self.growing {
             let mut counts = [0u64; CORRECTABLE_KINDS.len()];
@@ -160,6 +248,14 @@ impl SimTree {
 }
 
 /// The CPUs of `die`, as a cpulist (`0-63`).
+/// A function's real directory in the tree, relative to its root (`sys/devices/pci.../BDF`).
+fn function_dir(w: &SysfsWriter, bdf: &str) -> io::Result<String> {
+    let b = bdf.parse().map_err(io::Error::other)?;
+    let dev = pcie_sysfs::PciDevice::read(w.path(), b).map_err(io::Error::other)?;
+    let rel = dev.dir().strip_prefix(w.path()).map_err(io::Error::other)?;
+    Ok(rel.to_string_lossy().into_owned())
+}
+
 fn cpus(p: &PmuHostProfile, die: u32) -> String {
     let n = p.pmu.cpus_per_die;
     format!("{}-{}", die * n, die * n + n - 1)

@@ -5,7 +5,7 @@
 
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
-use crate::pmu::source::SourceArgs;
+use crate::pmu::source::{SimArgs, SourceArgs};
 use clap::Args;
 use pcie_health::{rate_name, CheckError, FunctionHealth, Options, Report, Sampling, Traffic};
 use std::fmt::Write;
@@ -21,8 +21,12 @@ pub struct CheckArgs {
     pub source: SourceArgs,
     /// Check the host an `lspci -vvv` dump describes (FILE, or - for stdin) instead: add -nn
     /// for ids, -xxxx (as root) for the exact config space (a dump holds no counters to watch)
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["source", "sysfs", "interval", "duration"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["source", "sysfs", "interval", "duration", "workloads"])]
     pub lspci: Option<PathBuf>,
+    /// With --source sim: a workload on the simulated host (repeatable, as `pmu stat
+    /// --workload`), whose traffic its devices' counters show
+    #[arg(long = "workload", value_name = "SPEC")]
+    pub workloads: Vec<String>,
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -85,7 +89,14 @@ pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
     // A simulated host's clock runs while it is checked, so its AER counters grow.
     let (root, _sim) = match &imported {
         Some(dir) => (dir.path().to_path_buf(), None),
-        None => crate::pmu::source::tree(&a.source)?,
+        None => {
+            let sim = SimArgs {
+                workloads: a.workloads.clone(),
+                fast: false,
+                seed: 1,
+            };
+            crate::pmu::source::tree(&a.source, &sim)?
+        }
     };
     let report = pcie_health::check(&root, &opts).map_err(|e| match e {
         CheckError::NoRoot(_) => CliError::Usage(format!("--sysfs {e}")),

@@ -25,7 +25,7 @@ use link::LinkDirection;
 use pcie_model::{Generation, LinkConfig, LinkParams};
 use profile::PmuHostProfile;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use storage::{Io, Job, JobSet, Storage};
 use workload::{HostWorkload, NicJob};
 
@@ -187,6 +187,8 @@ impl PmuHost {
             stop: job.runtime.map(|s| self.now + (s * 1e12) as Ps),
             rx_bytes: 0,
             tx_bytes: 0,
+            rx_ring: VecDeque::new(),
+            tx_ring: VecDeque::new(),
         };
         let (rx, tx) = (f.every(job.rx_gbps), f.every(job.tx_gbps));
         self.flows.push(f);
@@ -233,6 +235,18 @@ impl PmuHost {
             Slot::Storage(s) => self.sets[s].bytes(),
             Slot::Nic(f) => (self.flows[f].rx_bytes, self.flows[f].tx_bytes),
         }
+    }
+
+    /// Bytes every workload on port `port` moved to and from the host (as
+    /// [`PmuHost::workload_bytes`]): what its device's block device or network interface counts.
+    pub fn port_bytes(&self, port: usize) -> (u64, u64) {
+        (0..self.slots.len())
+            .filter(|&i| match self.slots[i] {
+                Slot::Storage(s) => self.sets[s].port == port,
+                Slot::Nic(f) => self.flows[f].port == port,
+            })
+            .map(|i| self.workload_bytes(i))
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     }
 
     /// What fio would report for workload `i`, a storage workload: bytes, I/Os and completion
@@ -395,6 +409,36 @@ mod tests {
         assert_eq!(h.read(rx).0, batches * (64 * (1500 + 64) + 4));
         // Downstream completions: the 64 receive descriptors (1 KiB) of each batch, cut at MPS.
         assert_eq!(h.read(tx).0, batches * 2);
+    }
+
+    #[test]
+    fn a_nic_offered_more_than_its_link_carries_counts_what_crossed_and_keeps_a_ring_at_most() {
+        // The degraded host's ConnectX-5 trained Gen3 x8 with MPS 128: 90 Gb/s received and
+        // 10 sent are more than its link carries.
+        let p = profile::PmuHostProfile::load("yitian710-degraded").unwrap();
+        let jobs = [HostWorkload::parse(&p, "port=b0:00.0,rx=90,tx=10").unwrap()];
+        let mut h = PmuHost::new(p, &jobs, 7);
+        let i = port(&h, "0000:b0:00.0");
+        let payload = h.open(i, 0x21).unwrap();
+        let capacity = pcie_model::capacity(h.link(i).unwrap()).0;
+        h.advance_to(100_000_000);
+        let (rx, tx) = h.port_bytes(i);
+        let gbps = |bytes: u64| bytes as f64 * 8.0 / 0.1 / 1e9;
+        // Only what crossed is counted: within the link's packet capacity, and what crossed
+        // the port (the payload event sees the packets and their completions) holds it.
+        assert!(gbps(rx) < capacity && gbps(rx) > 10.0, "{} of {capacity}", gbps(rx));
+        assert!(
+            h.read(payload).0 as f64 >= rx as f64,
+            "the port saw every counted packet"
+        );
+        assert!(
+            gbps(tx) > 5.0,
+            "sending goes on beside a full receive ring: {}",
+            gbps(tx)
+        );
+        // At most a ring (1024 packets) of each direction waits for the link.
+        let f = &h.flows[0];
+        assert!(f.rx_ring.len() * 64 <= 1024 && f.tx_ring.len() * 64 <= 1024);
     }
 
     #[test]

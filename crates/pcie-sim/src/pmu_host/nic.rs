@@ -5,7 +5,11 @@
 //! per packet and an interrupt; the driver then reposts the receive descriptors (a doorbell) and
 //! the NIC reads them. Per batch of sent packets the driver rings a doorbell, the NIC reads the
 //! send descriptors and then the packets, and writes their completions and an interrupt.
-//! Within a batch, the packets' full MPS pieces cross before their remainders.
+//! Within a batch, the packets' full MPS pieces cross before their remainders. Each direction
+//! has a ring of descriptors: a received batch takes some until the driver has reposted them
+//! and the NIC read them back, a sent batch until the NIC wrote its completions. On a link
+//! that cannot keep up the rings run out: received packets are dropped (the NIC has nowhere to
+//! put them), sent ones wait in the stack; neither is counted as moved.
 
 use super::link::LinkDirection;
 use super::profile::NicSpec;
@@ -13,6 +17,7 @@ use super::workload::NicJob;
 use super::{HostCosts, Port};
 use crate::time::Ps;
 use pcie_model::{LinkConfig, TlpKind};
+use std::collections::VecDeque;
 
 /// One NIC workload.
 pub(super) struct Flow {
@@ -20,9 +25,15 @@ pub(super) struct Flow {
     pub port: usize,
     pub spec: NicSpec,
     pub stop: Option<Ps>,
-    /// Packet bytes moved to and from the host.
+    /// Packet bytes moved to and from the host (not those dropped, or held back by the stack,
+    /// while the ring was full).
     pub rx_bytes: u64,
     pub tx_bytes: u64,
+    /// When the descriptors of each batch on its way come back to the ring: a received batch's
+    /// once the driver has reposted them and the NIC read them, a sent batch's once the NIC
+    /// wrote its completions.
+    pub rx_ring: VecDeque<Ps>,
+    pub tx_ring: VecDeque<Ps>,
 }
 
 impl Flow {
@@ -33,6 +44,15 @@ impl Flow {
 
     fn packets(&self) -> u64 {
         self.spec.batch as u64
+    }
+
+    /// Whether `ring` (the times its batches' descriptors come back) has no room at `t` for
+    /// another batch (one batch always has); forgets the batches back by then.
+    fn full(&self, ring: &mut VecDeque<Ps>, t: Ps) -> bool {
+        while ring.front().is_some_and(|&back| back <= t) {
+            ring.pop_front();
+        }
+        !ring.is_empty() && (ring.len() as u64 + 1) * self.packets() > self.spec.ring as u64
     }
 }
 
@@ -53,6 +73,11 @@ fn read_descriptors(
 
 /// A batch of packets received from the network at `t`.
 pub(super) fn receive(f: &mut Flow, c: &HostCosts, l: &LinkConfig, port: &mut Port, t: Ps) {
+    let mut ring = std::mem::take(&mut f.rx_ring);
+    if f.full(&mut ring, t) {
+        f.rx_ring = ring;
+        return;
+    }
     let (n, s) = (f.packets(), &f.spec);
     port.rx.send_cut(l, t, TlpKind::MWr, f.job.pkt, l.mps, n);
     port.rx.send(l, t, TlpKind::MWr, s.completion_bytes, n);
@@ -60,7 +85,7 @@ pub(super) fn receive(f: &mut Flow, c: &HostCosts, l: &LinkConfig, port: &mut Po
     let handled = irq + c.reap.draw(&mut port.rng);
     let rung = port.tx.send(l, handled, TlpKind::MWr, s.doorbell_bytes, 1) + c.wire;
     let mem = c.memory_read.draw(&mut port.rng);
-    read_descriptors(
+    ring.push_back(read_descriptors(
         c,
         l,
         &mut port.rx,
@@ -68,12 +93,18 @@ pub(super) fn receive(f: &mut Flow, c: &HostCosts, l: &LinkConfig, port: &mut Po
         rung,
         s.rx_descriptor_bytes * n as u32,
         mem,
-    );
+    ));
+    f.rx_ring = ring;
     f.rx_bytes += n * f.job.pkt as u64;
 }
 
 /// A batch of packets the driver hands to the NIC at `t`.
 pub(super) fn transmit(f: &mut Flow, c: &HostCosts, l: &LinkConfig, port: &mut Port, t: Ps) {
+    let mut ring = std::mem::take(&mut f.tx_ring);
+    if f.full(&mut ring, t) {
+        f.tx_ring = ring;
+        return;
+    }
     let (n, s) = (f.packets(), &f.spec);
     let rung = port.tx.send(l, t, TlpKind::MWr, s.doorbell_bytes, 1) + c.wire;
     let mem = c.memory_read.draw(&mut port.rng);
@@ -88,7 +119,8 @@ pub(super) fn transmit(f: &mut Flow, c: &HostCosts, l: &LinkConfig, port: &mut P
     );
     let asked = port.rx.send_cut(l, described, TlpKind::MRd, f.job.pkt, l.mrrs, n) + c.wire;
     let sent = port.tx.send_cut(l, asked + mem, TlpKind::CplD, f.job.pkt, l.mps, n) + c.wire;
-    port.rx.send(l, sent, TlpKind::MWr, s.completion_bytes, n);
+    ring.push_back(port.rx.send(l, sent, TlpKind::MWr, s.completion_bytes, n));
     port.rx.send(l, sent, TlpKind::MWr, s.interrupt_bytes, 1);
+    f.tx_ring = ring;
     f.tx_bytes += n * f.job.pkt as u64;
 }

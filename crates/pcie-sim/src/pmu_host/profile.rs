@@ -156,6 +156,10 @@ pub struct NicSpec {
     pub line_gbps: f64,
     /// Packets per doorbell, descriptor read and interrupt.
     pub batch: u32,
+    /// Descriptors in each of the receive and send rings: the packets the NIC and the driver
+    /// can have on their way over the link (one batch always may). When the link falls behind
+    /// by more than a ring of packets, received ones are dropped and sent ones wait in the stack.
+    pub ring: u32,
     /// Receive and send descriptors the NIC reads from host memory, one per packet.
     pub rx_descriptor_bytes: u32,
     pub tx_descriptor_bytes: u32,
@@ -551,6 +555,9 @@ fn check_nic(key: &str, n: &NicSpec) -> Result<(), String> {
     above_zero(&format!("{key}.nic.line_gbps"), n.line_gbps, 1e4, " Gb/s")?;
     if n.batch == 0 || n.batch > 4096 {
         return Err(format!("{key}.nic.batch = {}: must be between 1 and 4096", n.batch));
+    }
+    if n.ring == 0 || n.ring > 65536 {
+        return Err(format!("{key}.nic.ring = {}: must be between 1 and 65536", n.ring));
     }
     for (k, v) in [
         ("rx_descriptor_bytes", n.rx_descriptor_bytes),

@@ -180,7 +180,7 @@ pub struct StorageStats {
 /// One `--workload`: its jobs share these totals.
 pub(super) struct JobSet {
     job: StorageJob,
-    port: usize,
+    pub(super) port: usize,
     start: Ps,
     stop: Option<Ps>,
     /// I/Os reaped, as fio counts them.

@@ -139,14 +139,22 @@ impl Drop for RunningSim {
 }
 
 /// The tree `--source` names, for readers of PCI functions (`check`): `--sysfs` with `perf`,
-/// or a simulated host's, running until the [`RunningSim`] is dropped (its tree with it).
-pub fn tree(a: &SourceArgs) -> Result<(PathBuf, Option<RunningSim>), CliError> {
+/// or a simulated host's running `sim`'s workloads, paced to the wall clock, until the
+/// [`RunningSim`] is dropped (its tree with it).
+pub fn tree(a: &SourceArgs, sim: &SimArgs) -> Result<(PathBuf, Option<RunningSim>), CliError> {
     let source = Source::parse(&a.source)?;
-    check_combination(a, &source, None)?;
+    check_combination(a, &source, Some(sim))?;
     let Source::Sim(p) = source else {
         return Ok((a.sysfs.clone(), None));
     };
-    let (sys, mut host) = start_sim(load_profile(&p)?, &[], 1, true)?;
+    let profile = load_profile(&p)?;
+    let jobs = sim
+        .workloads
+        .iter()
+        .map(|w| HostWorkload::parse(&profile, w))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(workload_err)?;
+    let (sys, mut host) = start_sim(profile, &jobs, sim.seed, true)?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = Arc::clone(&stop);
     let clock = std::thread::spawn(move || {

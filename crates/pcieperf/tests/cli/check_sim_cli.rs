@@ -80,3 +80,51 @@ fn a_simulated_host_has_its_own_tree() {
     let e = refused(&["check", "--source", "sim:pentium"]);
     assert!(e.contains("sim:pentium") && e.contains("yitian710-degraded"), "{e}");
 }
+
+/// The simulated host's devices as their drivers' classes show them: with `--workload`s, the
+/// SATA disk and the ConnectX-5's interface count what moved, and `-I` gives their rates.
+#[test]
+fn a_simulated_hosts_workloads_show_as_its_devices_traffic() {
+    let (v, code) = json(&[
+        "--source",
+        "sim",
+        "--workload",
+        "port=00:02.0,rw=read,bs=1M,iodepth=32",
+        "--workload",
+        "port=b0:00.0,rx=40,tx=10",
+        "-I",
+        "200",
+        "--duration",
+        "0.6",
+    ]);
+    assert_eq!(code, Some(0), "{v}");
+    let traffic = |bdf: &str| {
+        v["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["bdf"] == bdf)
+            .unwrap()["traffic"]
+            .clone()
+    };
+    let (sata, nic) = (traffic("0000:04:00.0"), traffic("0000:b1:00.0"));
+    assert_eq!(
+        (&sata["devices"], &nic["devices"]),
+        (&serde_json::json!(["sda"]), &serde_json::json!(["eth0"]))
+    );
+    let rate = |t: &serde_json::Value, k: &str| t[k].as_f64().unwrap_or_else(|| panic!("{k}: {t}"));
+    // Reads: the disk writes into host memory (upstream), about the SATA SSD's 560 MB/s.
+    assert!((2.0..6.0).contains(&rate(&sata, "upstream_gbps")), "{sata}");
+    assert_eq!(rate(&sata, "downstream_gbps"), 0.0);
+    // The NIC's packets at its workload's rates, within what its x16 path carries.
+    assert!((35.0..45.0).contains(&rate(&nic, "upstream_gbps")), "{nic}");
+    assert!((8.0..12.0).contains(&rate(&nic, "downstream_gbps")), "{nic}");
+    assert!(rate(&nic, "upstream_gbps") < rate(&nic, "upstream_capacity_gbps"));
+    // The host's other functions have no block device or interface.
+    assert!(traffic("0000:03:00.0").is_null());
+    let e = refused(&["check", "--workload", "port=00:02.0,rw=read"]);
+    assert!(
+        e.contains("--workload port=00:02.0,rw=read: only with --source sim"),
+        "{e}"
+    );
+}

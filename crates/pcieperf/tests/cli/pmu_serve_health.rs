@@ -303,6 +303,6 @@ fn prometheus_fires_the_degraded_link_alert_and_the_dashboard_finds_its_series()
             queries += 1;
         }
     }
-    assert_eq!(queries, 10);
+    assert_eq!(queries, 12);
     std::fs::remove_dir_all(&dir).unwrap();
 }
