@@ -7,8 +7,8 @@ use crate::cost::{lost_pct, rate_name, Prices, Setting, DEFAULT_MPS, DEFAULT_MRR
 use crate::finding::{Finding, Kind, Severity};
 use crate::path;
 use crate::read::Func;
-use crate::report::{AerState, FunctionHealth, Hop, Tags};
-use crate::traffic::{Traffic, BUSY_PCT};
+use crate::report::{AerState, FunctionHealth, Hop, Tags, Traffic};
+use crate::traffic::BUSY_PCT;
 use pcie_sysfs::{PcieCapability, PortType};
 
 /// Lost share of 4 KiB DMA bandwidth from which a priced finding is a warning.

@@ -37,8 +37,8 @@ pub use aer::{interval_rates, AerRates, Sampling, CORRECTABLE_ERROR_PER_S, CORRE
 pub use checks::{CONFIG_CHECKS, MIN_LOST_PCT, NEEDS_ROOT, WARN_LOST_PCT};
 pub use cost::{rate_name, read_rtt, DMA_BYTES, RTT_64B_NS, RTT_PER_LINE_NS};
 pub use finding::{Finding, Kind, Severity};
-pub use report::{AerState, FunctionHealth, Hop, LinkEnd, Report, Skipped, Tags};
-pub use traffic::{Traffic, BUSY_PCT};
+pub use report::{AerState, FunctionHealth, Hop, LinkEnd, Report, Skipped, Tags, Traffic};
+pub use traffic::BUSY_PCT;
 
 use pcie_sysfs::{PciDevice, SysfsError};
 use std::fmt;

@@ -3,7 +3,6 @@
 //! `pcieperf check --format json`.
 
 use crate::finding::{Finding, Severity};
-use crate::traffic::Traffic;
 use pcie_sysfs::Bdf;
 use serde::Serialize;
 
@@ -68,6 +67,27 @@ pub struct AerState {
     /// cleared), correctable then uncorrectable; empty where config space does not show them.
     pub status_correctable: Vec<&'static str>,
     pub status_uncorrectable: Vec<&'static str>,
+}
+
+/// What a function's block devices and network interfaces moved.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Traffic {
+    /// The devices below the function (`nvme0n1`, `eth0`).
+    pub devices: Vec<String>,
+    /// Bytes since they appeared, at the end of the check: written into host memory by the
+    /// device (block reads, received bytes) and read from it (block writes, sent bytes).
+    pub upstream_bytes: u64,
+    pub downstream_bytes: u64,
+    /// With sampling: payload Gb/s over the whole time and at its busiest interval, by direction.
+    pub upstream_gbps: Option<f64>,
+    pub upstream_peak_gbps: Option<f64>,
+    pub downstream_gbps: Option<f64>,
+    pub downstream_peak_gbps: Option<f64>,
+    /// What the model gives 4 KiB DMA writes (upstream) and reads (downstream) through the
+    /// path as it runs, at the function's MPS, MRRS and tags (256, 512 and 8-bit where config
+    /// space is unreadable).
+    pub upstream_capacity_gbps: Option<f64>,
+    pub downstream_capacity_gbps: Option<f64>,
 }
 
 /// One PCI function and the link-health facts about it.

@@ -5,34 +5,13 @@
 //! [`BUSY_PCT`] of that at its busiest interval is the device's bottleneck.
 
 use crate::read::Func;
+use crate::report::Traffic;
 use pcie_sysfs::{read_traffic, DeviceTraffic, SysfsError};
-use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
 
 /// Share of the model's bandwidth from which a link's payload makes a `link_busy` finding.
 pub const BUSY_PCT: f64 = 90.0;
-
-/// What a function's block devices and network interfaces moved.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
-pub struct Traffic {
-    /// The devices below the function (`nvme0n1`, `eth0`).
-    pub devices: Vec<String>,
-    /// Bytes since they appeared, at the end of the check: written into host memory by the
-    /// device (block reads, received bytes) and read from it (block writes, sent bytes).
-    pub upstream_bytes: u64,
-    pub downstream_bytes: u64,
-    /// With sampling: payload Gb/s over the whole time and at its busiest interval, by direction.
-    pub upstream_gbps: Option<f64>,
-    pub upstream_peak_gbps: Option<f64>,
-    pub downstream_gbps: Option<f64>,
-    pub downstream_peak_gbps: Option<f64>,
-    /// What the model gives 4 KiB DMA writes (upstream) and reads (downstream) through the
-    /// path as it runs, at the function's MPS, MRRS and tags (256, 512 and 8-bit where config
-    /// space is unreadable).
-    pub upstream_capacity_gbps: Option<f64>,
-    pub downstream_capacity_gbps: Option<f64>,
-}
 
 /// Per function, the upstream and downstream byte totals of the devices below it.
 type Totals = Vec<Option<(u64, u64, Vec<String>)>>;

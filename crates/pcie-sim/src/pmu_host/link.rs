@@ -3,9 +3,10 @@
 //!
 //! TLPs are sent in bursts of equal TLPs (a data chunk cut at MPS, a command read); a burst's
 //! k-th TLP has crossed at `start + (k + 1) × tlp_ps`, so the payload that crossed by a moment is
-//! worked out per burst, not per TLP, and is still exact to the TLP.
+//! worked out per burst, not per TLP, and is still exact to the TLP. The simulation issues
+//! sends in the order it works them out, not in the order their TLPs are ready; each takes the
+//! link's first idle time from its ready time on, a burst cut where it does not fit.
 
-use crate::queue::Server;
 use crate::time::Ps;
 use pcie_model::{LinkConfig, Tlp, TlpKind};
 use std::collections::VecDeque;
@@ -73,12 +74,24 @@ impl Burst {
     }
 }
 
-/// A link direction: FIFO serialiser plus ledger.
+/// Idle times too short for a send's TLPs that it passes before it goes after the last
+/// reservation.
+const MAX_GAPS: u32 = 16;
+
+/// A link direction: a serialiser that fills the link's idle time, plus the ledger.
 #[derive(Debug, Clone)]
 pub struct LinkDirection {
-    server: Server,
     ps_per_byte: f64,
+    /// When the direction is taken, `(start, end)` in time order: disjoint, touching ones
+    /// merged, those over by the last ledger query dropped. A send fills the idle time from
+    /// when its TLPs are ready, TLP by TLP, so one whose data is ready later (a read's
+    /// completions, a descriptor fetch after the driver's doorbell) never holds the link idle
+    /// for one issued after it but ready sooner.
+    busy: VecDeque<(Ps, Ps)>,
+    /// Bursts not yet folded into `settled`, in time order (their times never overlap).
     pending: VecDeque<Burst>,
+    /// Where a send's TLPs go (start, count): kept between sends, not allocated for each.
+    pieces: Vec<(Ps, u64)>,
     settled: Tally,
     /// No ledger query may look before this moment (bursts before it were folded in).
     settled_at: Ps,
@@ -88,16 +101,18 @@ impl LinkDirection {
     /// A direction of `link` (its packet capacity sets the time per byte).
     pub fn new(link: &LinkConfig) -> LinkDirection {
         LinkDirection {
-            server: Server::default(),
             ps_per_byte: 8000.0 / pcie_model::capacity(link).0,
+            busy: VecDeque::new(),
             pending: VecDeque::new(),
+            pieces: Vec::new(),
             settled: Tally::default(),
             settled_at: 0,
         }
     }
 
     /// Send `n` TLPs of `kind` with `len` payload bytes each (requested bytes for MRd), ready at
-    /// `ready`. Returns when the last one has left.
+    /// `ready`: each in the first idle time from then (never before the last ledger query).
+    /// Returns when the last one has left.
     pub fn send(&mut self, link: &LinkConfig, ready: Ps, kind: TlpKind, len: u32, n: u64) -> Ps {
         if n == 0 {
             return ready;
@@ -108,13 +123,17 @@ impl LinkDirection {
         };
         let wire = tlp.wire_bytes(link) as u64;
         let tlp_ps = ((wire as f64 * self.ps_per_byte + 0.5) as Ps).max(1);
-        let start = self.server.serve(ready, n * tlp_ps);
         let dw = if kind == TlpKind::MRd {
             0
         } else {
             len.div_ceil(4) as u64
         };
-        let b = Burst {
+        // Where the TLPs go: the idle times from `ready` on (after a reservation that holds
+        // it), what fits of them in each; after MAX_GAPS idle times too short for one TLP,
+        // after the last reservation. The reservations ahead of `ready` are few (sends placed
+        // ahead in time), so they are found from the end.
+        let mut at = ready.max(self.settled_at);
+        let b = |start, n| Burst {
             start,
             tlp_ps,
             n,
@@ -122,8 +141,82 @@ impl LinkDirection {
             wire,
             kind: kind_index(kind),
         };
-        self.pending.push_back(b);
-        b.end()
+        // Mostly nothing is reserved past `at`: the TLPs go at the end, back to back.
+        match self.busy.back_mut() {
+            Some(last) if last.1 <= at => {
+                let burst = b(at, n);
+                if last.1 == at {
+                    last.1 = burst.end();
+                } else {
+                    self.busy.push_back((at, burst.end()));
+                }
+                self.pending.push_back(burst);
+                return burst.end();
+            }
+            None => {
+                let burst = b(at, n);
+                self.busy.push_back((at, burst.end()));
+                self.pending.push_back(burst);
+                return burst.end();
+            }
+            Some(_) => {}
+        }
+        let ahead = self.busy.iter().rev().take_while(|r| r.1 > at).count();
+        let first = self.busy.len() - ahead;
+        let mut pieces = std::mem::take(&mut self.pieces);
+        pieces.clear();
+        let (mut left, mut gaps) = (n, 0);
+        for &(s, e) in self.busy.range(first..) {
+            let fit = (s.saturating_sub(at) / tlp_ps).min(left);
+            if fit > 0 {
+                pieces.push((at, fit));
+                left -= fit;
+            } else if s > at {
+                gaps += 1;
+            }
+            if left == 0 || gaps == MAX_GAPS {
+                break;
+            }
+            at = at.max(e);
+        }
+        if left > 0 {
+            let tail = self.busy.back().map_or(at, |r| r.1.max(at));
+            pieces.push((if gaps == MAX_GAPS { tail } else { at }, left));
+        }
+        let mut end = ready;
+        for &(start, n) in &pieces {
+            let b = b(start, n);
+            end = b.end();
+            self.reserve(start, end);
+            // After the bursts that start sooner: almost always at the end, so counted from it.
+            let later = self.pending.iter().rev().take_while(|p| p.start > start).count();
+            self.pending.insert(self.pending.len() - later, b);
+        }
+        self.pieces = pieces;
+        end
+    }
+
+    /// Forgets the reservations over by `t`: every send from now on is ready at `t` or later.
+    pub fn forget_before(&mut self, t: Ps) {
+        while self.busy.front().is_some_and(|r| r.1 <= t) {
+            self.busy.pop_front();
+        }
+    }
+
+    /// Takes `[start, end)`, merged with the reservations it touches.
+    fn reserve(&mut self, start: Ps, end: Ps) {
+        let after = self.busy.iter().rev().take_while(|r| r.0 > start).count();
+        let i = self.busy.len() - after;
+        let joins_next = self.busy.get(i).is_some_and(|r| r.0 == end);
+        match (i.checked_sub(1).filter(|&p| self.busy[p].1 == start), joins_next) {
+            (Some(p), true) => {
+                self.busy[p].1 = self.busy[i].1;
+                self.busy.remove(i);
+            }
+            (Some(p), false) => self.busy[p].1 = end,
+            (None, true) => self.busy[i].0 = start,
+            (None, false) => self.busy.insert(i, (start, end)),
+        }
     }
 
     /// Send `times` transfers of `len` bytes, each cut into pieces of at most `piece` (writes at
@@ -148,6 +241,7 @@ impl LinkDirection {
             self.pending.pop_front();
         }
         self.settled_at = self.settled_at.max(t);
+        self.forget_before(self.settled_at);
         let mut tally = self.settled;
         for b in self.pending.iter().take_while(|b| b.start < t) {
             tally.add(b, b.crossed(t));
@@ -201,5 +295,24 @@ mod tests {
         let b = d.send(&l, 0, TlpKind::MWr, 256, 4);
         assert_eq!(b, 2 * a, "the second burst waits for the first");
         assert_eq!(d.at(a).tlps_of(TlpKind::MWr), 4);
+    }
+
+    #[test]
+    fn a_send_ready_sooner_fills_the_idle_time_before_one_ready_later() {
+        let l = link();
+        let mut d = LinkDirection::new(&l);
+        let tlp = d.send(&l, 0, TlpKind::MWr, 256, 1);
+        // Issued first, ready at 10 TLP times: the link is idle before it.
+        let late = d.send(&l, 10 * tlp, TlpKind::MWr, 256, 4);
+        assert_eq!(late, 14 * tlp);
+        // Issued after it, ready at once: 9 TLPs fill the idle time, the rest follow the late
+        // burst.
+        let soon = d.send(&l, tlp, TlpKind::MWr, 256, 12);
+        assert_eq!(soon, 17 * tlp);
+        assert_eq!(d.at(10 * tlp).tlps_of(TlpKind::MWr), 10, "busy from the start");
+        assert_eq!(d.at(14 * tlp).tlps_of(TlpKind::MWr), 14);
+        assert_eq!(d.at(17 * tlp).tlps_of(TlpKind::MWr), 17);
+        // Nothing goes before the last query.
+        assert_eq!(d.send(&l, 0, TlpKind::MWr, 256, 1), 18 * tlp);
     }
 }

@@ -71,12 +71,18 @@ enum Ev {
     NicTx(usize),
 }
 
+/// How often (simulated time) the links forget their reservations that are over: every 1 ms
+/// (a NIC at line rate makes some 500 a millisecond; a send finds its place from the end).
+const FORGET_EVERY: Ps = 1_000_000_000;
+
 /// The simulated host.
 pub struct PmuHost {
     profile: PmuHostProfile,
     ports: Vec<Port>,
     bank: Bank,
     now: Ps,
+    /// When the links last forgot their reservations that were over.
+    forgot_at: Ps,
     queue: BinaryHeap<Reverse<(Ps, u64, Ev)>>,
     seq: u64,
     slots: Vec<Slot>,
@@ -148,6 +154,7 @@ impl PmuHost {
             },
             ports,
             now: 0,
+            forgot_at: 0,
             queue: BinaryHeap::new(),
             seq: 0,
             slots: Vec::new(),
@@ -272,6 +279,15 @@ impl PmuHost {
             }
             self.queue.pop();
             self.now = te;
+            // Every send from here on is ready at `te` or later: the links forget what is over
+            // (now and then; their reservations stay few).
+            if te >= self.forgot_at + FORGET_EVERY {
+                for p in &mut self.ports {
+                    p.rx.forget_before(te);
+                    p.tx.forget_before(te);
+                }
+                self.forgot_at = te;
+            }
             self.handle(ev);
         }
         self.now = t;

@@ -122,6 +122,24 @@ fn a_simulated_hosts_workloads_show_as_its_devices_traffic() {
     assert!(rate(&nic, "upstream_gbps") < rate(&nic, "upstream_capacity_gbps"));
     // The host's other functions have no block device or interface.
     assert!(traffic("0000:03:00.0").is_null());
+    // The degraded host's ConnectX-5 (Gen3 x8, MPS 128) offered 90 Gb/s: its link runs full.
+    let (v, code) = json(&[
+        "--source",
+        "sim:yitian710-degraded",
+        "--workload",
+        "port=b0:00.0,rx=90,tx=10",
+        "-I",
+        "200",
+        "--duration",
+        "0.6",
+    ]);
+    assert_eq!(code, Some(3), "its faults are warnings");
+    let busy = findings(&v);
+    assert!(
+        busy.iter()
+            .any(|(b, k, s)| b == "0000:b1:00.0" && k == "link_busy" && s == "info"),
+        "{busy:?}"
+    );
     let e = refused(&["check", "--workload", "port=00:02.0,rw=read"]);
     assert!(
         e.contains("--workload port=00:02.0,rw=read: only with --source sim"),
