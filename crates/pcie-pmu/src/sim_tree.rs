@@ -7,7 +7,8 @@
 //! The profile's `[[fault]]`s show here as a real host shows them: a link that trained low in the
 //! speed and width files and Link Status, MPS/MRRS in Device Control, ASPM in Link Control, and
 //! correctable errors counted in `aer_dev_correctable` and the root port's
-//! `aer_rootport_total_err_cor`, which [`SimTree::refresh`] rewrites as simulated time goes on.
+//! `aer_rootport_total_err_cor`, which [`SimTree::refresh`] rewrites as simulated time goes on,
+//! with each device's block or network traffic counters (what its port's workloads moved).
 
 use crate::sysfs_writer::{dwc_pmu, DwcVariant, SysfsWriter};
 use pcie_model::Generation;
@@ -247,7 +248,6 @@ impl SimTree {
     }
 }
 
-/// The CPUs of `die`, as a cpulist (`0-63`).
 /// A function's real directory in the tree, relative to its root (`sys/devices/pci.../BDF`).
 fn function_dir(w: &SysfsWriter, bdf: &str) -> io::Result<String> {
     let b = bdf.parse().map_err(io::Error::other)?;
@@ -256,6 +256,7 @@ fn function_dir(w: &SysfsWriter, bdf: &str) -> io::Result<String> {
     Ok(rel.to_string_lossy().into_owned())
 }
 
+/// The CPUs of `die`, as a cpulist (`0-63`).
 fn cpus(p: &PmuHostProfile, die: u32) -> String {
     let n = p.pmu.cpus_per_die;
     format!("{}-{}", die * n, die * n + n - 1)
