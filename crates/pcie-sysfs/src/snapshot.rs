@@ -1,7 +1,8 @@
 //! A copy of exactly the sysfs and procfs files pcieperf reads, laid out as on the host, so
 //! every reader runs offline on it with `--sysfs DIR` (a user attaches it to a bug report):
 //! each PCI function's [`DEVICE_FILES`] and driver link, each PMU's own files with its
-//! `format/` and `events/`, the NUMA nodes' CPU lists, the ASPM policy and `proc/cpuinfo`.
+//! `format/` and `events/`, the block devices' and network interfaces' traffic counters (those
+//! of PCI functions), the NUMA nodes' CPU lists, the ASPM policy and `proc/cpuinfo`.
 //! The Device Serial Number capability is blanked in every config space copied. Files the
 //! host does not let us read are left out and listed.
 
@@ -9,6 +10,7 @@ use crate::config_space::blank_serial;
 use crate::device::{DEVICE_FILES, PCI_DEVICES};
 use crate::files::list_dir;
 use crate::host::{ASPM_POLICY, NUMA_NODES};
+use crate::traffic::{BLOCK, NET};
 use crate::tree::symlink;
 use std::fs;
 use std::io::{self, Read};
@@ -26,6 +28,8 @@ const FILE_MAX: u64 = 1 << 20;
 pub struct SnapshotSummary {
     pub functions: usize,
     pub pmus: usize,
+    /// Block devices and network interfaces of PCI functions, with their traffic counters.
+    pub devices: usize,
     pub files: usize,
     pub serials_blanked: usize,
     /// Files that exist but could not be read (`path: reason`).
@@ -168,6 +172,32 @@ impl Copier<'_> {
         Ok(())
     }
 
+    /// The block devices and network interfaces that live below a PCI function (their class
+    /// links, `stat` and `statistics/rx_bytes`, `tx_bytes`); virtual ones (loop, dm, bridges)
+    /// are left out.
+    fn traffic(&mut self) -> Result<(), SnapshotError> {
+        for (class, files) in [
+            (BLOCK, &["stat"][..]),
+            (NET, &["statistics/rx_bytes", "statistics/tx_bytes"][..]),
+        ] {
+            for name in list_dir(&self.root.join(class)).unwrap_or_default() {
+                let Some(real) = self.real(&self.root.join(class).join(&name)) else {
+                    continue;
+                };
+                if !real.to_string_lossy().starts_with("sys/devices/pci") {
+                    continue;
+                }
+                for file in files {
+                    self.copy(&real.join(file), |_| {})?;
+                }
+                fs::create_dir_all(self.out.join(&real)).map_err(io_at(&self.out.join(&real)))?;
+                self.link(class, &name, &real)?;
+                self.summary.devices += 1;
+            }
+        }
+        Ok(())
+    }
+
     fn host(&mut self) -> Result<(), SnapshotError> {
         self.copy(Path::new("proc/cpuinfo"), |_| {})?;
         self.copy(Path::new(ASPM_POLICY), |_| {})?;
@@ -204,6 +234,7 @@ pub fn snapshot(root: &Path, out: &Path) -> Result<SnapshotSummary, SnapshotErro
     };
     c.pci_functions()?;
     c.pmus()?;
+    c.traffic()?;
     c.host()?;
     Ok(c.summary)
 }
@@ -247,10 +278,34 @@ mod tests {
         let nic_dir = PciDevice::discover(&root).unwrap()[1].dir().to_path_buf();
         let up = "../".repeat(nic_dir.strip_prefix(&root).unwrap().components().count() - 1);
         std::os::unix::fs::symlink(format!("{up}kernel/iommu_groups/12"), nic_dir.join("iommu_group")).unwrap();
+        // The NIC's interface and a virtual one: only the NIC's traffic is copied.
+        for (dir, name) in [
+            (nic_dir.join("net/eth0"), "eth0"),
+            (root.join("sys/devices/virtual/net/lo"), "lo"),
+        ] {
+            fs::create_dir_all(dir.join("statistics")).unwrap();
+            fs::write(dir.join("statistics/rx_bytes"), "1000\n").unwrap();
+            fs::write(dir.join("statistics/tx_bytes"), "20\n").unwrap();
+            fs::create_dir_all(root.join("sys/class/net")).unwrap();
+            std::os::unix::fs::symlink(&dir, root.join("sys/class/net").join(name)).unwrap();
+        }
 
         let s = snapshot(&root, &out).unwrap();
-        assert_eq!((s.functions, s.pmus, s.serials_blanked), (2, 0, 1));
-        assert_eq!(s.files, 8, "{s:?}");
+        assert_eq!((s.functions, s.pmus, s.devices, s.serials_blanked), (2, 0, 1, 1));
+        assert_eq!(s.files, 10, "{s:?}");
+        let traffic = crate::read_traffic(&out).unwrap();
+        assert_eq!(traffic.len(), 1);
+        assert_eq!(
+            (
+                traffic[0].name.as_str(),
+                traffic[0].upstream_bytes,
+                traffic[0].downstream_bytes
+            ),
+            ("eth0", 1000, 20)
+        );
+        assert!(traffic[0]
+            .dir
+            .starts_with(out.join(nic_dir.strip_prefix(&root).unwrap())));
         let (host, copy) = (PciDevice::discover(&root).unwrap(), PciDevice::discover(&out).unwrap());
         assert_eq!(host.len(), copy.len());
         for (h, c) in host.iter().zip(&copy) {

@@ -153,10 +153,11 @@ pub fn snapshot(a: &SnapshotArgs) -> Result<String, CliError> {
         eprintln!("warning: not copied: {u}");
     }
     Ok(format!(
-        "{}: {} PCI functions, {} PMUs, {} files ({} serial numbers blanked); read it with --sysfs {}\n",
+        "{}: {} PCI functions, {} PMUs, {} block devices and interfaces, {} files ({} serial numbers blanked); read it with --sysfs {}\n",
         a.output.display(),
         s.functions,
         s.pmus,
+        s.devices,
         s.files,
         s.serials_blanked,
         a.output.display()

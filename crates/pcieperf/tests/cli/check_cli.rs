@@ -160,12 +160,16 @@ fn a_snapshot_reads_offline_like_the_host() {
         "proc/cpuinfo",
         "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 106\n",
     );
+    fixture::block_device(t.path(), "0000:31:00.0", "nvme0n1", 2_000, 1_000).unwrap();
     let host = t.path().to_str().unwrap();
     let out = pcie_pmu::fixture::Tree::new("check-cli-snap-out");
     let snap = out.path().join("snap");
     let snap_s = snap.to_str().unwrap();
     let said = ok(&["snapshot", "--sysfs", host, "-o", snap_s]);
-    assert!(said.contains(": 15 PCI functions, 1 PMUs, "), "{said}");
+    assert!(
+        said.contains(": 15 PCI functions, 1 PMUs, 1 block devices and interfaces, "),
+        "{said}"
+    );
     let json = |root: &str| findings(&["check", "--sysfs", root, "--format", "json"]);
     assert_eq!(json(host), json(snap_s));
     let pmus = |root: &str| ok(&["pmu", "list", "--sysfs", root, "--format", "json"]);
