@@ -263,7 +263,9 @@ pub fn run(a: &ServeArgs) -> Result<String, CliError> {
         command: &[],
     };
     let Some(mut mon) = mon else {
-        eprintln!("pcieperf pmu serve: no PCIe PMU on this host: serving link health only");
+        eprintln!(
+            "pcieperf pmu serve: no PCIe PMU on this host: serving link health and the devices' block and network traffic only"
+        );
         let end = a.duration.map(|d| Instant::now() + Duration::from_secs_f64(d));
         while !cancel.load(Ordering::Relaxed) && end.is_none_or(|e| Instant::now() < e) {
             std::thread::sleep(Duration::from_millis(50));

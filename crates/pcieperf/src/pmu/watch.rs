@@ -56,7 +56,8 @@ impl WatchArgs {
             payload_events(&sys)
                 .map_err(|e| match e {
                     MonitorError::NoPayloadEvents => usage(format!(
-                        "{place}: {e}; name events with -e (e.g. -e software/cpu-clock/), see `pcieperf pmu list`"
+                        "{place}: {e}; name events with -e (e.g. -e software/cpu-clock/), see `pcieperf pmu list`; \
+                         what each device's block devices and interfaces move: `pcieperf check -I 1000 --duration 10`"
                     )),
                     e => e.into(),
                 })?
