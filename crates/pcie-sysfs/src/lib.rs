@@ -25,7 +25,9 @@
 //! - [`snapshot`]: a copy of exactly the files pcieperf reads, for `--sysfs DIR` offline;
 //!   [`lspci`]: the same tree laid out from an `lspci -vvv` dump (a bug report's).
 //! - [`files`]: the file conventions (trimmed attributes, sorted listings, `0x` numbers) other
-//!   sysfs readers share.
+//!   sysfs readers share, and [`files::Dir`], a directory held open whose files are opened by
+//!   name (a function's twenty files without twenty walks of its path); a large tree is read on
+//!   several threads ([`PciDevice::discover_map`]).
 //!
 //! ```
 //! use pcie_sysfs::{Bdf, PciDevice};
