@@ -84,6 +84,19 @@ pub fn start_sim(
     SimHost::start(profile, workloads, seed, paced).map_err(|e| CliError::Runtime(e.to_string()))
 }
 
+/// Start the simulated host `profile` running `sim`'s workloads (checked against it) with its
+/// seed.
+fn start_workloads(profile: &str, sim: &SimArgs, paced: bool) -> Result<(System, SimHost), CliError> {
+    let profile = load_profile(profile)?;
+    let jobs = sim
+        .workloads
+        .iter()
+        .map(|w| HostWorkload::parse(&profile, w))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(workload_err)?;
+    start_sim(profile, &jobs, sim.seed, paced)
+}
+
 /// This host's PMUs under `--sysfs`; a root that is not a sysfs tree is a usage error.
 pub fn discover_perf(root: &std::path::Path) -> Result<System, CliError> {
     System::discover(root).map_err(|e| match e {
@@ -147,14 +160,7 @@ pub fn tree(a: &SourceArgs, sim: &SimArgs) -> Result<(PathBuf, Option<RunningSim
     let Source::Sim(p) = source else {
         return Ok((a.sysfs.clone(), None));
     };
-    let profile = load_profile(&p)?;
-    let jobs = sim
-        .workloads
-        .iter()
-        .map(|w| HostWorkload::parse(&profile, w))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(workload_err)?;
-    let (sys, mut host) = start_sim(profile, &jobs, sim.seed, true)?;
+    let (sys, mut host) = start_workloads(&p, sim, true)?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = Arc::clone(&stop);
     let clock = std::thread::spawn(move || {
@@ -180,14 +186,7 @@ pub fn open(a: &SourceArgs, sim: &SimArgs) -> Result<(System, Box<dyn CounterSou
     match source {
         Source::Perf => Ok((discover_perf(&a.sysfs)?, Box::new(PerfEvents::new()))),
         Source::Sim(p) => {
-            let profile = load_profile(&p)?;
-            let jobs = sim
-                .workloads
-                .iter()
-                .map(|w| HostWorkload::parse(&profile, w))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(workload_err)?;
-            let (sys, host) = start_sim(profile, &jobs, sim.seed, !sim.fast)?;
+            let (sys, host) = start_workloads(&p, sim, !sim.fast)?;
             Ok((sys, Box::new(host)))
         }
     }
