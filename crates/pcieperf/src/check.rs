@@ -287,16 +287,7 @@ fn human(r: &Report) -> String {
         .partition(|f| f.link.is_some() || !f.path.is_empty() || found.contains(&f.bdf));
     if !devices.is_empty() {
         out.push_str("\nDevices (Gb/s: 4 KiB DMA writes through the path now, and with every hop at its best):\n");
-        let shown: Vec<&Column> = COLUMNS.iter().filter(|c| c.2).collect();
-        let mut heads = vec![("bdf", "Function")];
-        heads.extend(shown.iter().map(|c| (c.0, c.1)));
-        let mut t = Table::new(&heads);
-        for f in &devices {
-            let mut row = vec![Cell::text(f.bdf.to_string())];
-            row.extend(shown.iter().map(|c| (c.3)(f)));
-            t.push(row);
-        }
-        out.push_str(&t.to_human());
+        out.push_str(&function_table(&COLUMNS, &devices));
         let paths: Vec<&&FunctionHealth> = devices.iter().filter(|f| !f.path.is_empty()).collect();
         if !paths.is_empty() {
             out.push_str("\nPaths from the root port (each link as it runs, of what both its ends can do):\n");
@@ -318,15 +309,7 @@ fn human(r: &Report) -> String {
                 "\nTraffic (Gb/s of payload the block devices and interfaces counted, over the whole time and its \
                  busiest interval, of what the model gives 4 KiB DMA writes up and reads down through the path):\n",
             );
-            let mut heads = vec![("bdf", "Function")];
-            heads.extend(TRAFFIC.iter().filter(|c| c.2).map(|c| (c.0, c.1)));
-            let mut t = Table::new(&heads);
-            for f in moving {
-                let mut row = vec![Cell::text(f.bdf.to_string())];
-                row.extend(TRAFFIC.iter().filter(|c| c.2).map(|c| (c.3)(f)));
-                t.push(row);
-            }
-            out.push_str(&t.to_human());
+            out.push_str(&function_table(&TRAFFIC, &moving));
         }
     }
     if !quiet.is_empty() {
@@ -351,6 +334,20 @@ fn human(r: &Report) -> String {
 
 /// A function's column: CSV name, heading, shown in the table, value.
 type Column = (&'static str, &'static str, bool, fn(&FunctionHealth) -> Cell);
+
+/// A table of `functions`, a row each: the address, then the `columns` marked shown.
+fn function_table(columns: &[Column], functions: &[&FunctionHealth]) -> String {
+    let shown: Vec<&Column> = columns.iter().filter(|c| c.2).collect();
+    let mut heads = vec![("bdf", "Function")];
+    heads.extend(shown.iter().map(|c| (c.0, c.1)));
+    let mut t = Table::new(&heads);
+    for f in functions {
+        let mut row = vec![Cell::text(f.bdf.to_string())];
+        row.extend(shown.iter().map(|c| (c.3)(f)));
+        t.push(row);
+    }
+    t.to_human()
+}
 
 /// A figure of a function's traffic.
 fn traffic(f: &FunctionHealth, get: fn(&Traffic) -> Option<f64>) -> Cell {

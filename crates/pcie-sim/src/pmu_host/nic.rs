@@ -45,15 +45,16 @@ impl Flow {
     fn packets(&self) -> u64 {
         self.spec.batch as u64
     }
+}
 
-    /// Whether `ring` (the times its batches' descriptors come back) has no room at `t` for
-    /// another batch (one batch always has); forgets the batches back by then.
-    fn full(&self, ring: &mut VecDeque<Ps>, t: Ps) -> bool {
-        while ring.front().is_some_and(|&back| back <= t) {
-            ring.pop_front();
-        }
-        !ring.is_empty() && (ring.len() as u64 + 1) * self.packets() > self.spec.ring as u64
+/// Whether `ring` (the times its batches' descriptors come back) has no room at `t` for
+/// another `batch` of packets among its `size` descriptors (one batch always has); forgets the
+/// batches back by then.
+fn ring_full(ring: &mut VecDeque<Ps>, t: Ps, batch: u64, size: u32) -> bool {
+    while ring.front().is_some_and(|&back| back <= t) {
+        ring.pop_front();
     }
+    !ring.is_empty() && (ring.len() as u64 + 1) * batch > size as u64
 }
 
 /// Descriptors read with one request (cut at MRRS) after a doorbell reached the NIC at `at`:
@@ -73,9 +74,7 @@ fn read_descriptors(
 
 /// A batch of packets received from the network at `t`.
 pub(super) fn receive(f: &mut Flow, c: &HostCosts, l: &LinkConfig, port: &mut Port, t: Ps) {
-    let mut ring = std::mem::take(&mut f.rx_ring);
-    if f.full(&mut ring, t) {
-        f.rx_ring = ring;
+    if ring_full(&mut f.rx_ring, t, f.spec.batch as u64, f.spec.ring) {
         return;
     }
     let (n, s) = (f.packets(), &f.spec);
@@ -85,7 +84,7 @@ pub(super) fn receive(f: &mut Flow, c: &HostCosts, l: &LinkConfig, port: &mut Po
     let handled = irq + c.reap.draw(&mut port.rng);
     let rung = port.tx.send(l, handled, TlpKind::MWr, s.doorbell_bytes, 1) + c.wire;
     let mem = c.memory_read.draw(&mut port.rng);
-    ring.push_back(read_descriptors(
+    f.rx_ring.push_back(read_descriptors(
         c,
         l,
         &mut port.rx,
@@ -94,15 +93,12 @@ pub(super) fn receive(f: &mut Flow, c: &HostCosts, l: &LinkConfig, port: &mut Po
         s.rx_descriptor_bytes * n as u32,
         mem,
     ));
-    f.rx_ring = ring;
     f.rx_bytes += n * f.job.pkt as u64;
 }
 
 /// A batch of packets the driver hands to the NIC at `t`.
 pub(super) fn transmit(f: &mut Flow, c: &HostCosts, l: &LinkConfig, port: &mut Port, t: Ps) {
-    let mut ring = std::mem::take(&mut f.tx_ring);
-    if f.full(&mut ring, t) {
-        f.tx_ring = ring;
+    if ring_full(&mut f.tx_ring, t, f.spec.batch as u64, f.spec.ring) {
         return;
     }
     let (n, s) = (f.packets(), &f.spec);
@@ -119,8 +115,8 @@ pub(super) fn transmit(f: &mut Flow, c: &HostCosts, l: &LinkConfig, port: &mut P
     );
     let asked = port.rx.send_cut(l, described, TlpKind::MRd, f.job.pkt, l.mrrs, n) + c.wire;
     let sent = port.tx.send_cut(l, asked + mem, TlpKind::CplD, f.job.pkt, l.mps, n) + c.wire;
-    ring.push_back(port.rx.send(l, sent, TlpKind::MWr, s.completion_bytes, n));
+    f.tx_ring
+        .push_back(port.rx.send(l, sent, TlpKind::MWr, s.completion_bytes, n));
     port.rx.send(l, sent, TlpKind::MWr, s.interrupt_bytes, 1);
-    f.tx_ring = ring;
     f.tx_bytes += n * f.job.pkt as u64;
 }
