@@ -266,6 +266,7 @@ impl PmuHost {
     }
 
     fn at(&mut self, t: Ps, ev: Ev) {
+        debug_assert!(t >= self.now, "event {ev:?} at {t} before now {}", self.now);
         self.seq += 1;
         self.queue.push(Reverse((t, self.seq, ev)));
     }

@@ -457,7 +457,8 @@ impl PmuHost {
             }
         }
         if s.ncq.is_some() {
-            let free = s.media.free.iter().copied().min().unwrap_or(ready);
+            // The link's next turn: when a channel frees (now, if one is free already).
+            let free = s.media.free.iter().copied().min().unwrap_or(ready).max(ready);
             self.at(free, Ev::Link(p));
         }
         self.ios[io].data_start = data_start;
