@@ -197,7 +197,7 @@ impl LinkDirection {
     }
 
     /// Forgets the reservations over by `t`: every send from now on is ready at `t` or later.
-    pub fn forget_before(&mut self, t: Ps) {
+    fn forget_before(&mut self, t: Ps) {
         while self.busy.front().is_some_and(|r| r.1 <= t) {
             self.busy.pop_front();
         }
