@@ -74,6 +74,20 @@ impl Burst {
     }
 }
 
+/// A TLP as the link sends it, by kind (index in [`KINDS`]) and length.
+#[derive(Debug, Clone, Copy, Default)]
+struct Shape {
+    kind: usize,
+    len: u32,
+    wire: u64,
+    /// 0: not worked out yet.
+    tlp_ps: Ps,
+    dw: u64,
+}
+
+/// Shapes remembered per direction (by length and kind).
+const SHAPES: usize = 8;
+
 /// Idle times too short for a send's TLPs that it passes before it goes after the last
 /// reservation.
 const MAX_GAPS: u32 = 16;
@@ -93,6 +107,7 @@ pub struct LinkDirection {
     /// Where a send's TLPs go (start, count): kept between sends, not allocated for each.
     pieces: Vec<(Ps, u64)>,
     settled: Tally,
+    shapes: [Shape; SHAPES],
     /// No ledger query may look before this moment (bursts before it were folded in).
     settled_at: Ps,
 }
@@ -106,28 +121,21 @@ impl LinkDirection {
             pending: VecDeque::new(),
             pieces: Vec::new(),
             settled: Tally::default(),
+            shapes: [Shape::default(); SHAPES],
             settled_at: 0,
         }
     }
 
     /// Send `n` TLPs of `kind` with `len` payload bytes each (requested bytes for MRd), ready at
     /// `ready`: each in the first idle time from then (never before the last ledger query).
-    /// Returns when the last one has left.
+    /// Returns when the last one has left. `link` is the one the direction was made for.
     pub fn send(&mut self, link: &LinkConfig, ready: Ps, kind: TlpKind, len: u32, n: u64) -> Ps {
         if n == 0 {
             return ready;
         }
-        let tlp = match kind {
-            TlpKind::CplD => Tlp::completion(0, len),
-            _ => Tlp::request(link, kind, 0, len),
-        };
-        let wire = tlp.wire_bytes(link) as u64;
-        let tlp_ps = ((wire as f64 * self.ps_per_byte + 0.5) as Ps).max(1);
-        let dw = if kind == TlpKind::MRd {
-            0
-        } else {
-            len.div_ceil(4) as u64
-        };
+        let Shape {
+            kind, wire, tlp_ps, dw, ..
+        } = self.shape(link, kind, len);
         // Where the TLPs go: the idle times from `ready` on (after a reservation that holds
         // it), what fits of them in each; after MAX_GAPS idle times too short for one TLP,
         // after the last reservation. The reservations ahead of `ready` are few (sends placed
@@ -139,7 +147,7 @@ impl LinkDirection {
             n,
             dw,
             wire,
-            kind: kind_index(kind),
+            kind,
         };
         // Mostly nothing is reserved past `at`: the TLPs go at the end, back to back.
         match self.busy.back_mut() {
@@ -194,6 +202,33 @@ impl LinkDirection {
         }
         self.pieces = pieces;
         end
+    }
+
+    /// A TLP's link bytes, time and payload, from the last ones worked out (a workload sends
+    /// a few shapes over and over) or from the model.
+    fn shape(&mut self, link: &LinkConfig, kind: TlpKind, len: u32) -> Shape {
+        let kind = kind_index(kind);
+        let slot = &mut self.shapes[(len as usize ^ kind) % SHAPES];
+        if slot.len == len && slot.kind == kind && slot.tlp_ps > 0 {
+            return *slot;
+        }
+        let tlp = match KINDS[kind] {
+            TlpKind::CplD => Tlp::completion(0, len),
+            k => Tlp::request(link, k, 0, len),
+        };
+        let wire = tlp.wire_bytes(link) as u64;
+        *slot = Shape {
+            kind,
+            len,
+            wire,
+            tlp_ps: ((wire as f64 * self.ps_per_byte + 0.5) as Ps).max(1),
+            dw: if KINDS[kind] == TlpKind::MRd {
+                0
+            } else {
+                len.div_ceil(4) as u64
+            },
+        };
+        *slot
     }
 
     /// Forgets the reservations over by `t`: every send from now on is ready at `t` or later.

@@ -9,6 +9,7 @@
 //! does. Same profile, workloads and seed give the same counts.
 
 pub mod bank;
+mod events;
 pub mod fault;
 pub mod link;
 mod nic;
@@ -21,12 +22,12 @@ use crate::distribution::Sampler;
 use crate::rng::{mix_seed, Rng};
 use crate::time::{ps, Ps};
 use bank::{Bank, DllpRates, EventConfig, PortLink};
+use events::Events;
 
 use link::LinkDirection;
 use pcie_model::{Generation, LinkConfig, LinkParams};
 use profile::PmuHostProfile;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use storage::{Io, Job, JobSet, Storage};
 use workload::{HostWorkload, NicJob};
 
@@ -87,8 +88,7 @@ pub struct PmuHost {
     now: Ps,
     /// When the counters were last brought up to date.
     settled_at: Ps,
-    queue: BinaryHeap<Reverse<(Ps, u64, Ev)>>,
-    seq: u64,
+    queue: Events<Ev>,
     slots: Vec<Slot>,
     sets: Vec<JobSet>,
     flows: Vec<nic::Flow>,
@@ -159,8 +159,7 @@ impl PmuHost {
             ports,
             now: 0,
             settled_at: 0,
-            queue: BinaryHeap::new(),
-            seq: 0,
+            queue: Events::new(),
             slots: Vec::new(),
             sets: Vec::new(),
             flows: Vec::new(),
@@ -271,18 +270,13 @@ impl PmuHost {
 
     fn at(&mut self, t: Ps, ev: Ev) {
         debug_assert!(t >= self.now, "event {ev:?} at {t} before now {}", self.now);
-        self.seq += 1;
-        self.queue.push(Reverse((t, self.seq, ev)));
+        self.queue.push(t, ev);
     }
 
     /// Run the simulation until `ns` nanoseconds (never backwards).
     pub fn advance_to(&mut self, ns: u64) {
         let t = ns.saturating_mul(1000).max(self.now);
-        while let Some(&Reverse((te, _, ev))) = self.queue.peek() {
-            if te > t {
-                break;
-            }
-            self.queue.pop();
+        while let Some((te, ev)) = self.queue.pop_due(t) {
             self.now = te;
             // Every send from here on is ready at `te` or later: the counters can count up to
             // it (the counts add up the same in any steps).
