@@ -27,7 +27,7 @@ impl Func {
     pub fn read(dev: PciDevice) -> Result<Func, SysfsError> {
         let files = dev.link_files();
         let dir = dev.files()?;
-        let config = dir.config_bytes();
+        let config = dir.config_registers();
         let (cap, has_aer, aer_status) = match &config {
             Ok(bytes) => (
                 PcieCapability::decode(bytes),

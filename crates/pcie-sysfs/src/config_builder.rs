@@ -352,4 +352,64 @@ mod tests {
         assert!(blank_serial(&mut c));
         assert_eq!(PcieCapability::decode(&c), Ok(before));
     }
+
+    /// `read_registers` over `file` (a file whose size says `len`): the bytes, and how many
+    /// were read.
+    fn registers(file: &[u8], len: usize) -> (Vec<u8>, usize) {
+        let mut read = 0;
+        let bytes = read_registers(len, |at, n| {
+            let piece = file.get(at..).map_or(&[][..], |b| &b[..n.min(b.len())]);
+            read += piece.len();
+            Ok(piece.to_vec())
+        })
+        .unwrap();
+        (bytes, read)
+    }
+
+    #[test]
+    fn the_registers_read_piece_by_piece_decode_as_the_whole_file() {
+        let status = AerStatus {
+            uncorrectable: 1 << 20,
+            correctable: 1 << 7,
+        };
+        let whole = ConfigBuilder::endpoint(0x15b3, 0x1017, 0x020000)
+            .link(LinkSetup::at_max(16.0, 16))
+            .aer_status(status)
+            .serial(0x1234)
+            .build();
+        let (regs, read) = registers(&whole, whole.len());
+        assert_eq!(regs.len(), whole.len());
+        assert_eq!(PcieCapability::decode(&regs), PcieCapability::decode(&whole));
+        assert_eq!(extended_capabilities(&regs), extended_capabilities(&whole));
+        assert_eq!((has_aer(&regs), AerStatus::decode(&regs)), (Some(true), Some(status)));
+        // 256 bytes, the AER header and status registers, the serial number's header: 76
+        // configuration cycles where the whole file is 1024.
+        assert_eq!(read, 256 + 0x14 + 4);
+        // Not the serial number (at 0x154): nothing decodes it, and zeros stand for it.
+        assert_ne!(whole[0x154..0x15c], [0; 8]);
+        assert_eq!(regs[0x154..0x15c], [0; 8]);
+        // Without root (64 bytes), and a conventional function (256): as read.
+        assert_eq!(registers(&whole[..64], 4096).0, whole[..64]);
+        assert_eq!(registers(&whole[..256], 256).0, whole[..256]);
+        // A list that loops stops where the walk sees the loop.
+        let mut looping = whole.clone();
+        looping[0x102] = 0x01;
+        looping[0x103] = 0x10;
+        assert_eq!(
+            extended_capabilities(&registers(&looping, 4096).0),
+            Err(ConfigSpaceError::CapabilityLoop(0x100))
+        );
+        // A file that ends before the size it gives, inside the AER capability or a header:
+        // what the whole (short) file says.
+        for cut in [0x102, 0x10a, 0x112, 0x116, 0x152] {
+            let (regs, _) = registers(&whole[..cut], 4096);
+            assert_eq!(has_aer(&regs), has_aer(&whole[..cut]), "{cut:#x}");
+            assert_eq!(AerStatus::decode(&regs), AerStatus::decode(&whole[..cut]), "{cut:#x}");
+            assert_eq!(
+                extended_capabilities(&regs),
+                extended_capabilities(&whole[..cut]),
+                "{cut:#x}"
+            );
+        }
+    }
 }

@@ -349,6 +349,71 @@ pub fn has_aer(config: &[u8]) -> Option<bool> {
     Some(ext.iter().any(|&(id, _)| id == EXT_CAP_AER))
 }
 
+/// A function's whole config space (PCIe): the most a `config` file shows.
+pub const CONFIG_SPACE: usize = 4096;
+/// The AER capability's registers up to the end of Correctable Error Status (7.8.4).
+const AER_STATUS_END: usize = 0x14;
+
+/// The bytes of a `config` file of `len` bytes that the link checks decode, read piece by piece
+/// through `read_at(offset, count)` (which returns fewer bytes where the file ends): the first
+/// 256 (the header and the standard capabilities), each extended capability's header along the
+/// list, and the AER capability's status registers; zeros elsewhere, so every decoder here
+/// gives what it gives on the whole file. On hardware each 4 bytes of `config` read is a
+/// configuration cycle (the kernel reads it a dword at a time): this is some 70-80 where the
+/// whole file is 1024. Fewer than 256 bytes (Linux shows 64 to users other than root) come back
+/// as read.
+pub fn read_registers(
+    len: usize,
+    mut read_at: impl FnMut(usize, usize) -> std::io::Result<Vec<u8>>,
+) -> std::io::Result<Vec<u8>> {
+    let len = len.min(CONFIG_SPACE);
+    let mut bytes = read_at(0, EXTENDED)?;
+    if bytes.len() < EXTENDED || len <= EXTENDED {
+        return Ok(bytes);
+    }
+    bytes.resize(len, 0);
+    let mut seen: Vec<usize> = Vec::new();
+    let mut at = EXTENDED;
+    // Along the list as `extended_capabilities` walks it, reading each header; a loop stops
+    // at the offset seen before, where that walk sees it.
+    while at >= EXTENDED && at + 4 <= bytes.len() && !seen.contains(&at) {
+        seen.push(at);
+        if !fill(&mut bytes, at, 4, &mut read_at)? {
+            break;
+        }
+        let h = u32_at(&bytes, at).expect("read above");
+        if h == 0 || h == u32::MAX {
+            break;
+        }
+        if (h & 0xffff) as u16 == EXT_CAP_AER {
+            // Cut short or not, the list goes on from its header.
+            fill(&mut bytes, at + 4, AER_STATUS_END - 4, &mut read_at)?;
+        }
+        at = (h >> 20) as usize & 0xffc;
+    }
+    Ok(bytes)
+}
+
+/// Reads `count` bytes at `at` into `bytes` (no further than its end); where the file ends
+/// sooner than its size said, `bytes` ends there too, as a whole read would, and the answer is
+/// false.
+fn fill(
+    bytes: &mut Vec<u8>,
+    at: usize,
+    count: usize,
+    read_at: &mut impl FnMut(usize, usize) -> std::io::Result<Vec<u8>>,
+) -> std::io::Result<bool> {
+    let count = count.min(bytes.len().saturating_sub(at));
+    let piece = read_at(at, count)?;
+    let got = piece.len().min(count);
+    bytes[at..at + got].copy_from_slice(&piece[..got]);
+    if got < count {
+        bytes.truncate(at + got);
+        return Ok(false);
+    }
+    Ok(true)
+}
+
 /// Correctable error status bits (AER, PCIe 6.0 7.8.4.5) by the names the kernel's
 /// `aer_dev_correctable` file uses.
 pub const CORRECTABLE_BITS: [(u32, &str); 8] = [

@@ -5,11 +5,13 @@
 
 use crate::aer::{AerCounts, AerFiles};
 use crate::bdf::Bdf;
-use crate::config_space::{ConfigSpaceError, DeviceControl, PcieCapability, PortType};
+use crate::config_space::{read_registers, ConfigSpaceError, DeviceControl, PcieCapability, PortType, CONFIG_SPACE};
 use crate::error::SysfsError;
 use crate::files::{list_dir, parse_u64, Dir};
 use crate::link_files::{LinkFiles, LinkSpeed, LinkWidth};
 use serde::Serialize;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Where the PCI functions are listed, below a root.
@@ -68,9 +70,6 @@ pub(crate) fn real_dir(entry: PathBuf) -> PathBuf {
 /// contend in the kernel's path lookups).
 const PER_THREAD: usize = 256;
 const MAX_THREADS: usize = 8;
-
-/// A config space is at most 4 KiB; a longer `config` file is read no further.
-const CONFIG_MAX: u64 = 4096;
 
 /// A PCI function from `sys/bus/pci/devices/<bdf>/`; `None` where sysfs lacks the file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -309,6 +308,10 @@ impl PciDevice {
     }
 }
 
+fn config_unreadable(e: std::io::Error) -> ConfigSpaceError {
+    ConfigSpaceError::Unreadable(e.to_string())
+}
+
 /// A function's directory held open ([`PciDevice::files`]): its files are opened relative to
 /// it, and only those its listing shows (a host may have 10,000 functions, and most lack some
 /// of the files).
@@ -336,16 +339,49 @@ impl FunctionFiles<'_> {
 
     /// The readable bytes of the `config` file (64 without root), at most 4 KiB.
     pub fn config_bytes(&self) -> Result<Vec<u8>, ConfigSpaceError> {
+        let f = self.config_file()?;
+        let mut bytes = Vec::new();
+        (&f).take(CONFIG_SPACE as u64)
+            .read_to_end(&mut bytes)
+            .map_err(config_unreadable)?;
+        Ok(bytes)
+    }
+
+    /// The `config` file's bytes the link checks decode, zeros elsewhere
+    /// ([`crate::config_space::read_registers`]: some 300 bytes of a 4 KiB file, each 4 a
+    /// configuration cycle on hardware); 64 without root.
+    pub fn config_registers(&self) -> Result<Vec<u8>, ConfigSpaceError> {
+        let f = self.config_file()?;
+        let len = f.metadata().map_err(config_unreadable)?.len();
+        read_registers(usize::try_from(len).unwrap_or(CONFIG_SPACE), |offset, count| {
+            let mut buf = vec![0; count];
+            let mut got = 0;
+            while got < count {
+                match f.read_at(&mut buf[got..], (offset + got) as u64) {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            buf.truncate(got);
+            Ok(buf)
+        })
+        .map_err(config_unreadable)
+    }
+
+    /// The `config` file, open. Every function has one, so it is opened without a look at the
+    /// listing.
+    fn config_file(&self) -> Result<std::fs::File, ConfigSpaceError> {
         let unreadable = |e: SysfsError| match e {
             SysfsError::Io { message, .. } => ConfigSpaceError::Unreadable(message),
             e => ConfigSpaceError::Unreadable(e.to_string()),
         };
-        // Every function has one, so it is opened without a look at the listing.
-        let bytes = match &self.dir {
-            Some(d) => d.bytes("config", CONFIG_MAX).map_err(unreadable)?,
+        let file = match &self.dir {
+            Some(d) => d.file("config").map_err(unreadable)?,
             None => None,
         };
-        bytes.ok_or_else(|| ConfigSpaceError::Unreadable(std::io::Error::from_raw_os_error(libc::ENOENT).to_string()))
+        file.ok_or_else(|| config_unreadable(std::io::Error::from_raw_os_error(libc::ENOENT)))
     }
 
     /// The AER counter files (see [`AerFiles`]).

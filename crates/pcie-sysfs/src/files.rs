@@ -101,7 +101,7 @@ impl Dir {
     }
 
     /// Opens `name` (relative, may hold `/`) for reading; `None` when it does not exist.
-    fn file(&self, name: &str) -> Result<Option<fs::File>, SysfsError> {
+    pub(crate) fn file(&self, name: &str) -> Result<Option<fs::File>, SysfsError> {
         let c = CString::new(name).map_err(|e| io_error(&self.path.join(name), e.into()))?;
         // SAFETY: `self.fd` is an open directory and `c` a NUL-terminated relative path.
         let fd = unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
@@ -122,16 +122,6 @@ impl Dir {
             Some(f) => attr_text(f, &self.path.join(name)).map(Some),
             None => Ok(None),
         }
-    }
-
-    /// Up to `max` bytes of a file in this directory; `None` when it does not exist.
-    pub fn bytes(&self, name: &str, max: u64) -> Result<Option<Vec<u8>>, SysfsError> {
-        let Some(f) = self.file(name)? else { return Ok(None) };
-        let mut bytes = Vec::new();
-        f.take(max)
-            .read_to_end(&mut bytes)
-            .map_err(|e| io_error(&self.path.join(name), e))?;
-        Ok(Some(bytes))
     }
 
     /// The last component of a symbolic link's target (`driver` -> `mlx5_core`); `None` where
@@ -194,8 +184,9 @@ mod tests {
         assert_eq!(d.attr("vendor").unwrap(), None);
         let e = d.attr("power").unwrap_err().to_string();
         assert!(e.starts_with(&format!("{}: ", root.join("f/power").display())), "{e}");
-        assert_eq!(d.bytes("config", 256).unwrap(), Some(vec![7; 256]));
-        assert_eq!(d.bytes("none", 256).unwrap(), None);
+        let config = d.file("config").unwrap().unwrap();
+        assert_eq!(config.metadata().unwrap().len(), 300);
+        assert!(d.file("none").unwrap().is_none());
         assert_eq!(d.link_name("driver").as_deref(), Some("nvme"));
         assert_eq!(d.link_name("config"), None, "no link");
         std::fs::remove_dir_all(&root).unwrap();

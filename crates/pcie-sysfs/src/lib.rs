@@ -69,8 +69,8 @@ pub use aer::{AerCounts, AerFiles};
 pub use bdf::{Bdf, BdfError};
 pub use config_builder::{ConfigBuilder, LinkSetup};
 pub use config_space::{
-    blank_serial, extended_capabilities, has_aer, speed_code_gts, AerStatus, Aspm, ConfigSpaceError, DeviceControl,
-    LinkRegisters, PcieCapability, PortType, Tags10, CORRECTABLE_BITS, UNCORRECTABLE_BITS,
+    blank_serial, extended_capabilities, has_aer, read_registers, speed_code_gts, AerStatus, Aspm, ConfigSpaceError,
+    DeviceControl, LinkRegisters, PcieCapability, PortType, Tags10, CONFIG_SPACE, CORRECTABLE_BITS, UNCORRECTABLE_BITS,
 };
 pub use device::{FunctionFiles, PciDevice, DEVICE_FILES, PCI_DEVICES};
 pub use error::SysfsError;

@@ -5,7 +5,8 @@
 use crate::{refused, text, FuzzTarget, Verdict};
 use pcie_sysfs::lspci::{self, Capabilities, ConfigFrom};
 use pcie_sysfs::{
-    blank_serial, extended_capabilities, has_aer, AerStatus, Aspm, ConfigBuilder, LinkSetup, PcieCapability, PortType,
+    blank_serial, extended_capabilities, has_aer, read_registers, AerStatus, Aspm, ConfigBuilder, LinkSetup,
+    PcieCapability, PortType, CONFIG_SPACE,
 };
 use pcie_sysfs::{AerCounts, LinkSpeed, LinkWidth};
 
@@ -13,7 +14,8 @@ const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
 const RATES: [f64; 7] = [2.5, 5.0, 8.0, 16.0, 32.0, 64.0, 128.0];
 
 /// A config space dump: decoded values are in the registers' ranges, blanking the serial
-/// number changes no PCI Express register, the extended list stays inside the dump.
+/// number changes no PCI Express register, the extended list stays inside the dump, and the
+/// registers `check` reads of it decode as the whole dump.
 fn config_space(input: &[u8]) -> Verdict {
     if let Ok(ext) = extended_capabilities(input) {
         if let Some(&(id, at)) = ext.iter().find(|&&(_, at)| at < 0x100 || at + 4 > input.len()) {
@@ -24,6 +26,24 @@ fn config_space(input: &[u8]) -> Verdict {
         return Verdict::Wrong("AER status read without an AER capability".into());
     }
     let decoded = PcieCapability::decode(input);
+    // What `check` reads of a `config` file, piece by piece, decodes as the whole file (its
+    // first 4 KiB); also where the file ends before the size it gives.
+    let whole = &input[..input.len().min(CONFIG_SPACE)];
+    for len in [input.len(), CONFIG_SPACE] {
+        let regs = read_registers(len, |o, n| {
+            Ok(input.get(o..).map_or(&[][..], |b| &b[..n.min(b.len())]).to_vec())
+        })
+        .expect("reading a slice does not fail");
+        let same = PcieCapability::decode(&regs) == PcieCapability::decode(whole)
+            && has_aer(&regs) == has_aer(whole)
+            && AerStatus::decode(&regs) == AerStatus::decode(whole)
+            && extended_capabilities(&regs) == extended_capabilities(whole);
+        if !same {
+            return Verdict::Wrong(format!(
+                "the registers read from a file of {len} bytes decode otherwise"
+            ));
+        }
+    }
     let mut blanked = input.to_vec();
     blank_serial(&mut blanked);
     if PcieCapability::decode(&blanked) != decoded {
