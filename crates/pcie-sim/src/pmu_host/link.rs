@@ -9,7 +9,6 @@
 
 use crate::time::Ps;
 use pcie_model::{LinkConfig, Tlp, TlpKind};
-use std::collections::VecDeque;
 
 /// TLP kinds counted separately (the DWC lane events).
 pub const KINDS: [TlpKind; 3] = [TlpKind::MWr, TlpKind::MRd, TlpKind::CplD];
@@ -85,8 +84,64 @@ struct Shape {
     dw: u64,
 }
 
-/// Shapes remembered per direction (by length and kind).
+/// Shapes remembered per direction.
 const SHAPES: usize = 8;
+
+/// A queue taken from the front and added to at or near the back, kept as one slice
+/// (`items[head..]`): the searches from the back that sends make cost less than over a
+/// `VecDeque`'s two slices.
+#[derive(Debug, Clone)]
+struct Window<T> {
+    items: Vec<T>,
+    head: usize,
+}
+
+impl<T> Window<T> {
+    fn new() -> Window<T> {
+        Window {
+            items: Vec::new(),
+            head: 0,
+        }
+    }
+
+    fn live(&self) -> &[T] {
+        &self.items[self.head..]
+    }
+
+    fn live_mut(&mut self) -> &mut [T] {
+        &mut self.items[self.head..]
+    }
+
+    fn len(&self) -> usize {
+        self.items.len() - self.head
+    }
+
+    fn push_back(&mut self, x: T) {
+        self.items.push(x);
+    }
+
+    /// Before the `i`-th of the queue.
+    fn insert(&mut self, i: usize, x: T) {
+        self.items.insert(self.head + i, x);
+    }
+
+    fn remove(&mut self, i: usize) {
+        self.items.remove(self.head + i);
+    }
+
+    /// Drops the first (there is one); the space taken ones held is given back once they are
+    /// half the vector.
+    fn pop_front(&mut self) {
+        self.head += 1;
+        if self.head == self.items.len() {
+            self.items.clear();
+            self.head = 0;
+        } else if self.head >= 64 && 2 * self.head >= self.items.len() {
+            self.items.drain(..self.head);
+            self.head = 0;
+        }
+    }
+}
 
 /// Idle times too short for a send's TLPs that it passes before it goes after the last
 /// reservation.
@@ -101,13 +156,15 @@ pub struct LinkDirection {
     /// when its TLPs are ready, TLP by TLP, so one whose data is ready later (a read's
     /// completions, a descriptor fetch after the driver's doorbell) never holds the link idle
     /// for one issued after it but ready sooner.
-    busy: VecDeque<(Ps, Ps)>,
+    busy: Window<(Ps, Ps)>,
     /// Bursts not yet folded into `settled`, in time order (their times never overlap).
-    pending: VecDeque<Burst>,
+    pending: Window<Burst>,
     /// Where a send's TLPs go (start, count): kept between sends, not allocated for each.
     pieces: Vec<(Ps, u64)>,
     settled: Tally,
     shapes: [Shape; SHAPES],
+    /// The shape replaced last.
+    replace: usize,
     /// No ledger query may look before this moment (bursts before it were folded in).
     settled_at: Ps,
 }
@@ -117,11 +174,12 @@ impl LinkDirection {
     pub fn new(link: &LinkConfig) -> LinkDirection {
         LinkDirection {
             ps_per_byte: 8000.0 / pcie_model::capacity(link).0,
-            busy: VecDeque::new(),
-            pending: VecDeque::new(),
+            busy: Window::new(),
+            pending: Window::new(),
             pieces: Vec::new(),
             settled: Tally::default(),
             shapes: [Shape::default(); SHAPES],
+            replace: 0,
             settled_at: 0,
         }
     }
@@ -150,7 +208,7 @@ impl LinkDirection {
             kind,
         };
         // Mostly nothing is reserved past `at`: the TLPs go at the end, back to back.
-        match self.busy.back_mut() {
+        match self.busy.live_mut().last_mut() {
             Some(last) if last.1 <= at => {
                 let burst = b(at, n);
                 if last.1 == at {
@@ -169,12 +227,12 @@ impl LinkDirection {
             }
             Some(_) => {}
         }
-        let ahead = self.busy.iter().rev().take_while(|r| r.1 > at).count();
+        let ahead = self.busy.live().iter().rev().take_while(|r| r.1 > at).count();
         let first = self.busy.len() - ahead;
         let mut pieces = std::mem::take(&mut self.pieces);
         pieces.clear();
         let (mut left, mut gaps) = (n, 0);
-        for &(s, e) in self.busy.range(first..) {
+        for &(s, e) in &self.busy.live()[first..] {
             let fit = (s.saturating_sub(at) / tlp_ps).min(left);
             if fit > 0 {
                 pieces.push((at, fit));
@@ -188,7 +246,7 @@ impl LinkDirection {
             at = at.max(e);
         }
         if left > 0 {
-            let tail = self.busy.back().map_or(at, |r| r.1.max(at));
+            let tail = self.busy.live().last().map_or(at, |r| r.1.max(at));
             pieces.push((if gaps == MAX_GAPS { tail } else { at }, left));
         }
         let mut end = ready;
@@ -197,7 +255,7 @@ impl LinkDirection {
             end = b.end();
             self.reserve(start, end);
             // After the bursts that start sooner: almost always at the end, so counted from it.
-            let later = self.pending.iter().rev().take_while(|p| p.start > start).count();
+            let later = self.pending.live().iter().rev().take_while(|p| p.start > start).count();
             self.pending.insert(self.pending.len() - later, b);
         }
         self.pieces = pieces;
@@ -208,10 +266,16 @@ impl LinkDirection {
     /// a few shapes over and over) or from the model.
     fn shape(&mut self, link: &LinkConfig, kind: TlpKind, len: u32) -> Shape {
         let kind = kind_index(kind);
-        let slot = &mut self.shapes[(len as usize ^ kind) % SHAPES];
-        if slot.len == len && slot.kind == kind && slot.tlp_ps > 0 {
-            return *slot;
+        if let Some(s) = self
+            .shapes
+            .iter()
+            .find(|s| s.len == len && s.kind == kind && s.tlp_ps > 0)
+        {
+            return *s;
         }
+        // Lengths are mostly multiples of 8: looked up by value, the oldest replaced.
+        self.replace = (self.replace + 1) % SHAPES;
+        let slot = &mut self.shapes[self.replace];
         let tlp = match KINDS[kind] {
             TlpKind::CplD => Tlp::completion(0, len),
             k => Tlp::request(link, k, 0, len),
@@ -233,23 +297,24 @@ impl LinkDirection {
 
     /// Forgets the reservations over by `t`: every send from now on is ready at `t` or later.
     fn forget_before(&mut self, t: Ps) {
-        while self.busy.front().is_some_and(|r| r.1 <= t) {
+        while self.busy.live().first().is_some_and(|r| r.1 <= t) {
             self.busy.pop_front();
         }
     }
 
     /// Takes `[start, end)`, merged with the reservations it touches.
     fn reserve(&mut self, start: Ps, end: Ps) {
-        let after = self.busy.iter().rev().take_while(|r| r.0 > start).count();
-        let i = self.busy.len() - after;
-        let joins_next = self.busy.get(i).is_some_and(|r| r.0 == end);
-        match (i.checked_sub(1).filter(|&p| self.busy[p].1 == start), joins_next) {
+        let busy = self.busy.live_mut();
+        let after = busy.iter().rev().take_while(|r| r.0 > start).count();
+        let i = busy.len() - after;
+        let joins_next = busy.get(i).is_some_and(|r| r.0 == end);
+        match (i.checked_sub(1).filter(|&p| busy[p].1 == start), joins_next) {
             (Some(p), true) => {
-                self.busy[p].1 = self.busy[i].1;
+                busy[p].1 = busy[i].1;
                 self.busy.remove(i);
             }
-            (Some(p), false) => self.busy[p].1 = end,
-            (None, true) => self.busy[i].0 = start,
+            (Some(p), false) => busy[p].1 = end,
+            (None, true) => busy[i].0 = start,
             (None, false) => self.busy.insert(i, (start, end)),
         }
     }
@@ -271,14 +336,14 @@ impl LinkDirection {
     /// Everything that has crossed by `t`. Queries must not go back in time.
     pub fn at(&mut self, t: Ps) -> Tally {
         debug_assert!(t >= self.settled_at, "ledger queried at {t} after {}", self.settled_at);
-        while let Some(b) = self.pending.front().filter(|b| b.end() <= t).copied() {
+        while let Some(b) = self.pending.live().first().filter(|b| b.end() <= t).copied() {
             self.settled.add(&b, b.n);
             self.pending.pop_front();
         }
         self.settled_at = self.settled_at.max(t);
         self.forget_before(self.settled_at);
         let mut tally = self.settled;
-        for b in self.pending.iter().take_while(|b| b.start < t) {
+        for b in self.pending.live().iter().take_while(|b| b.start < t) {
             tally.add(b, b.crossed(t));
         }
         tally

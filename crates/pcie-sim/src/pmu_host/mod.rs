@@ -23,7 +23,6 @@ use crate::rng::{mix_seed, Rng};
 use crate::time::{ps, Ps};
 use bank::{Bank, DllpRates, EventConfig, PortLink};
 use events::Events;
-
 use link::LinkDirection;
 use pcie_model::{Generation, LinkConfig, LinkParams};
 use profile::PmuHostProfile;
