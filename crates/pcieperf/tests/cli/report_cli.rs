@@ -409,3 +409,24 @@ fn figure_6_overlays_the_e3_cdf_on_the_e5_on_a_log_axis() {
     assert!(!cdf.contains("The x axis ends at"), "{cdf}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_h100_runs_kept_in_data_measured_report() {
+    // The project's first real PCIe measurements (data/measured/h100-80gb-hbm3-vm): both quick
+    // runs read back, with the GPU, its link and the model beside them.
+    let measured = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/measured/h100-80gb-hbm3-vm");
+    for (run, engine) in [("quick-sm", "engine sm"), ("quick-ce", "engine ce")] {
+        let o = pcieperf(&["bench", "report", measured.join(run).to_str().unwrap()]);
+        assert!(o.status.success(), "{run}: {}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            text.contains("backend cuda") && text.contains("NVIDIA H100 80GB HBM3"),
+            "{text}"
+        );
+        assert!(
+            text.contains(engine) && text.contains("Link: Gen5 x16, MPS 256"),
+            "{text}"
+        );
+        assert!(text.contains("Charts ("), "{text}");
+    }
+}
