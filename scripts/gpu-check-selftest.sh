@@ -95,16 +95,17 @@ else
     OUT=$OUT PCIEPERF=$REAL TORCH_H2D=400 TORCH_D2H=400 "$HERE/gpu-check.sh" >/dev/null
     rc=$?
     [ "$rc" = 1 ] || fail "no driver: exit $rc, not 1"
-    for s in quick-sm quick-ce lat-rd-64-run1 lat-rd-64-run2 sm-BW_RD-4k sm-BW_WR-4k sm-BW_RDWR-4k ce-BW_RD-2m ce-BW_WR-2m; do
+    for s in quick-sm gpu-sm quick-ce lat-rd-64-run1 lat-rd-64-run2 sm-BW_RD-4k sm-BW_WR-4k sm-BW_RDWR-4k \
+        ce-BW_RD-2m-1 ce-BW_WR-2m-1 ce-BW_RD-2m-3 ce-BW_WR-2m-3; do
         grep -q "^FAILED  $s (exit 2, .*no NVIDIA driver found" "$OUT/summary.txt" || fail "no driver: $s"
     done
     grep -q "^FAILED  model: no link" "$OUT/summary.txt" || fail "no driver: model"
     grep -q "^ok      nvidia-smi" "$OUT/summary.txt" || fail "no driver: nvidia-smi"
     grep -q "Fan Speed" "$OUT/nvidia-smi-pcie.txt" && fail "the PCI section runs past its end"
     grep -q "Current                   : 5" "$OUT/nvidia-smi-pcie.txt" || fail "the PCI section is not kept"
-    grep -q "UserWarning" "$OUT/torch-copy-bw.json" && fail "PyTorch's stderr is in its JSON"
+    grep -q "UserWarning" "$OUT/torch-copy-bw-1.json" && fail "PyTorch's stderr is in its JSON"
     [ "$(grep -c '^target UNKNOWN' "$OUT/summary.txt")" = 5 ] || fail "no driver: 5 targets unknown"
-    tail -n 1 "$OUT/summary.txt" | grep -q "^FAILED (13 failed steps" || fail "no driver: last line"
+    tail -n 1 "$OUT/summary.txt" | grep -q "^FAILED (19 failed steps" || fail "no driver: last line"
     echo "ok 2: without a driver every GPU step fails with its reason (exit 1)"
 fi
 
@@ -117,10 +118,27 @@ OUT=$TMP/sim
 OUT=$OUT PCIEPERF=$TMP/bin/pcieperf-sim TORCH_H2D=$(gbps BW_RD) TORCH_D2H=$(gbps BW_WR) "$HERE/gpu-check.sh" >/dev/null
 rc=$?
 [ "$rc" = 0 ] || fail "simulator: exit $rc, not 0"
-[ "$(grep -c '^ok ' "$OUT/summary.txt")" = 15 ] || fail "simulator: 15 steps ok"
+[ "$(grep -c '^ok ' "$OUT/summary.txt")" = 24 ] || fail "simulator: 24 steps ok"
 [ "$(grep -c '^target PASS' "$OUT/summary.txt")" = 6 ] || fail "simulator: 6 targets pass"
 tail -n 1 "$OUT/summary.txt" | grep -q "^PASSED (0 failed steps" || fail "simulator: last line"
-echo "ok 3: with the simulator every step runs and every target is computed (exit 0); step times:"
+# Every write figure is checked: sm 4 KiB, 3 ce rounds, the quick suite's 12 sizes twice and
+# the gpu suite's 13; one suite row above the model fails the target, named.
+grep -q "^target PASS: no write figure above the link's model [0-9.]* Gb/s (41 figures)" "$OUT/summary.txt" || fail "simulator: 41 write figures"
+cp -r "$OUT" "$TMP/above"
+"$REAL_PYTHON" - "$TMP/above/gpu-sm/bw_dma_sz_sweep.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for r in rows:
+    if r["Test"] == "BW_DMA_WR" and r["SZ"] == "2048":
+        r["BW (Gb/s)"] = "9999"
+w = csv.DictWriter(open(sys.argv[1], "w", newline=""), fieldnames=rows[0].keys())
+w.writeheader()
+w.writerows(rows)
+PY
+"$REAL_PYTHON" "$HERE/gpu-check-summary.py" "$TMP/above" 60 >"$TMP/above/targets.txt" 2>/dev/null && fail "a write above the model passes"
+grep -q "^target FAIL: no write figure above the link's model [0-9.]* Gb/s (41 figures; above: gpu-sm/bw_dma_sz_sweep.csv 2048 B 9999.0 > [0-9.]*)" \
+    "$TMP/above/targets.txt" || fail "the write above the model is not named: $(cat "$TMP/above/targets.txt")"
+echo "ok 3: with the simulator every step runs and every target is computed (exit 0), a write row above the model fails; step times:"
 grep '^ok ' "$OUT/summary.txt" | sed 's/^/    /'
 
 # 4. The real commands on the stand-in driver; PyTorch's figures its copy engines' at 256 MiB.
@@ -137,7 +155,9 @@ OUT=$TMP/fake-gpu
 LD_LIBRARY_PATH=$TMP/fake OUT=$OUT PCIEPERF=$REAL TORCH_H2D=429.9 TORCH_D2H=429.9 "$HERE/gpu-check.sh" >/dev/null
 rc=$?
 [ "$rc" = 0 ] || fail "stand-in driver: exit $rc, not 0"
-[ "$(grep -c '^ok ' "$OUT/summary.txt")" = 15 ] || fail "stand-in driver: 15 steps ok"
+[ "$(grep -c '^ok ' "$OUT/summary.txt")" = 24 ] || fail "stand-in driver: 24 steps ok"
 [ "$(grep -c '^target PASS' "$OUT/summary.txt")" = 6 ] || fail "stand-in driver: 6 targets pass"
+# Its threads write 420 Gb/s at every size: above one TLP per DMA at 16-257 B, listed.
+grep -q "so combined by the GPU: gpu-sm/bw_dma_sz_sweep.csv 16 B 420.0 > 167.6;" "$OUT/summary.txt" || fail "stand-in driver: combined writes not listed"
 echo "ok 4: the real commands on the stand-in driver run every step and pass every target (exit 0); step times:"
 grep '^ok ' "$OUT/summary.txt" | sed 's/^/    /'

@@ -6,13 +6,19 @@
 #
 # Measures, each result under $OUT (default gpu-check/):
 #   nvidia-smi-q.txt, nvidia-smi-pcie.txt   nvidia-smi -q and its PCI section
-#   torch-copy-bw.json (+ .stderr)          PyTorch's pinned 256 MiB H2D/D2H copies (CUDA events)
 #   quick-sm/, quick-ce/                    the quick suite on the GPU's threads and copy engines
+#                                           (sm leaves out its bandwidth tests in 4-8 KiB windows)
+#   gpu-sm/                                 the gpu suite's bandwidth sweeps (256 KiB windows and
+#                                           up) on the GPU's threads
 #   lat-rd-64-run{1,2}.json                 LAT_RD 64 B, twice
 #   sm-BW_{RD,WR,RDWR}-4k.json              sm bandwidth at 4 KiB
-#   ce-BW_{RD,WR}-2m.json                   ce bandwidth at 2 MiB
+#   torch-copy-bw-{1..4}.json (+ .stderr)   PyTorch's pinned 256 MiB H2D/D2H copies (CUDA events),
+#   ce-BW_{RD,WR}-2m-{1..3}.json            and ce bandwidth at 2 MiB between them: each ce figure
+#                                           is compared with the PyTorch runs just before and after
+#                                           it, seconds apart (PyTorch's own figure moved 6-8 %
+#                                           between two runs of this script minutes apart)
 #   model.csv                               `model bw` for the link quick-sm/run.json records
-#   report-sm.html, report-ce.html          bench report of each quick run
+#   report-{quick-sm,gpu-sm,quick-ce}.html  bench report of each suite run
 #   host/snapshot.tar.gz, lspci-vvv.txt,    the host as `pcieperf snapshot` and `lspci -vvv -nn -D`
 #   host/lspci-xxxx.txt                     (-xxxx: config space) see it: issue 21's fixtures of a
 #                                           GPU machine; not counted as steps (lspci may be missing)
@@ -21,17 +27,18 @@
 # and exits 0 only when every step ran and every target passed (scripts/gpu-check-summary.py).
 #
 # Time: every step runs under `timeout` with its budget below (seconds; the kill after the
-# grace is inside the budget), so the script ends within BUDGET = 331 s plus a few seconds of
+# grace is inside the budget), so the script ends within BUDGET = 333 s plus a few seconds of
 # its own, inside the 6 minutes a device session can give one run, with room for a rerun.
-# With the stand-in driver (gpu-check-selftest.sh case 4, the 2-core VM) quick-sm took 48 s,
-# quick-ce 21 s and each one-test step under 1.5 s: the quick suites are mostly pcie-bench's
-# 64 MB cache thrash before each test (0.37 s here, maybe twice that on the device's host), and
-# a real GPU adds its CUDA start (1-3 s a process); so quick-sm gets the most room.
-T_HOST=6 T_SMI=10 T_TORCH=40 T_QUICK_SM=120 T_QUICK_CE=50 T_LAT=10 T_SM_BW=10 T_CE_BW=10 T_MODEL=8 T_REPORT=10 T_SUMMARY=7
-BUDGET=$((T_HOST + T_SMI + T_TORCH + T_QUICK_SM + T_QUICK_CE + 2 * T_LAT + 3 * T_SM_BW + 2 * T_CE_BW + T_MODEL + 2 * T_REPORT + T_SUMMARY))
+# On an H100 (2026-11-27) the whole script took 57-61 s: quick-sm 27 s, quick-ce 16 s, PyTorch
+# 4.7 s, each one-test step 1-1.4 s. With the stand-in driver on the 2-core VM
+# (gpu-check-selftest.sh case 4) the suites take longest: mostly pcie-bench's 64 MB cache thrash
+# before each test (0.37 s here), so they get the most room.
+T_HOST=6 T_SMI=8 T_TORCH=15 T_QUICK_SM=60 T_GPU_SM=50 T_QUICK_CE=40 T_LAT=8 T_SM_BW=8 T_CE_BW=6 T_MODEL=8 T_REPORT=6 T_SUMMARY=7
+ROUNDS=3
+BUDGET=$((T_HOST + T_SMI + (ROUNDS + 1) * T_TORCH + T_QUICK_SM + T_GPU_SM + T_QUICK_CE + 2 * T_LAT + 3 * T_SM_BW + 2 * ROUNDS * T_CE_BW + T_MODEL + 3 * T_REPORT + T_SUMMARY))
 MAX_BUDGET=335
 GRACE=2
-# Sizes of the model: the quick suite's bandwidth sizes, sm's 4 KiB and ce's 2 MiB.
+# Sizes of the model: the suites' bandwidth sizes, sm's 4 KiB and ce's 2 MiB.
 MODEL_SIZES=16,64,65,128,129,256,257,512,513,1024,1025,2048,4096,2097152
 
 set -u
@@ -132,11 +139,12 @@ done
 # PyTorch's pinned buffer on the same node as pcieperf's, where numactl is there to bind it.
 bind=()
 if command -v numactl >/dev/null; then bind=(numactl "--cpunodebind=$node" "--membind=$node"); fi
-step torch "$T_TORCH" "$OUT/torch-copy-bw.json" "${bind[@]}" python3 "$HERE/torch-copy-bw.py" 256
 
 # `timeout` runs programs, not shell functions: every step names the binary.
 cuda=("$B" bench run --backend cuda --numa "dev=$node,mem=$node,cpu=$node")
 step quick-sm "$T_QUICK_SM" "$OUT/quick-sm.txt" "${cuda[@]}" --engine sm --suite quick --out "$OUT/quick-sm"
+step gpu-sm "$T_GPU_SM" "$OUT/gpu-sm.txt" "${cuda[@]}" --engine sm --suite gpu \
+    --only bw_dma_sz_sweep,bw_dma_win_sweep_rd_rnd_64 --out "$OUT/gpu-sm"
 # ce: 50,000 copies per point (queueing takes the host about 1 ms per 512 copies).
 step quick-ce "$T_QUICK_CE" "$OUT/quick-ce.txt" "${cuda[@]}" --engine ce --suite quick --samples 50000 --out "$OUT/quick-ce"
 for i in 1 2; do
@@ -147,9 +155,17 @@ for t in BW_RD BW_WR BW_RDWR; do
     step "sm-$t-4k" "$T_SM_BW" "$OUT/sm-$t-4k.json" \
         "${cuda[@]}" --engine sm --test "$t" --size 4096 --window 64M --samples 2000000 --format json
 done
-for t in BW_RD BW_WR; do
-    step "ce-$t-2m" "$T_CE_BW" "$OUT/ce-$t-2m.json" \
-        "${cuda[@]}" --engine ce --test "$t" --size 2097152 --window 64M --samples 512 --format json
+# ce at 2 MiB between PyTorch's runs: round r's copies sit between torch-copy-bw-r and -(r+1).
+torch() {
+    step "torch-copy-bw-$1" "$T_TORCH" "$OUT/torch-copy-bw-$1.json" "${bind[@]}" python3 "$HERE/torch-copy-bw.py" 256
+}
+torch 1
+for r in $(seq "$ROUNDS"); do
+    for t in BW_RD BW_WR; do
+        step "ce-$t-2m-$r" "$T_CE_BW" "$OUT/ce-$t-2m-$r.json" \
+            "${cuda[@]}" --engine ce --test "$t" --size 2097152 --window 64M --samples 512 --format json
+    done
+    torch $((r + 1))
 done
 
 # The model for the link the sm run recorded (3 s of T_MODEL to read it; a null link fails the
@@ -170,8 +186,8 @@ else
     FAILED=$((FAILED + 1))
     say "FAILED  model: no link in quick-sm/run.json: $(tail -n 1 "$OUT/link.stderr")"
 fi
-for e in sm ce; do
-    step "report-$e" "$T_REPORT" "$OUT/report-$e.txt" "$B" bench report "$OUT/quick-$e" --html "$OUT/report-$e.html"
+for run in quick-sm gpu-sm quick-ce; do
+    step "report-$run" "$T_REPORT" "$OUT/report-$run.txt" "$B" bench report "$OUT/$run" --html "$OUT/report-$run.html"
 done
 
 elapsed=$((($(date +%s%N) - START_NS) / 1000000000))

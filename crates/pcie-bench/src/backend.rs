@@ -69,10 +69,11 @@ pub trait Backend: Sync {
     fn link(&self) -> Option<serde_json::Value> {
         None
     }
-    /// Whether this backend runs `test` at all (a GPU's copy engines run no latency tests);
-    /// a suite's tests it does not run are left out with a note, not failed.
-    fn supports(&self, _test: &TestParams) -> bool {
-        true
+    /// Why this backend does not run `test` (a GPU's copy engines run no latency tests), or
+    /// `None` when it does. A suite's tests it does not run are left out with the reason, not
+    /// failed; the reason does not name the test's kind (the plan lists kinds per reason).
+    fn leaves_out(&self, _test: &TestParams) -> Option<String> {
+        None
     }
     /// Called once when a run's tests are done, before `run.json` is completed: a backend may
     /// read its device's state again (a GPU its link), which `info` then reports.

@@ -124,14 +124,8 @@ pub struct RunComparison {
 /// `run.json` as the device's `engine`) or DMAs a device issues (pcie-bench's devices, the
 /// simulator, a GPU's threads with `--engine sm`).
 pub fn transfers(run: &RunData) -> &'static str {
-    let engine = run
-        .info
-        .as_ref()
-        .and_then(|i| i.backend.description.get("device"))
-        .and_then(|d| d.get("engine"))
-        .and_then(|e| e.as_str());
-    match engine {
-        Some("ce") => "copies by a GPU's copy engines (--engine ce)",
+    match run.gpu_engine() {
+        Some(crate::Engine::Ce) => "copies by a GPU's copy engines (--engine ce)",
         _ => "DMAs a device issues",
     }
 }
@@ -358,6 +352,7 @@ mod tests {
             host: Default::default(),
             start_time: "1970-01-01T00:00:00Z".into(),
             end_time: None,
+            left_out: Vec::new(),
         });
         r
     }

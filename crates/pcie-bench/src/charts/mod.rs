@@ -11,6 +11,7 @@ mod sweeps;
 pub use overlay::run_letter;
 
 use crate::compare::{compare, RunComparison};
+use crate::gpu::{Engine, SM_MIN_WINDOW};
 use crate::results::{LatencyRow, ResultData, RunData};
 use cdf::cdf_chart;
 use pcie_model::{LinkConfig, LinkParams};
@@ -160,6 +161,10 @@ fn description(run: &RunData, link: &ModelLink) -> Vec<String> {
                 i.host.kernel
             ));
             d.push(format!("Command line: {}", i.command_line.join(" ")));
+            if !i.left_out.is_empty() {
+                d.push(format!("Left out by the backend: {}.", i.left_out.join("; ")));
+            }
+            d.extend(small_sm_windows(run));
             d
         }
         None => vec![format!(
@@ -170,6 +175,35 @@ fn description(run: &RunData, link: &ModelLink) -> Vec<String> {
             link.cfg
         )],
     }
+}
+
+/// A caution for a GPU run's bandwidth rows the GPU's threads ran in windows too small to
+/// measure the link (runs made before pcieperf left such tests out, [`SM_MIN_WINDOW`]).
+fn small_sm_windows(run: &RunData) -> Option<String> {
+    if run.gpu_engine() != Some(Engine::Sm) {
+        return None;
+    }
+    let mut bases = Vec::new();
+    let mut rows = 0;
+    for f in &run.files {
+        if let ResultData::Bandwidth(r) = &f.data {
+            let n = r.iter().filter(|r| r.key.window < SM_MIN_WINDOW).count();
+            if n > 0 {
+                rows += n;
+                bases.push(f.base.as_str());
+            }
+        }
+    }
+    (rows > 0).then(|| {
+        format!(
+            "Caution: {rows} bandwidth rows ({}) ran on the GPU's threads in windows under {} KiB, where \
+             thousands of threads hit the same host cache lines at once: writes merge before the link \
+             and reads of a line wait for each other, so these rows do not measure the link \
+             (pcieperf now leaves such tests out; docs/backends.md).",
+            bases.join(", "),
+            SM_MIN_WINDOW >> 10
+        )
+    })
 }
 
 /// Everything `bench report` shows of a run and the runs compared with it.

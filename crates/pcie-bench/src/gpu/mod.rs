@@ -16,7 +16,7 @@ mod nvml;
 mod plan;
 mod ptx;
 
-pub use plan::Engine;
+pub use plan::{Engine, SM_MIN_WINDOW};
 
 use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
 use crate::host::{node_cpus, Bdf, CacheSteps, DeviceRecord, DmaBuffer};
@@ -539,8 +539,8 @@ impl Backend for CudaBackend {
         }
     }
 
-    fn supports(&self, t: &TestParams) -> bool {
-        self.engine.runs(t.kind)
+    fn leaves_out(&self, t: &TestParams) -> Option<String> {
+        self.engine.leaves_out(t)
     }
 
     fn run(&self, t: &TestParams, seed: u64) -> Result<Outcome, BackendError> {
@@ -549,6 +549,9 @@ impl Backend for CudaBackend {
                 t,
                 format!("{} transactions: the GPU kernels count at most {}", t.count, u32::MAX),
             ));
+        }
+        if let Some(why) = self.engine.leaves_out(t) {
+            return Err(err(t, format!("--engine {}: {why}", self.engine)));
         }
         let mut gpu = self
             .gpu

@@ -115,6 +115,12 @@ impl RunData {
     pub fn get(&self, base: &str) -> Option<&ResultData> {
         self.files.iter().find(|f| f.base == base).map(|f| &f.data)
     }
+
+    /// Who moved the data when a GPU ran the tests (`run.json`'s device `engine`).
+    pub fn gpu_engine(&self) -> Option<crate::Engine> {
+        let engine = self.info.as_ref()?.backend.description.get("device")?.get("engine")?;
+        serde_json::from_value(engine.clone()).ok()
+    }
 }
 
 #[cfg(test)]
@@ -142,6 +148,7 @@ mod tests {
             host: HostInfo::default(),
             start_time: "1970-01-01T00:00:00Z".into(),
             end_time: None,
+            left_out: Vec::new(),
         };
         let text = serde_json::to_string_pretty(&info).unwrap();
         let back: RunInfo = serde_json::from_str(&text).unwrap();

@@ -34,6 +34,10 @@ pub struct RunInfo {
     pub start_time: String,
     /// Set when the run finished; absent in an interrupted run.
     pub end_time: Option<String>,
+    /// The suite's tests the backend did not run, one line per reason (count, kinds, why);
+    /// absent when it ran them all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 /// The machine the run was started on. Fields added later default when an older `run.json`

@@ -14,9 +14,10 @@ use std::fmt;
 use std::path::Path;
 
 /// Built-in suites: name and TOML text.
-const BUILTIN: [(&str, &str); 2] = [
+const BUILTIN: [(&str, &str); 3] = [
     ("quick", include_str!("../../../../data/suites/quick.toml")),
     ("paper", include_str!("../../../../data/suites/paper.toml")),
+    ("gpu", include_str!("../../../../data/suites/gpu.toml")),
 ];
 
 /// Most tests a suite may expand to (the paper suite has a few thousand). Suites are expanded

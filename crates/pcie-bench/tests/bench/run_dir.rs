@@ -37,6 +37,7 @@ fn info() -> RunInfo {
         },
         start_time: pcie_bench::rfc3339(UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
         end_time: None,
+        left_out: Vec::new(),
     }
 }
 

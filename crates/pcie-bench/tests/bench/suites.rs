@@ -59,10 +59,49 @@ fn quick_suite_is_valid_and_small() {
 }
 
 #[test]
+fn the_gpu_suite_is_the_quick_one_with_windows_a_gpu_s_threads_measure() {
+    let (quick, gpu) = (Suite::builtin("quick").unwrap(), Suite::builtin("gpu").unwrap());
+    assert_eq!(gpu.bases(), quick.bases());
+    for (q, g) in quick.groups().iter().zip(gpu.groups()) {
+        if g.is_latency() {
+            // One DMA at a time: pcie-bench's windows, unchanged.
+            assert_eq!(format!("{q:?}"), format!("{g:?}"), "{}", g.base);
+            continue;
+        }
+        assert!(
+            g.windows.iter().all(|&w| w >= pcie_bench::gpu::SM_MIN_WINDOW),
+            "{}",
+            g.base
+        );
+        let over: Vec<u64> = q
+            .windows
+            .iter()
+            .copied()
+            .filter(|&w| w >= pcie_bench::gpu::SM_MIN_WINDOW)
+            .collect();
+        assert!(
+            over.iter().all(|w| g.windows.contains(w)),
+            "{}: {:?}",
+            g.base,
+            g.windows
+        );
+        assert!(
+            q.sizes.iter().all(|s| g.sizes.contains(s)),
+            "{}: every quick size",
+            g.base
+        );
+        assert_eq!(
+            (&q.tests, &q.caches, q.pattern, q.count),
+            (&g.tests, &g.caches, g.pattern, g.count)
+        );
+    }
+}
+
+#[test]
 fn builtin_and_file_suites() {
-    assert_eq!(Suite::builtin_names(), ["quick", "paper"]);
+    assert_eq!(Suite::builtin_names(), ["quick", "paper", "gpu"]);
     let e = Suite::builtin("full").unwrap_err().to_string();
-    assert_eq!(e, "--suite full: must be one of quick, paper or a suite file");
+    assert_eq!(e, "--suite full: must be one of quick, paper, gpu or a suite file");
     assert_eq!(Suite::from_arg("paper").unwrap().name, "paper");
 
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("suites");

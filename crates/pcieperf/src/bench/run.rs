@@ -19,7 +19,7 @@ use std::time::SystemTime;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Suite to run: quick, paper, or a suite file
+    /// Suite to run: quick, paper, gpu (the quick suite for --backend cuda), or a suite file
     #[arg(long, conflicts_with = "test")]
     suite: Option<String>,
     /// Run only these output groups of the suite (comma-separated base names)
@@ -214,21 +214,24 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
     let suite = suite(a, backend, numa, iommu)?;
     let plan = SuitePlan::new(&suite, backend);
     let tests = &plan.tests;
+    let left_out = plan.left_out_reasons();
     if tests.is_empty() {
         return Err(usage(format!(
-            "--backend {}: runs none of the tests asked for (it leaves out {})",
+            "--backend {}: runs none of the tests asked for ({})",
             a.backend,
-            plan.left_out_kinds().join(", ")
+            left_out.join("; ")
         )));
     }
-    if !plan.left_out.is_empty() {
+    if !left_out.is_empty() {
         eprintln!(
-            "note: --backend {} leaves out {} of {} tests ({})",
+            "note: --backend {} leaves out {} of {} tests:",
             a.backend,
             plan.left_out.len(),
             plan.left_out.len() + tests.len(),
-            plan.left_out_kinds().join(", ")
         );
+        for why in &left_out {
+            eprintln!("  {why}");
+        }
     }
     let info = RunInfo {
         tool: "pcieperf".into(),
@@ -254,6 +257,7 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
         },
         start_time: rfc3339(SystemTime::now()),
         end_time: None,
+        left_out,
     };
     // A single test printed as CSV or JSON is all on stdout: its files go to a private scratch
     // directory, removed with them when this function returns.
