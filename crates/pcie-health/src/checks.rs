@@ -149,6 +149,9 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
             skipped = CONFIG_CHECKS.iter().map(|k| k.name().to_string()).collect();
         } else if let Some(c) = cap {
             let rate = limiting.as_ref().and_then(|h| Some((h.current_gts?, h.current_width?)));
+            // A virtual machine's device: the port above, whose MPS bounds the path, is unseen.
+            let port_hidden = hops.first().is_some_and(|h| h.upstream.bdf.is_none());
+            let path_mps = (path_mps, port_hidden);
             settings_findings(&mut s, &host.prices, c, rate, path_mps, tag_state);
             aspm_finding(&mut s, host, &chain);
         }
@@ -322,7 +325,7 @@ fn settings_findings(
     prices: &Prices,
     c: &PcieCapability,
     rate: Option<(f64, u32)>,
-    path_mps: Option<u32>,
+    (path_mps, port_hidden): (Option<u32>, bool),
     tags: Option<Tags>,
 ) {
     let setting = |mps, mrrs, tag_bits| {
@@ -344,11 +347,21 @@ fn settings_findings(
         let figures = now.zip(could).map_or(String::new(), |(n, b)| {
             format!(": 4 KiB DMA writes {n:.0} Gb/s of {b:.0} ({})", pct(lost_pct(n, b)))
         });
-        let msg = format!(
-            "{} MPS {mps} B where it and every port above it support {best} B{figures}",
-            s.name
-        );
-        s.add(cost_severity(lost.unwrap_or(0.0)), Kind::MpsBelowPath, None, lost, msg);
+        if port_hidden {
+            // The host's root port may allow less: information, not a setting to raise blindly.
+            let msg = format!(
+                "{} MPS {mps} B where it supports {best} B; the port above it is not in this tree (a virtual \
+                 machine's root bus), so whether the path allows {best} B is the host's to tell{figures}",
+                s.name
+            );
+            s.add(Severity::Info, Kind::MpsBelowPath, None, lost, msg);
+        } else {
+            let msg = format!(
+                "{} MPS {mps} B where it and every port above it support {best} B{figures}",
+                s.name
+            );
+            s.add(cost_severity(lost.unwrap_or(0.0)), Kind::MpsBelowPath, None, lost, msg);
+        }
     }
     let reads_at = |mrrs, b| setting(mps, mrrs, tag_bits(b));
     if let (Some(now), Some(best)) = (

@@ -7,7 +7,7 @@
 
 use crate::cost::{Prices, Setting};
 use crate::read::Func;
-use crate::report::Hop;
+use crate::report::{Hop, LinkEnd};
 use pcie_sysfs::{Bdf, PortType};
 use std::collections::HashMap;
 
@@ -76,10 +76,55 @@ fn priced(prices: &Prices, gts: Option<f64>, lanes: Option<u32>, mps: u32) -> Op
     })
 }
 
+/// Whether the top of a path is a function with a link but no port above it in the tree: an
+/// endpoint or a switch's upstream port on a root bus, as a virtual machine shows a device
+/// passed through to it (the hypervisor's root port is not in the guest's tree). Its link is
+/// then known from its own end only, as the kernel's `pcie_bandwidth_available` reads it.
+fn link_without_port(top: &Func) -> bool {
+    top.has_link()
+        && match top.cap.as_ref().map(|c| c.port_type) {
+            Ok(t) => matches!(
+                t,
+                PortType::Endpoint | PortType::LegacyEndpoint | PortType::UpstreamPort
+            ),
+            Err(_) => !top.dev.is_bridge(),
+        }
+}
+
+fn hop(below: &Func, role: String, up: LinkEnd, prices: &Prices, mps: u32) -> Hop {
+    let down = below.end();
+    let current_gts = min_opt(up.current_gts, down.current_gts);
+    let current_width = min_opt(up.current_width, down.current_width);
+    let capable_gts = min_opt(up.max_gts, down.max_gts);
+    let capable_width = min_opt(up.max_width, down.max_width);
+    Hop {
+        bdf: below.bdf(),
+        role,
+        available_gbps: priced(prices, current_gts, current_width, mps),
+        capable_gbps: priced(prices, capable_gts, capable_width, mps),
+        upstream: up,
+        downstream: down,
+        current_gts,
+        current_width,
+        capable_gts,
+        capable_width,
+    }
+}
+
 /// The links on the path `chain` (indices into `funcs`), root port first, priced at `mps`.
 pub(crate) fn hops(funcs: &[Func], chain: &[usize], mps: u32, prices: &Prices) -> Vec<Hop> {
     let device = *chain.last().expect("a chain holds its function");
     let mut out = Vec::new();
+    let top = &funcs[chain[0]];
+    if link_without_port(top) {
+        let whose = if chain[0] == device {
+            "its own link"
+        } else {
+            "the switch's upstream link"
+        };
+        let role = format!("{whose}; its port is not in this tree, as on a virtual machine's root bus");
+        out.push(hop(top, role, LinkEnd::default(), prices, mps));
+    }
     for (k, pair) in chain.windows(2).enumerate() {
         let (port, below) = (&funcs[pair[0]], &funcs[pair[1]]);
         let internal = match port.cap.as_ref().map(|c| c.port_type) {
@@ -90,11 +135,6 @@ pub(crate) fn hops(funcs: &[Func], chain: &[usize], mps: u32, prices: &Prices) -
         if internal || !(port.has_link() || below.has_link()) {
             continue;
         }
-        let (up, down) = (port.end(), below.end());
-        let current_gts = min_opt(up.current_gts, down.current_gts);
-        let current_width = min_opt(up.current_width, down.current_width);
-        let capable_gts = min_opt(up.max_gts, down.max_gts);
-        let capable_width = min_opt(up.max_width, down.max_width);
         let role = if pair[1] == device {
             "its own link".to_string()
         } else if below.cap.as_ref().is_ok_and(|c| c.port_type == PortType::UpstreamPort) {
@@ -102,18 +142,7 @@ pub(crate) fn hops(funcs: &[Func], chain: &[usize], mps: u32, prices: &Prices) -
         } else {
             format!("the link above {}", below.bdf())
         };
-        out.push(Hop {
-            bdf: below.bdf(),
-            role,
-            available_gbps: priced(prices, current_gts, current_width, mps),
-            capable_gbps: priced(prices, capable_gts, capable_width, mps),
-            upstream: up,
-            downstream: down,
-            current_gts,
-            current_width,
-            capable_gts,
-            capable_width,
-        });
+        out.push(hop(below, role, port.end(), prices, mps));
     }
     out
 }

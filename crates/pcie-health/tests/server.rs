@@ -268,6 +268,68 @@ fn width_loss_is_never_power_saving_and_uncorrectable_errors_are_errors() {
 }
 
 #[test]
+fn a_virtual_machine_s_passed_through_device_is_priced_from_its_own_end() {
+    // As the device machine's VM shows its H100 (data/measured/h100-80gb-hbm3-vm): the GPU on
+    // the guest's root bus, no root port above it; and a NIC there whose link trained narrow.
+    let t = Tree::new("vm");
+    let gen5 = fixture::link(32.0, 16, 32.0, 16);
+    Func::new("0000:00:06.0", 0x10de, 0x2330, 0x030200, PortType::Endpoint, -1)
+        .link(gen5)
+        .write(&t.0, &[])
+        .unwrap();
+    Func::new("0000:00:07.0", 0x15b3, 0x101d, 0x020000, PortType::Endpoint, -1)
+        .link(fixture::link(16.0, 8, 16.0, 16))
+        .write(&t.0, &[])
+        .unwrap();
+    let r = t.check();
+    let gpu = r.functions.iter().find(|f| f.bdf == bdf("0000:00:06.0")).unwrap();
+    assert_eq!(gpu.path.len(), 1);
+    let hop = &gpu.path[0];
+    assert_eq!(hop.upstream.bdf, None, "the port above is not in the tree");
+    assert!(
+        hop.role.starts_with("its own link; its port is not in this tree"),
+        "{}",
+        hop.role
+    );
+    let best = writes(&cfg(Generation::Gen5, 16, 256, 512, 8));
+    assert_eq!(
+        (gpu.limited_by, gpu.available_gbps, gpu.capable_gbps),
+        (Some(bdf("0000:00:06.0")), Some(best), Some(best))
+    );
+    // Its MPS 256 of the 512 B it supports: the host's root port, unseen, may allow no more.
+    let f = finding(&r, Kind::MpsBelowPath, "0000:00:06.0");
+    assert_eq!(f.severity, Severity::Info);
+    assert!(
+        f.message.contains("the port above it is not in this tree"),
+        "{}",
+        f.message
+    );
+    assert_lost(
+        f,
+        pct(
+            writes(&cfg(Generation::Gen5, 16, 256, 512, 8)),
+            writes(&cfg(Generation::Gen5, 16, 512, 512, 8)),
+        ),
+    );
+    assert_eq!(
+        r.findings.iter().filter(|f| f.bdf == bdf("0000:00:06.0")).count(),
+        1,
+        "{:#?}",
+        r.findings
+    );
+    // Width lost on the device's own end is told and priced as on a host.
+    let f = finding(&r, Kind::LinkWidthDowngraded, "0000:00:07.0");
+    assert_eq!(f.limited_by, Some(bdf("0000:00:07.0")));
+    assert_lost(
+        f,
+        pct(
+            writes(&cfg(Generation::Gen4, 8, 256, 512, 8)),
+            writes(&cfg(Generation::Gen4, 16, 256, 512, 8)),
+        ),
+    );
+}
+
+#[test]
 fn garbage_links_loops_and_truncation_say_cannot_tell() {
     let t = Tree::new("garbage");
     let l = LinkSetup::at_max(16.0, 16);

@@ -179,6 +179,52 @@ fn a_snapshot_reads_offline_like_the_host() {
 }
 
 /// The pcie-bench host's `lspci -vvv` (as root), from its data directory.
+#[test]
+fn the_h100_vm_s_snapshot_prices_the_gpu_from_its_own_end() {
+    // A real snapshot (scripts/gpu-check.sh on the project's lent machine): an H100 passed
+    // through to a VM, on the guest's root bus with no port above it.
+    let tarball = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/measured/h100-80gb-hbm3-vm/host/snapshot.tar.gz");
+    let out = common::fresh_path("check-h100-vm");
+    std::fs::create_dir_all(&out).unwrap();
+    let tar = std::process::Command::new("tar")
+        .arg("xzf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let root = out.join("snapshot");
+    let o = pcieperf(&["check", "--sysfs", root.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["functions"].as_array().unwrap().len(), 7);
+    assert_eq!(v["findings"].as_array().unwrap().len(), 0, "{}", v["findings"]);
+    let gpu = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "10de:2330")
+        .unwrap();
+    assert_eq!(
+        (gpu["bdf"].as_str(), gpu["mps"].as_u64(), gpu["mrrs"].as_u64()),
+        (Some("0000:00:06.0"), Some(256), Some(4096))
+    );
+    let hop = &gpu["path"][0];
+    assert!(hop["upstream"]["bdf"].is_null(), "{hop}");
+    assert_eq!(
+        (hop["current_gts"].as_f64(), hop["current_width"].as_u64()),
+        (Some(32.0), Some(16))
+    );
+    let gen5 = model_writes("5", "16", "256");
+    for key in ["available_gbps", "capable_gbps"] {
+        assert!((gpu[key].as_f64().unwrap() - gen5).abs() < 1e-9, "{key}: {gpu}");
+    }
+    assert_eq!(gpu["limited_by"], "0000:00:06.0");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
 fn e5_lspci() -> std::path::PathBuf {
     common::reference("nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro").join("sys-lspci.txt")
 }
