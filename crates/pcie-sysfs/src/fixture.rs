@@ -55,3 +55,32 @@ pub fn nic_below(root: &Path, root_port: &str, bdf: &str) -> io::Result<()> {
     ];
     write_pci_function(root, &[root_port], bdf, &attrs, Some("mlx5_core"))
 }
+
+/// An NVMe multipath namespace `nvme{s}n1` of subsystem `s` in the tree at `root`, as the
+/// kernel lays it out (below `sys/devices/virtual/nvme-subsystem`, listed in `sys/block`), with
+/// the given controllers (0-9), controller `c` below PCI function `0000:3c:00.0`; 4,096 sectors read
+/// and 8 written. Returns the controllers' directories.
+#[cfg(unix)]
+pub fn nvme_multipath(root: &Path, s: u32, controllers: &[u32]) -> io::Result<Vec<std::path::PathBuf>> {
+    use crate::tree::symlink;
+    let subsys = format!("sys/devices/virtual/nvme-subsystem/nvme-subsys{s}");
+    let head = root.join(&subsys).join(format!("nvme{s}n1"));
+    std::fs::create_dir_all(&head)?;
+    std::fs::write(head.join("stat"), "1 0 4096 1 1 0 8 1 0 1 1\n")?;
+    let target = format!("../devices/virtual/nvme-subsystem/nvme-subsys{s}/nvme{s}n1");
+    symlink(root, &format!("sys/block/nvme{s}n1"), &target)?;
+    controllers
+        .iter()
+        .map(|&c| {
+            let func = format!("pci0000:30/0000:30:0{c}.0/0000:3{c}:00.0");
+            let ctrl = root.join("sys/devices").join(&func).join(format!("nvme/nvme{c}"));
+            std::fs::create_dir_all(&ctrl)?;
+            symlink(
+                root,
+                &format!("{subsys}/nvme{c}"),
+                &format!("../../../{func}/nvme/nvme{c}"),
+            )?;
+            Ok(ctrl)
+        })
+        .collect()
+}

@@ -184,8 +184,20 @@ impl Copier<'_> {
                 let Some(real) = self.real(&self.root.join(class).join(&name)) else {
                     continue;
                 };
-                if !real.to_string_lossy().starts_with("sys/devices/pci") {
+                // An NVMe multipath namespace: its subsystem's links to its controllers too.
+                let controllers = match class {
+                    BLOCK => self.nvme_controllers(&real),
+                    _ => Vec::new(),
+                };
+                if !below_pci(&real) && controllers.is_empty() {
                     continue;
+                }
+                for (link, target) in &controllers {
+                    let up = "../".repeat(link.components().count() - 1);
+                    let rel = link.to_string_lossy();
+                    symlink(self.out, &rel, &format!("{up}{}", target.display()))
+                        .map_err(io_at(&self.out.join(link)))?;
+                    fs::create_dir_all(self.out.join(target)).map_err(io_at(&self.out.join(target)))?;
                 }
                 for file in files {
                     self.copy(&real.join(file), |_| {})?;
@@ -198,6 +210,22 @@ impl Copier<'_> {
         Ok(())
     }
 
+    /// For a multipath namespace at `real` whose controllers all live below PCI functions,
+    /// each controller link of its subsystem and the controller's directory, both relative to
+    /// the root; empty otherwise.
+    fn nvme_controllers(&self, real: &Path) -> Vec<(PathBuf, PathBuf)> {
+        let subsys = real.parent().unwrap_or(Path::new(""));
+        let links: Vec<(PathBuf, PathBuf)> = crate::traffic::nvme_controllers(&self.root.join(real))
+            .into_iter()
+            .filter_map(|(name, _)| Some((subsys.join(&name), self.real(&self.root.join(subsys).join(name))?)))
+            .collect();
+        if links.iter().all(|(_, target)| below_pci(target)) {
+            links
+        } else {
+            Vec::new()
+        }
+    }
+
     fn host(&mut self) -> Result<(), SnapshotError> {
         self.copy(Path::new("proc/cpuinfo"), |_| {})?;
         self.copy(Path::new(ASPM_POLICY), |_| {})?;
@@ -208,6 +236,11 @@ impl Copier<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether a directory (relative to the root) lives below a PCI host bridge.
+fn below_pci(real: &Path) -> bool {
+    real.to_string_lossy().starts_with("sys/devices/pci")
 }
 
 /// Makes `out` for a snapshot: refused unless it is new or an empty directory.
@@ -329,6 +362,41 @@ mod tests {
         assert!(out.join("proc/cpuinfo").is_file() && out.join(EVENT_SOURCE).is_dir());
         let again = snapshot(&root, &out).unwrap_err().to_string();
         assert!(again.ends_with("snap: exists and is not an empty directory (a snapshot goes into a new directory)"));
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn nvme_multipath_namespaces_are_copied_with_their_controllers() {
+        let base = std::env::temp_dir().join(format!("pcie-sysfs-snap-mpath-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let (root, out) = (base.join("host"), base.join("snap"));
+        crate::fixture::nvme_multipath(&root, 0, &[2]).unwrap();
+        crate::fixture::nvme_multipath(&root, 1, &[4, 5]).unwrap();
+        // A namespace of a fabrics controller (no PCI function): left out.
+        let fabric = crate::fixture::nvme_multipath(&root, 2, &[6]).unwrap();
+        let virt = root.join("sys/devices/virtual/nvme-fabrics/ctl/nvme6");
+        fs::create_dir_all(&virt).unwrap();
+        let link = root.join("sys/devices/virtual/nvme-subsystem/nvme-subsys2/nvme6");
+        fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink("../../nvme-fabrics/ctl/nvme6", &link).unwrap();
+        fs::remove_dir_all(&fabric[0]).unwrap();
+        let s = snapshot(&root, &out).unwrap();
+        assert_eq!(s.devices, 2, "{s:?}");
+        let rel = |d: &Path, base: &Path| d.strip_prefix(base).unwrap().to_path_buf();
+        let (host, copy) = (crate::read_traffic(&root).unwrap(), crate::read_traffic(&out).unwrap());
+        let host: Vec<_> = host
+            .iter()
+            .filter(|d| d.name != "nvme2n1")
+            .map(|d| (d.name.clone(), rel(&d.dir, &root), d.upstream_bytes))
+            .collect();
+        let copy: Vec<_> = copy
+            .iter()
+            .map(|d| (d.name.clone(), rel(&d.dir, &out), d.upstream_bytes))
+            .collect();
+        assert_eq!(host, copy);
+        // One controller: counted at it; two: left at the subsystem.
+        assert!(copy[0].1.ends_with("0000:32:00.0/nvme/nvme2"), "{copy:?}");
+        assert!(copy[1].1.starts_with("sys/devices/virtual/nvme-subsystem"), "{copy:?}");
         fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -9,6 +9,13 @@
 //! What they leave out: descriptors, completions, doorbells and interrupts (a few percent at
 //! 4 KiB transfers), and traffic no block or network counter sees (RDMA, peer-to-peer, GPU
 //! copies). Virtual devices (loop, dm, bridges, `lo`) live below no PCI function.
+//!
+//! NVMe native multipath (on by default where the kernel has CONFIG_NVME_MULTIPATH) puts a
+//! namespace's block device below its subsystem, `sys/devices/virtual/nvme-subsystem/
+//! nvme-subsys0/nvme0n1`, not below a PCI function; the subsystem's directory links each
+//! controller (`nvme-subsys0/nvme0 -> ../../../pci0000:30/.../0000:31:00.0/nvme/nvme0`). A
+//! namespace whose subsystem has one controller is counted at that controller; with several
+//! (a dual-ported drive) its counts cannot be split between them, and it stays unattributed.
 
 use crate::device::real_dir;
 use crate::error::SysfsError;
@@ -37,7 +44,8 @@ pub struct DeviceTraffic {
     /// `nvme0n1`, `eth0`.
     pub name: String,
     pub kind: CounterKind,
-    /// Its real directory (symbolic links resolved), below its PCI function's.
+    /// Its real directory (symbolic links resolved), below its PCI function's; for an NVMe
+    /// multipath namespace with one controller, that controller's.
     pub dir: PathBuf,
     /// Bytes the device wrote into host memory (block reads, received bytes).
     pub upstream_bytes: u64,
@@ -50,11 +58,19 @@ pub struct DeviceTraffic {
 pub fn read_traffic(root: &Path) -> Result<Vec<DeviceTraffic>, SysfsError> {
     let mut out = Vec::new();
     let block = root.join(BLOCK);
-    for name in list_dir(&block)? {
-        let dir = real_dir(block.join(&name));
+    let names = list_dir(&block)?;
+    for name in &names {
+        let mut dir = real_dir(block.join(name));
         let Some(stat) = read_attr(&dir.join("stat"))? else {
             continue;
         };
+        // A multipath namespace: at its one controller, unless its paths are listed themselves.
+        if let [(_, controller)] = &nvme_controllers(&dir)[..] {
+            if !names.iter().any(|n| is_nvme_path_of(n, name)) {
+                dir = controller.clone();
+            }
+        }
+        let name = name.clone();
         let Some((read, written)) = block_sectors(&stat) else {
             continue;
         };
@@ -88,6 +104,52 @@ pub fn read_traffic(root: &Path) -> Result<Vec<DeviceTraffic>, SysfsError> {
     Ok(out)
 }
 
+/// The directory NVMe subsystems live in, below `sys/devices/virtual`.
+const NVME_SUBSYSTEM: &str = "nvme-subsystem";
+
+/// The controllers of the NVMe subsystem whose multipath namespace lives at `dir` (a real
+/// directory): each link's name (`nvme0`) and the controller's real directory; empty for a
+/// device that is not such a namespace.
+pub(crate) fn nvme_controllers(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Some(subsys) = dir.parent().filter(|s| {
+        s.parent()
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == NVME_SUBSYSTEM)
+    }) else {
+        return Vec::new();
+    };
+    let controller = |n: &str| {
+        n.strip_prefix("nvme")
+            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+    };
+    list_dir(subsys)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| controller(n))
+        .map(|n| {
+            let real = real_dir(subsys.join(&n));
+            (n, real)
+        })
+        .filter(|(_, real)| real.is_dir())
+        .collect()
+}
+
+/// Whether block device `name` is one path (`nvme0c1n2`: subsystem 0, controller 1) of the
+/// multipath namespace `head` (`nvme0n2`).
+fn is_nvme_path_of(name: &str, head: &str) -> bool {
+    let (Some(path), Some(head)) = (name.strip_prefix("nvme"), head.strip_prefix("nvme")) else {
+        return false;
+    };
+    let (Some((subsys, ns)), Some((p_subsys, rest))) = (head.split_once('n'), path.split_once('c')) else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match rest.split_once('n') {
+        Some((ctrl, p_ns)) => digits(subsys) && subsys == p_subsys && digits(ctrl) && p_ns == ns && digits(ns),
+        None => false,
+    }
+}
+
 /// Sectors read and written: the third and seventh fields of a block device's `stat` (the
 /// kernel's Documentation/block/stat.rst); `None` for fewer fields or a field not a number.
 fn block_sectors(stat: &str) -> Option<(u64, u64)> {
@@ -98,6 +160,7 @@ fn block_sectors(stat: &str) -> Option<(u64, u64)> {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use crate::fixture::nvme_multipath;
     use std::os::unix::fs::symlink;
 
     #[test]
@@ -161,5 +224,52 @@ mod tests {
         assert_eq!(block_sectors("1 2 3 4 5 6 x"), None);
         assert_eq!(block_sectors("1 2 3 4 5 6"), None);
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_multipath_namespace_counts_at_its_one_controller() {
+        let root = std::env::temp_dir().join(format!("pcie-sysfs-mpath-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let one = nvme_multipath(&root, 0, &[2]).unwrap();
+        let two = nvme_multipath(&root, 1, &[4, 5]).unwrap();
+        let t = read_traffic(&root).unwrap();
+        let dirs: Vec<(&str, &Path)> = t.iter().map(|d| (d.name.as_str(), d.dir.as_path())).collect();
+        let virtual_head = root.join("sys/devices/virtual/nvme-subsystem/nvme-subsys1/nvme1n1");
+        assert_eq!(
+            dirs,
+            [("nvme0n1", one[0].as_path()), ("nvme1n1", virtual_head.as_path())]
+        );
+        assert_eq!((t[0].upstream_bytes, t[0].downstream_bytes), (4096 * 512, 8 * 512));
+        assert_eq!(nvme_controllers(&virtual_head).len(), two.len());
+        // Its path listed as a block device of its own: the namespace is not counted twice.
+        let path = one[0].join("nvme0c2n1");
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::write(path.join("stat"), "1 0 4096 1 1 0 8 1 0 1 1\n").unwrap();
+        symlink(
+            "../devices/pci0000:30/0000:30:02.0/0000:32:00.0/nvme/nvme2/nvme0c2n1",
+            root.join(BLOCK).join("nvme0c2n1"),
+        )
+        .unwrap();
+        let t = read_traffic(&root).unwrap();
+        let head = t.iter().find(|d| d.name == "nvme0n1").unwrap();
+        assert!(head.dir.starts_with(root.join("sys/devices/virtual")), "{:?}", head.dir);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn multipath_path_names() {
+        assert!(is_nvme_path_of("nvme0c2n1", "nvme0n1"));
+        assert!(is_nvme_path_of("nvme12c0n33", "nvme12n33"));
+        for (name, head) in [
+            ("nvme1c2n1", "nvme0n1"),
+            ("nvme0c2n2", "nvme0n1"),
+            ("nvme0n1", "nvme0n1"),
+            ("nvme0cn1", "nvme0n1"),
+            ("nvme0c2n1p1", "nvme0n1"),
+            ("sda", "nvme0n1"),
+            ("nvme0c2n1", "sda"),
+        ] {
+            assert!(!is_nvme_path_of(name, head), "{name} {head}");
+        }
     }
 }
