@@ -559,3 +559,87 @@ fn status_findings(s: &mut Subject, state: &AerState) {
         s.add(severity, Kind::AerUncorrectable, None, None, msg);
     }
 }
+
+/// The link below `port` when it carries two or more functions' traffic (`shared`, sampled):
+/// a `link_busy` finding at the link when their summed busiest interval comes within
+/// [`BUSY_PCT`] of what the model gives it, and no one of them alone does (that one's own
+/// finding already names the link). The capacity is the link's as it runs: 4 KiB DMA writes
+/// up at the devices' MPS; 4 KiB reads down at MRRS 512 with 10-bit tags, so that the link
+/// and not one device's tags bounds them.
+pub(crate) fn shared_link(
+    host: &Host,
+    functions: &[FunctionHealth],
+    port: usize,
+    shared: &crate::traffic::Shared,
+) -> Vec<Finding> {
+    let port_bdf = host.funcs[port].bdf();
+    let Some((hop, mps)) = shared.functions.iter().find_map(|&i| {
+        let hop = functions[i].path.iter().find(|h| h.upstream.bdf == Some(port_bdf))?;
+        Some((hop, functions[i].mps.unwrap_or(DEFAULT_MPS)))
+    }) else {
+        return Vec::new();
+    };
+    let (Some(gts), Some(lanes)) = (hop.current_gts, hop.current_width) else {
+        return Vec::new();
+    };
+    let setting = |mrrs, tag_bits| Setting {
+        gts,
+        lanes,
+        mps,
+        mrrs,
+        tag_bits,
+    };
+    let capacity = [
+        host.prices.writes(&setting(DEFAULT_MRRS, 8)),
+        host.prices.reads(&setting(DEFAULT_MRRS, 10), DMA_BYTES),
+    ];
+    let own = |i: usize, up: bool| {
+        let t = functions[i].traffic.as_ref();
+        t.and_then(|t| {
+            if up {
+                t.upstream_peak_gbps
+            } else {
+                t.downstream_peak_gbps
+            }
+        })
+        .unwrap_or(0.0)
+    };
+    let name = |f: &FunctionHealth| match &f.id {
+        Some(id) => format!("{} [{id}]", f.bdf),
+        None => f.bdf.to_string(),
+    };
+    let below = functions
+        .iter()
+        .find(|f| f.bdf == hop.bdf)
+        .map_or(hop.bdf.to_string(), name);
+    let ways = [
+        (shared.peak.0, capacity[0], true, "device to host", "4 KiB DMA writes"),
+        (shared.peak.1, capacity[1], false, "host to device", "4 KiB DMA reads"),
+    ];
+    let mut out = Vec::new();
+    for (peak, capacity, up, way, what) in ways {
+        let Some(c) = capacity.filter(|&c| c > 0.0) else {
+            continue;
+        };
+        let alone = shared.functions.iter().map(|&i| own(i, up)).fold(0.0, f64::max);
+        let share = peak / c * 100.0;
+        if share < BUSY_PCT || alone / c * 100.0 >= BUSY_PCT {
+            continue;
+        }
+        out.push(Finding {
+            severity: Severity::Info,
+            kind: Kind::LinkBusy,
+            bdf: hop.bdf,
+            limited_by: Some(hop.bdf),
+            lost_pct: None,
+            message: format!(
+                "the link above {below} ({}) is shared by {} functions below {port_bdf} ({}): together {peak:.1} Gb/s {way} at their busiest interval, {share:.0} % of what the model gives {what} through it ({c:.1} Gb/s at {}), where the most any one of them moved was {alone:.1}: the shared link is their bottleneck",
+                hop.role,
+                shared.functions.len(),
+                shared.devices.join(", "),
+                rate_name(Some(gts), Some(lanes)),
+            ),
+        });
+    }
+    out
+}

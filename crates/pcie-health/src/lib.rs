@@ -87,7 +87,8 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         return Err(CheckError::NoRoot(root.to_path_buf()));
     }
     let funcs = PciDevice::discover_map(root, read::Func::read)?;
-    let mut watch = traffic::Watch::start(root, &funcs)?;
+    let parents = path::parents(&funcs);
+    let mut watch = traffic::Watch::start(root, &funcs, &parents)?;
     let (rates, sampled_seconds) = match opts.sampling {
         Some(s) => {
             let (r, secs) = aer::sample(&funcs, s, |secs| watch.interval(secs))?;
@@ -95,9 +96,9 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         }
         None => (None, None),
     };
+    let shared = watch.shared(sampled_seconds.is_some());
     let traffic = watch.finish(sampled_seconds);
     let numa_nodes = pcie_sysfs::host::numa_nodes(root)?;
-    let parents = path::parents(&funcs);
     let mut occupied = vec![false; funcs.len()];
     for p in parents.iter().flatten() {
         occupied[*p] = true;
@@ -118,6 +119,11 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         let (record, mut found) = checks::function(&host, i);
         functions.push(record);
         findings.append(&mut found);
+    }
+    for (port, s) in shared.iter().enumerate() {
+        if let Some(s) = s {
+            findings.extend(checks::shared_link(&host, &functions, port, s));
+        }
     }
     findings.sort_by(|a, b| {
         b.severity

@@ -31,44 +31,96 @@ fn per_function(funcs: &[Func], dirs: &HashMap<&Path, usize>, devices: Vec<Devic
     out
 }
 
+/// What the functions below one port moved together over a sampled check: the link below
+/// the port carries all of it (a switch's upstream link, a multi-function device's link).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Shared {
+    /// The functions below with traffic (indices), at least two, and their devices.
+    pub functions: Vec<usize>,
+    pub devices: Vec<String>,
+    /// The busiest interval's upstream and downstream Gb/s, summed over them.
+    pub peak: (f64, f64),
+}
+
 /// The traffic counters of a host, read at the start of a check and at each sampling interval.
 pub(crate) struct Watch<'a> {
     root: &'a Path,
     funcs: &'a [Func],
+    parents: &'a [Option<usize>],
     dirs: HashMap<&'a Path, usize>,
     first: Totals,
     last: Totals,
-    /// Per function, the peak upstream and downstream Gb/s over one interval.
+    /// Per function, the peak upstream and downstream Gb/s over one interval: its own, and
+    /// summed over every function below it.
     peak: Vec<(f64, f64)>,
+    below_peak: Vec<(f64, f64)>,
 }
 
 impl<'a> Watch<'a> {
-    pub fn start(root: &'a Path, funcs: &'a [Func]) -> Result<Watch<'a>, SysfsError> {
+    pub fn start(root: &'a Path, funcs: &'a [Func], parents: &'a [Option<usize>]) -> Result<Watch<'a>, SysfsError> {
         let dirs = funcs.iter().enumerate().map(|(i, f)| (f.dev.dir(), i)).collect();
         let first = per_function(funcs, &dirs, read_traffic(root)?);
         Ok(Watch {
             root,
             funcs,
+            parents,
             dirs,
             last: first.clone(),
             first,
             peak: vec![(0.0, 0.0); funcs.len()],
+            below_peak: vec![(0.0, 0.0); funcs.len()],
         })
     }
 
     /// Reads the counters again, `secs` after the last reading: each function's rates over
-    /// the interval.
+    /// the interval, and their sums at every port above it.
     pub fn interval(&mut self, secs: f64) -> Result<(), SysfsError> {
         let now = per_function(self.funcs, &self.dirs, read_traffic(self.root)?);
+        let mut below = vec![(0.0, 0.0); self.funcs.len()];
         for (i, (was, is)) in self.last.iter().zip(&now).enumerate() {
             if let (Some(was), Some(is)) = (was, is) {
                 let (up, down) = (gbps(was.0, is.0, secs), gbps(was.1, is.1, secs));
                 let p = &mut self.peak[i];
                 *p = (p.0.max(up), p.1.max(down));
+                for &a in crate::path::chain(self.parents, i).iter().rev().skip(1) {
+                    below[a].0 += up;
+                    below[a].1 += down;
+                }
             }
+        }
+        for (p, b) in self.below_peak.iter_mut().zip(below) {
+            *p = (p.0.max(b.0), p.1.max(b.1));
         }
         self.last = now;
         Ok(())
+    }
+
+    /// Per function, what two or more functions below it moved together, where the check
+    /// was sampled.
+    pub fn shared(&self, sampled: bool) -> Vec<Option<Shared>> {
+        let mut below: Vec<Vec<usize>> = vec![Vec::new(); self.funcs.len()];
+        if sampled {
+            for i in (0..self.funcs.len()).filter(|&i| self.last[i].is_some()) {
+                for &a in crate::path::chain(self.parents, i).iter().rev().skip(1) {
+                    below[a].push(i);
+                }
+            }
+        }
+        below
+            .into_iter()
+            .zip(&self.below_peak)
+            .map(|(functions, &peak)| {
+                let devices = functions
+                    .iter()
+                    .flat_map(|&i| self.last[i].iter().flat_map(|t| t.2.iter().cloned()))
+                    .collect();
+                (functions.len() >= 2).then_some(Shared {
+                    functions,
+                    devices,
+                    peak,
+                })
+            })
+            .collect()
     }
 
     /// Each function's traffic: totals from the last reading, rates where it was sampled for

@@ -560,3 +560,84 @@ fn traffic_of_block_devices_and_interfaces_against_the_path() {
     assert_eq!((nic.upstream_gbps, nic.upstream_peak_gbps), (Some(0.0), Some(0.0)));
     assert_eq!(r.findings.iter().filter(|f| f.kind == Kind::LinkBusy).count(), 1);
 }
+
+#[test]
+fn a_switch_uplink_busy_with_drives_none_of_which_fills_its_own_link() {
+    // Four Gen4 x4 NVMe drives behind a switch whose upstream link is Gen4 x8: each reads
+    // 40 Gb/s (71 % of its own link), together 160, above what the uplink carries.
+    let t = Tree::new("shared");
+    let x8 = fixture::link(16.0, 8, 16.0, 8);
+    let x4 = fixture::link(16.0, 4, 16.0, 4);
+    fixture::root_port("0000:c0:02.0", 0, x8, 0xc1)
+        .buses(0xc1, 0xc6)
+        .write(&t.0, &[])
+        .unwrap();
+    Func::new("0000:c1:00.0", 0x1000, 0xc010, 0x060400, PortType::UpstreamPort, 0)
+        .link(x8)
+        .buses(0xc2, 0xc6)
+        .write(&t.0, &["0000:c0:02.0"])
+        .unwrap();
+    let mut stats = Vec::new();
+    for k in 0..4u8 {
+        let (port, drive) = (format!("0000:c2:0{k}.0"), format!("0000:c{}:00.0", 3 + k));
+        Func::new(&port, 0x1000, 0xc010, 0x060400, PortType::DownstreamPort, 0)
+            .link(x4)
+            .buses(0xc3 + k, 0xc3 + k)
+            .write(&t.0, &["0000:c0:02.0", "0000:c1:00.0"])
+            .unwrap();
+        Func::new(&drive, 0x144d, 0xa80a, 0x010802, PortType::Endpoint, 0)
+            .link(x4)
+            .driver("nvme")
+            .write(&t.0, &["0000:c0:02.0", "0000:c1:00.0", &port])
+            .unwrap();
+        stats.push(fixture::block_device(&t.0, &drive, &format!("nvme{k}n1"), 0, 0).unwrap());
+    }
+    // The counters follow the clock, so the rate does not depend on how the mover is scheduled.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mover = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            let sectors_per_s = 40e9 / 8.0 / 512.0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let sectors = (start.elapsed().as_secs_f64() * sectors_per_s) as u64;
+                for stat in &stats {
+                    let tmp = stat.with_extension("tmp");
+                    fixture::write_block_stat(&tmp, sectors, 0).unwrap();
+                    std::fs::rename(&tmp, stat).unwrap();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        })
+    };
+    let sampling = pcie_health::Sampling {
+        interval: std::time::Duration::from_millis(100),
+        duration: std::time::Duration::from_millis(500),
+    };
+    let r = check(
+        &t.0,
+        &Options {
+            sampling: Some(sampling),
+        },
+    )
+    .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    mover.join().unwrap();
+    let busy = finding(&r, Kind::LinkBusy, "0000:c1:00.0");
+    assert_eq!(busy.limited_by, Some(bdf("0000:c1:00.0")));
+    let uplink = writes(&cfg(Generation::Gen4, 8, 256, 512, 8));
+    for part in [
+        "the link above 0000:c1:00.0 [1000:c010] (the switch's upstream link) is shared by 4 functions below 0000:c0:02.0 (nvme0n1, nvme1n1, nvme2n1, nvme3n1): together ",
+        "Gb/s device to host at their busiest interval",
+        &format!("4 KiB DMA writes through it ({uplink:.1} Gb/s at Gen4 x8)"),
+    ] {
+        assert!(busy.message.contains(part), "{part}\n{}", busy.message);
+    }
+    // One finding for the uplink, none for the idle direction or the switch's inner ports.
+    let shared: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.kind == Kind::LinkBusy && f.message.starts_with("the link above"))
+        .collect();
+    assert_eq!(shared.len(), 1, "{shared:#?}");
+}
