@@ -320,21 +320,26 @@ fn pcie_capability(config: &[u8]) -> Result<usize, ConfigSpaceError> {
     }
 }
 
+/// An extended capability header (PCIe 6.0 7.6.3): its ID and the next capability's offset;
+/// `None` at the list's end (zeros, or all ones from a function that does not answer).
+fn ext_header(h: u32) -> Option<(u16, usize)> {
+    (h != 0 && h != u32::MAX).then_some(((h & 0xffff) as u16, (h >> 20) as usize & 0xffc))
+}
+
 /// The extended capabilities (ID, offset) from 0x100; empty when the dump is 256 bytes or
 /// shorter (conventional PCI, or a reader without root), `Err` when the list loops.
 pub fn extended_capabilities(config: &[u8]) -> Result<Vec<(u16, usize)>, ConfigSpaceError> {
     let mut found: Vec<(u16, usize)> = Vec::new();
     let mut at = EXTENDED;
     while at >= EXTENDED {
-        let Some(header) = u32_at(config, at) else { break };
-        if header == 0 || header == u32::MAX {
+        let Some((id, next)) = u32_at(config, at).and_then(ext_header) else {
             break;
-        }
+        };
         if found.iter().any(|&(_, o)| o == at) {
             return Err(ConfigSpaceError::CapabilityLoop(at));
         }
-        found.push(((header & 0xffff) as u16, at));
-        at = (header >> 20) as usize & 0xffc;
+        found.push((id, at));
+        at = next;
     }
     Ok(found)
 }
@@ -381,15 +386,14 @@ pub fn read_registers(
         if !fill(&mut bytes, at, 4, &mut read_at)? {
             break;
         }
-        let h = u32_at(&bytes, at).expect("read above");
-        if h == 0 || h == u32::MAX {
+        let Some((id, next)) = u32_at(&bytes, at).and_then(ext_header) else {
             break;
-        }
-        if (h & 0xffff) as u16 == EXT_CAP_AER {
+        };
+        if id == EXT_CAP_AER {
             // Cut short or not, the list goes on from its header.
             fill(&mut bytes, at + 4, AER_STATUS_END - 4, &mut read_at)?;
         }
-        at = (h >> 20) as usize & 0xffc;
+        at = next;
     }
     Ok(bytes)
 }
