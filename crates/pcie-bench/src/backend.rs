@@ -75,6 +75,11 @@ pub trait Backend: Sync {
     fn leaves_out(&self, _test: &TestParams) -> Option<String> {
         None
     }
+    /// The built-in suite `bench run` runs when none is named: `quick`, or one made for the
+    /// device (a GPU's threads measure bandwidth only in larger windows: `gpu`).
+    fn default_suite(&self) -> &'static str {
+        "quick"
+    }
     /// Called once when a run's tests are done, before `run.json` is completed: a backend may
     /// read its device's state again (a GPU its link), which `info` then reports.
     fn finish(&self) {}

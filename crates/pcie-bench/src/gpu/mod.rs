@@ -543,6 +543,10 @@ impl Backend for CudaBackend {
         self.engine.leaves_out(t)
     }
 
+    fn default_suite(&self) -> &'static str {
+        "gpu"
+    }
+
     fn run(&self, t: &TestParams, seed: u64) -> Result<Outcome, BackendError> {
         if t.count > u32::MAX as u64 {
             return Err(err(

@@ -19,7 +19,8 @@ use std::time::SystemTime;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Suite to run: quick, paper, gpu (the quick suite for --backend cuda), or a suite file
+    /// Suite to run: quick, paper, gpu (the quick suite for GPUs), or a suite file [default:
+    /// quick; gpu with --backend cuda]
     #[arg(long, conflicts_with = "test")]
     suite: Option<String>,
     /// Run only these output groups of the suite (comma-separated base names)
@@ -135,7 +136,7 @@ fn suite(a: &RunArgs, backend: &dyn Backend, numa: Numa, iommu: Iommu) -> Result
                 .map_err(|e| usage(format!("--{e}")))?;
             Suite::single(t)
         }
-        None => Suite::from_arg(a.suite.as_deref().unwrap_or("quick")).map_err(|e| usage(e.message))?,
+        None => Suite::from_arg(a.suite.as_deref().unwrap_or(backend.default_suite())).map_err(|e| usage(e.message))?,
     };
     if !a.only.is_empty() {
         s = s.only(&a.only).map_err(|e| usage(e.message))?;

@@ -239,6 +239,41 @@ fn a_suite_run_records_the_gpu_and_the_link_its_nvml_reports_and_reads_back() {
 }
 
 #[test]
+fn a_gpu_runs_the_gpu_suite_unless_told_and_leaves_nothing_out() {
+    let out = fresh_path("fake-cuda-default-suite");
+    let o = with_fake(
+        &[],
+        &[
+            "bench",
+            "run",
+            "--backend",
+            "cuda",
+            "--only",
+            "bw_dma_win_sweep_rd_rnd_64",
+            "--samples",
+            "300",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("leaves out"), "{}", stderr(&o));
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["suite"], "gpu");
+    assert!(run.get("left_out").is_none(), "{run}");
+    // Five windows from 256 KiB to 64 MiB, cold and host-warm: none the quick suite's 4 KiB.
+    let csv = std::fs::read_to_string(out.join("bw_dma_win_sweep_rd_rnd_64.csv")).unwrap();
+    let windows: Vec<u64> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(5).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(windows.len(), 10, "{csv}");
+    assert_eq!(windows.iter().min(), Some(&(256 << 10)), "{csv}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
 fn driver_failures_name_the_call_and_leave_what_finished() {
     let e = |env: &[(&str, &str)], args: &[&str]| {
         let o = with_fake(env, args);
