@@ -123,10 +123,10 @@ impl std::fmt::Display for Engine {
 /// DMAs, model 446.9 Gb/s) an 8 KiB window gave BW_WR 593.5 Gb/s, above the link: writes to
 /// one line merged before the link; and BW_RD 39.3 Gb/s: reads of the same lines were served
 /// one after another (at its 1.2 us latency that is ~6 KB in flight by Little's law, where the
-/// kernel issues thousands of reads). At 256 KiB and at
-/// 64 MiB both directions were within 90-95 % of the model. A window must hold the reads the
-/// link keeps in flight (its bandwidth-delay product: Gen5 x16 at 1.2 us is 67 KB, Gen6 134 KB)
-/// in distinct lines; 256 KiB does so with room for both.
+/// kernel issues thousands of reads). At 256 KiB and at 64 MiB both directions were within
+/// 90-95 % of the model. A window must hold the reads the link keeps in flight (its
+/// bandwidth-delay product: Gen5 x16 at 1.2 us is 67 KB, Gen6 134 KB) in distinct lines;
+/// 256 KiB does so with room for both.
 pub const SM_MIN_WINDOW: u64 = 256 << 10;
 
 impl Engine {
