@@ -296,9 +296,37 @@ fn human(r: &Report) -> String {
             }
         }
         if r.sampled_seconds.is_some() {
-            out.push_str("\nAER rates (peak over one interval):\n");
-            for f in r.functions.iter().filter(|f| !f.aer.rates.is_empty()) {
-                let _ = writeln!(out, "  {}: {}", f.bdf, rates_text(f));
+            // The error types that occurred; JSON and CSV carry every type's rate, zeros too.
+            let watched = r.functions.iter().filter(|f| !f.aer.rates.is_empty()).count();
+            let erring: Vec<(&FunctionHealth, String)> = r
+                .functions
+                .iter()
+                .filter_map(|f| {
+                    let on: Vec<String> = f
+                        .aer
+                        .rates
+                        .iter()
+                        .filter(|(_, r)| *r > 0.0)
+                        .map(|(n, r)| format!("{n} {r:.2}/s"))
+                        .collect();
+                    (!on.is_empty()).then(|| (f, on.join("; ")))
+                })
+                .collect();
+            let functions = if watched == 1 { "function" } else { "functions" };
+            if erring.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "\nAER rates: no errors while watched ({watched} {functions} with AER counters)"
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "\nAER rates (peak over one interval; the types that occurred, on {} of {watched} {functions} with AER counters):",
+                    erring.len()
+                );
+                for (f, text) in erring {
+                    let _ = writeln!(out, "  {}: {text}", f.bdf);
+                }
             }
         }
     }

@@ -123,6 +123,13 @@ fn sampling_reports_rates() {
         .unwrap()
         .iter()
         .any(|f| f["kind"] == "aer_correctable"));
+    // The table names only the error types that occurred: here none.
+    let table = findings(&["check", "--sysfs", root, "-I", "20", "--duration", "0.06"]);
+    assert!(
+        table.contains("\nAER rates: no errors while watched (1 function with AER counters)\n"),
+        "{table}"
+    );
+    assert!(!table.contains("0.00/s"), "{table}");
     for (args, want) in [
         (
             vec!["-I", "0", "--duration", "1"],

@@ -71,6 +71,26 @@ fn sampling_a_simulated_host_sees_its_error_rate() {
         "{:?}",
         findings(&v)
     );
+    // The table lists the one type that occurred, not the other 26 at zero on 27 functions.
+    let o = pcieperf(&[
+        "check",
+        "--source",
+        "sim:yitian710-degraded",
+        "-I",
+        "250",
+        "--duration",
+        "0.5",
+    ]);
+    let table = stdout(&o);
+    let at = table
+        .find("\nAER rates (peak over one interval; the types that occurred, on 1 of ")
+        .expect("AER rates");
+    let lines: Vec<&str> = table[at + 1..].lines().take(3).collect();
+    assert!(
+        lines[1].starts_with("  0000:04:00.0: BadDLLP ") && lines[1].ends_with("/s"),
+        "{table}"
+    );
+    assert_eq!(lines[2], "", "{table}");
 }
 
 #[test]
