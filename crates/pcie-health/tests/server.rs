@@ -35,6 +35,42 @@ impl Drop for Tree {
     }
 }
 
+/// Checks the tree watched (100 ms intervals for 500 ms) while every block device `stat`
+/// counts `sectors_per_s` sectors read from `(read, written)` on. The counts follow the clock,
+/// so the rates do not depend on how the writing thread is scheduled; each file is written
+/// whole (renamed into place), as the kernel never shows one half written.
+fn watched_while_reading(t: &Tree, stats: Vec<PathBuf>, (read, written): (u64, u64), sectors_per_s: f64) -> Report {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mover = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let sectors = read + (start.elapsed().as_secs_f64() * sectors_per_s) as u64;
+                for stat in &stats {
+                    let tmp = stat.with_extension("tmp");
+                    fixture::write_block_stat(&tmp, sectors, written).unwrap();
+                    std::fs::rename(&tmp, stat).unwrap();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        })
+    };
+    let sampling = pcie_health::Sampling {
+        interval: std::time::Duration::from_millis(100),
+        duration: std::time::Duration::from_millis(500),
+    };
+    let r = check(
+        &t.0,
+        &Options {
+            sampling: Some(sampling),
+        },
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    mover.join().unwrap();
+    r.unwrap()
+}
+
 fn bdf(s: &str) -> Bdf {
     s.parse().unwrap()
 }
@@ -509,35 +545,8 @@ fn traffic_of_block_devices_and_interfaces_against_the_path() {
     );
     assert!(!r.findings.iter().any(|f| f.kind == Kind::LinkBusy));
 
-    // Sampled while the NVMe reads a TiB between readings, far beyond its link; the NIC idle.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mover = {
-        let (stop, stat) = (stop.clone(), stat.clone());
-        std::thread::spawn(move || {
-            let mut sectors = 2_000u64;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                sectors += 1 << 31;
-                // Whole files only: the check never reads one half written.
-                let tmp = stat.with_extension("tmp");
-                fixture::write_block_stat(&tmp, sectors, 1_000).unwrap();
-                std::fs::rename(&tmp, &stat).unwrap();
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-        })
-    };
-    let sampling = pcie_health::Sampling {
-        interval: std::time::Duration::from_millis(100),
-        duration: std::time::Duration::from_millis(500),
-    };
-    let r = check(
-        &t.0,
-        &Options {
-            sampling: Some(sampling),
-        },
-    )
-    .unwrap();
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    mover.join().unwrap();
+    // Sampled while the NVMe reads a TiB every 20 ms, far beyond its link; the NIC idle.
+    let r = watched_while_reading(&t, vec![stat], (2_000, 1_000), (1u64 << 31) as f64 / 0.02);
     let busy = finding(&r, Kind::LinkBusy, "0000:31:00.0");
     assert_eq!(
         (busy.severity, busy.limited_by),
@@ -592,37 +601,7 @@ fn a_switch_uplink_busy_with_drives_none_of_which_fills_its_own_link() {
             .unwrap();
         stats.push(fixture::block_device(&t.0, &drive, &format!("nvme{k}n1"), 0, 0).unwrap());
     }
-    // The counters follow the clock, so the rate does not depend on how the mover is scheduled.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mover = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let start = std::time::Instant::now();
-            let sectors_per_s = 40e9 / 8.0 / 512.0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let sectors = (start.elapsed().as_secs_f64() * sectors_per_s) as u64;
-                for stat in &stats {
-                    let tmp = stat.with_extension("tmp");
-                    fixture::write_block_stat(&tmp, sectors, 0).unwrap();
-                    std::fs::rename(&tmp, stat).unwrap();
-                }
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        })
-    };
-    let sampling = pcie_health::Sampling {
-        interval: std::time::Duration::from_millis(100),
-        duration: std::time::Duration::from_millis(500),
-    };
-    let r = check(
-        &t.0,
-        &Options {
-            sampling: Some(sampling),
-        },
-    )
-    .unwrap();
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    mover.join().unwrap();
+    let r = watched_while_reading(&t, stats, (0, 0), 40e9 / 8.0 / 512.0);
     let busy = finding(&r, Kind::LinkBusy, "0000:c1:00.0");
     assert_eq!(busy.limited_by, Some(bdf("0000:c1:00.0")));
     let uplink = writes(&cfg(Generation::Gen4, 8, 256, 512, 8));
