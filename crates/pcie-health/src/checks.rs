@@ -101,6 +101,14 @@ impl Subject<'_> {
     }
 }
 
+/// How findings name a function: `0000:19:00.0 [10de:2330]`, the address alone without ids.
+fn display_name(bdf: pcie_sysfs::Bdf, id: Option<&str>) -> String {
+    match id {
+        Some(id) => format!("{bdf} [{id}]"),
+        None => bdf.to_string(),
+    }
+}
+
 /// The record and findings of function `i`.
 pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) {
     let f = &host.funcs[i];
@@ -118,10 +126,7 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         (Some(v), Some(d)) => Some(format!("{v:04x}:{d:04x}")),
         _ => None,
     };
-    let name = match &id {
-        Some(id) => format!("{} [{id}]", f.bdf()),
-        None => f.bdf().to_string(),
-    };
+    let name = display_name(f.bdf(), id.as_deref());
     let mut s = Subject {
         f,
         name,
@@ -604,14 +609,11 @@ pub(crate) fn shared_link(
         })
         .unwrap_or(0.0)
     };
-    let name = |f: &FunctionHealth| match &f.id {
-        Some(id) => format!("{} [{id}]", f.bdf),
-        None => f.bdf.to_string(),
-    };
-    let below = functions
+    let id = functions
         .iter()
         .find(|f| f.bdf == hop.bdf)
-        .map_or(hop.bdf.to_string(), name);
+        .and_then(|f| f.id.as_deref());
+    let below = display_name(hop.bdf, id);
     let ways = [
         (shared.peak.0, capacity[0], true, "device to host", "4 KiB DMA writes"),
         (shared.peak.1, capacity[1], false, "host to device", "4 KiB DMA reads"),
