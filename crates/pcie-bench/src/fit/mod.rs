@@ -22,6 +22,7 @@ pub mod measured;
 pub mod profile_toml;
 pub mod score;
 pub mod search;
+pub mod spread;
 
 use crate::params::Iommu;
 use crate::sim_backend::SimBackend;
@@ -136,6 +137,8 @@ pub struct FitReport {
     pub verdicts_before: Vec<Verdict>,
     pub verdicts_after: Vec<Verdict>,
     pub unreached: Vec<Unreached>,
+    /// What of the bandwidth groups the fitted host cannot follow ([`spread`]).
+    pub spread: Vec<spread::Spread>,
     /// The fitted host profile, as written.
     pub profile_toml: String,
 }
@@ -408,6 +411,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
             }
         }))
         .collect();
+    let spread = spread::spreads(&after);
     let runs_named: Vec<String> = runs
         .iter()
         .map(|r| format!("{} (IOMMU {})", r.label, r.iommu.name()))
@@ -439,6 +443,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
         verdicts_before,
         verdicts_after,
         unreached,
+        spread,
         profile_toml,
     })
 }

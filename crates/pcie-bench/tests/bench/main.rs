@@ -3,6 +3,8 @@
 
 #[path = "fit.rs"]
 mod fit;
+#[path = "fit_e3.rs"]
+mod fit_e3;
 #[path = "hostile_input.rs"]
 mod hostile_input;
 #[path = "netfpga_dat.rs"]

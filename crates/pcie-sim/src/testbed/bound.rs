@@ -40,8 +40,13 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
     let hiccup = m.dram_tail.max_ns.max(host.cpu.wake.max_ns) + stall;
     let fabric_line = rc.line_ns + m.remote_line_ns;
     // Without an ownership term the hop to a remote owner is the commit's.
-    let commit =
-        host.link.wire_ns + spans * (rc.write_line_ns + m.ddio_allocate_ns) + rc.write_commit_ns + m.remote_ns + own;
+    let intake = tlps * rc.write_tlp_ns.unwrap_or(0.0) + rc.write_stream_ns.unwrap_or(0.0);
+    let commit = host.link.wire_ns
+        + intake
+        + spans * (rc.write_line_ns + m.ddio_allocate_ns)
+        + rc.write_commit_ns
+        + m.remote_ns
+        + own;
     let accept = d.issue_ns + d.bus_dma_ns + lines * d.bus_line_ns + d.jitter.max_ns;
     let write = accept
         + (d.write_dma_ns + tlps * d.write_tlp_ns + lines * d.write_line_ns + d.write_slow_ns).max(d.write_min_ns)

@@ -32,6 +32,14 @@ pub struct RootComplex {
     pub line_ns: f64,
     /// Occupancy per 64 B line written (bounds posted write bandwidth).
     pub write_line_ns: f64,
+    /// The posted path's intake, a stage of its own before the fabric (reads do not queue in
+    /// it): it takes one MWr TLP per this long. Absent: the intake keeps up with any link.
+    #[serde(default)]
+    pub write_tlp_ns: Option<f64>,
+    /// A TLP that starts a write (its address does not continue the TLP before it) takes this
+    /// much longer in the intake. Absent: 0.
+    #[serde(default)]
+    pub write_stream_ns: Option<f64>,
     /// Posted requests the port buffers before it stops returning credits.
     pub posted_credits: u32,
     /// From a posted write's arrival until a later read of the same line sees it.
@@ -361,6 +369,16 @@ impl Checked for HostProfile {
             ("root_complex.write_commit_ns", rc.write_commit_ns, MAX_NS),
             ("root_complex.write_own_ns", rc.write_own_ns.unwrap_or(0.0), MAX_NS),
             ("root_complex.write_own_line_ns", rc.write_own_line_ns, MAX_LINE_NS),
+            (
+                "root_complex.write_tlp_ns",
+                rc.write_tlp_ns.unwrap_or(0.0),
+                MAX_REQUEST_NS,
+            ),
+            (
+                "root_complex.write_stream_ns",
+                rc.write_stream_ns.unwrap_or(0.0),
+                MAX_REQUEST_NS,
+            ),
             ("root_complex.write_merge_ns", rc.write_merge_ns, MAX_NS),
             ("root_complex.write_snoop_ns", rc.write_snoop_ns, MAX_NS),
             (

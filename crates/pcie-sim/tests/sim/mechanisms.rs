@@ -290,6 +290,34 @@ fn small_writes_hit_the_device_rate_limit_and_large_ones_the_link() {
     assert!(large <= link * 1.001 && large > link * 0.9, "{large} vs link {link}");
 }
 
+/// A posted path whose intake is slower than the device (the E3-1226 v3's) sets the write rate:
+/// a write of n TLPs per `write_stream_ns` + n × `write_tlp_ns`. Reads do not pass through it.
+#[test]
+fn a_slow_posted_intake_sets_the_write_rate_and_leaves_reads_alone() {
+    let mut s = sim();
+    let bare = (
+        gbps(&s, &workload(TestOp::BwRead, 64, 8192, CachePrep::HostWarm)),
+        gbps(&s, &workload(TestOp::BwWrite, 64, 8192, CachePrep::HostWarm)),
+    );
+    (s.host.root_complex.write_tlp_ns, s.host.root_complex.write_stream_ns) = (Some(60.0), Some(20.0));
+    let rate = |size: u32, tlps: f64| size as f64 * 8.0 / (20.0 + 60.0 * tlps);
+    for (size, tlps) in [(64, 1.0), (1024, 4.0)] {
+        let got = gbps(&s, &workload(TestOp::BwWrite, size, 8192, CachePrep::HostWarm));
+        assert!(
+            (got / rate(size, tlps) - 1.0).abs() < 0.01,
+            "{size} B: {got:.2} Gb/s, intake {:.2}",
+            rate(size, tlps)
+        );
+    }
+    assert!(
+        bare.1 > 2.0 * rate(64, 1.0),
+        "the E5 writes 64 B at {:.1} Gb/s without it",
+        bare.1
+    );
+    let read = gbps(&s, &workload(TestOp::BwRead, 64, 8192, CachePrep::HostWarm));
+    assert_eq!(read, bare.0);
+}
+
 /// pcie-bench's command-path pattern on the E5 (lat_cmd_sweep_*_rnd_08, both runs).
 #[test]
 fn command_reads_are_fast_from_the_ddio_share_and_sub_line_writes_merge_lines_from_dram() {

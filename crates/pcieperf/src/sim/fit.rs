@@ -233,6 +233,22 @@ fn human(r: &FitReport, output: &std::path::Path) -> String {
             }
         ));
     }
+    for s in r.spread.iter().filter(|s| s.beyond_10pct > 0) {
+        out.push_str(&format!(
+            "spread not followed: {}/{} {}: measured/fitted {:.2} ({} B) to {:.2} ({} B), median {:.2}; {} of {} rows beyond 10 %, neighbouring rows {:.0} % apart (median)\n",
+            s.run,
+            s.base,
+            s.kind.name(),
+            s.lowest.1,
+            s.lowest.0,
+            s.highest.1,
+            s.highest.0,
+            s.median_ratio,
+            s.beyond_10pct,
+            s.rows,
+            s.neighbour_pct
+        ));
+    }
     out.push_str(&format!("wrote {}\n", output.display()));
     out
 }

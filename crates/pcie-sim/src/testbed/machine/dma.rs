@@ -115,6 +115,11 @@ impl Machine<'_> {
             let sent = self.up.send(gathered.max(credit), w.mwr.wire);
             self.down.owe(w.mwr.dllps);
             let arrival = self.wake_first::<BARE>(rng, k == writes.0, sent + wire);
+            // The posted path's intake takes the TLPs one after another, ahead of the fabric.
+            let arrival = match self.costs.intake {
+                Some(_) => self.intake.serve(arrival, w.intake) + w.intake,
+                None => arrival,
+            };
             // Ownership of the lines is granted after their memory latency: the LLC's if cached,
             // DRAM's if not (where the line was before this write). Lines not yet in the LLC
             // need a DDIO allocation (and evict an older IO line).

@@ -70,6 +70,8 @@ pub struct Machine<'a> {
     fabric: Server,
     /// Release times of the posted credits in use, oldest first.
     posted: Tokens,
+    /// The posted path's intake, where the host has one (`root_complex.write_tlp_ns`).
+    intake: Server,
     walkers: Pool,
     /// Translates again, one after another, the requests parked while their page was walked.
     replayer: Server,
@@ -143,6 +145,7 @@ impl<'a> Machine<'a> {
             tags: Tokens::new(dev.dma.read_tags as usize),
             fabric: Server::default(),
             posted: Tokens::new(host.root_complex.posted_credits as usize),
+            intake: Server::default(),
             walkers: Pool {
                 free: vec![0; host.iommu.walkers as usize],
             },
