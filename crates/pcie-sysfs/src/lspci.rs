@@ -592,16 +592,15 @@ fn unquote_printable(text: &str) -> std::borrow::Cow<'_, str> {
 /// The dump's lines without the frame a bug report puts around them: e-mail quote marks
 /// (`> `, `>>`) and the indentation of its first function line (a Markdown code block, a
 /// log's prefix of spaces). No line lspci prints starts with `>`.
+fn strip_quotes(mut l: &str) -> &str {
+    while let Some(rest) = l.strip_prefix('>') {
+        l = rest.strip_prefix(' ').unwrap_or(rest);
+    }
+    l
+}
+
 fn unframe(text: &str) -> Vec<&str> {
-    let unquoted: Vec<&str> = text
-        .lines()
-        .map(|mut l| {
-            while let Some(rest) = l.strip_prefix('>') {
-                l = rest.strip_prefix(' ').unwrap_or(rest);
-            }
-            l
-        })
-        .collect();
+    let unquoted: Vec<&str> = text.lines().map(strip_quotes).collect();
     let base = unquoted
         .iter()
         .find_map(|l| {
@@ -622,7 +621,9 @@ pub fn parse(text: &str) -> Result<Vec<LspciFunction>, LspciError> {
     let mut out: Vec<LspciFunction> = Vec::new();
     let mut cur: Option<Reading> = None;
     let mut seen = BTreeSet::new();
-    let text = unquote_printable(text);
+    // Quote marks first, so that a quoted-printable paste quoted again decodes the same.
+    let unquoted: String = text.lines().map(|l| format!("{}\n", strip_quotes(l))).collect();
+    let text = unquote_printable(&unquoted);
     let lines = unframe(&text);
     let unit = space_unit(&lines);
     for (n, raw) in lines.into_iter().enumerate() {
