@@ -203,7 +203,16 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         let msg = format!("{}: {}", s.name, cannot_tell.join("; "));
         s.add(Severity::Info, Kind::LinkUnknown, None, None, msg);
     }
-    let aer = aer_findings(&mut s, host.rates.as_ref().map(|r| &r[i]));
+    // The link this function's AER receiver sits on: a port's is the link below it.
+    let link = if is_bridge {
+        host.parents
+            .iter()
+            .position(|p| *p == Some(i))
+            .map(|c| host.funcs[c].bdf())
+    } else {
+        f.has_link().then(|| f.bdf())
+    };
+    let aer = aer_findings(&mut s, host.rates.as_ref().map(|r| &r[i]), link);
     let traffic = host.traffic[i]
         .clone()
         .map(|t| traffic_finding(&mut s, &host.prices, t, limiting.as_ref(), cap, tag_state));
@@ -528,7 +537,7 @@ fn iommu_finding(s: &mut Subject) {
     s.add(Severity::Info, Kind::IommuTranslated, None, None, msg);
 }
 
-fn aer_findings(s: &mut Subject, rates: Option<&AerRates>) -> AerState {
+fn aer_findings(s: &mut Subject, rates: Option<&AerRates>, link: Option<pcie_sysfs::Bdf>) -> AerState {
     let a = &s.f.aer;
     let total =
         |f: &Option<Result<pcie_sysfs::AerCounts, String>>| f.as_ref().and_then(|r| r.as_ref().ok()).map(|c| c.total);
@@ -607,13 +616,15 @@ fn aer_findings(s: &mut Subject, rates: Option<&AerRates>) -> AerState {
         }
         _ => {}
     }
-    status_findings(s, &state);
+    status_findings(s, &state, link);
     state
 }
 
 /// Where no counter file exists (kernels before 4.17, firmware-first AER, an lspci dump), the
 /// AER status registers still show which error types happened since they were last cleared.
-fn status_findings(s: &mut Subject, state: &AerState) {
+/// `link`: the link the function's receiver sits on (its own, or for a port the one below it),
+/// named by its downstream end: bits latched at both ends of one link are one finding.
+fn status_findings(s: &mut Subject, state: &AerState, link: Option<pcie_sysfs::Bdf>) {
     let sticky = "sticky status bits, set since they were last cleared; no counter says how many";
     if state.correctable.is_none() && !state.status_correctable.is_empty() {
         // The kernel's name for Advisory Non-Fatal reads like an uncorrectable error.
@@ -628,7 +639,7 @@ fn status_findings(s: &mut Subject, state: &AerState) {
             s.name,
             state.status_correctable.join(", ")
         );
-        s.add(Severity::Info, Kind::AerCorrectable, None, None, msg);
+        s.add(Severity::Info, Kind::AerCorrectable, link, None, msg);
     }
     let uncorrectable = &state.status_uncorrectable;
     if state.nonfatal.is_none() && state.fatal.is_none() && !uncorrectable.is_empty() {

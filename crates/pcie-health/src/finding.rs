@@ -108,13 +108,14 @@ pub struct Finding {
 
 /// One finding per link: the functions of one device (a GPU and its HDMI audio, a NIC's
 /// ports) share its link, and the devices below a switch share its upstream link, so a link
-/// finding each of them raises is one statement about the link. `findings` sorted worst first;
-/// the first of each (kind, link) stays and names the others.
+/// finding each of them raises is one statement about the link; so are AER status bits latched
+/// at both ends of one link (the port's receiver and the device's). `findings` sorted worst
+/// first; the first of each (kind, link) stays and names the others.
 pub(crate) fn one_per_link(findings: Vec<Finding>) -> Vec<Finding> {
     let link_kind = |k: Kind| {
         matches!(
             k,
-            Kind::LinkWidthDowngraded | Kind::LinkSpeedDowngraded | Kind::LinkPowerSaving
+            Kind::LinkWidthDowngraded | Kind::LinkSpeedDowngraded | Kind::LinkPowerSaving | Kind::AerCorrectable
         )
     };
     let key = |f: &Finding| {
@@ -141,8 +142,12 @@ pub(crate) fn one_per_link(findings: Vec<Finding>) -> Vec<Finding> {
     for (f, o) in out.iter_mut().zip(others) {
         if !o.is_empty() {
             let names: Vec<String> = o.iter().map(Bdf::to_string).collect();
-            f.message
-                .push_str(&format!("; the same link serves {}", names.join(", ")));
+            let what = if f.kind == Kind::AerCorrectable {
+                "the same link shows them at"
+            } else {
+                "the same link serves"
+            };
+            f.message.push_str(&format!("; {what} {}", names.join(", ")));
         }
     }
     out
