@@ -48,7 +48,36 @@ fn cost_severity(lost: f64) -> Severity {
 }
 
 fn pct(lost: f64) -> String {
-    format!("\u{2212}{lost:.0} %")
+    if lost < 9.95 {
+        format!("\u{2212}{lost:.1} %")
+    } else {
+        format!("\u{2212}{lost:.0} %")
+    }
+}
+
+/// Gb/s with three significant digits (`1.86`, `27.9`, `224`): enough that two figures a few
+/// percent apart read apart.
+pub(crate) fn gbps(x: f64) -> String {
+    if x >= 99.95 {
+        format!("{x:.0}")
+    } else if x >= 9.995 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// Whether a function can master DMA, so that its NUMA node places memory it moves: not a
+/// bridge, host bridge, memory controller or performance-counter function, nor a system
+/// peripheral without a driver of its own (uncore: caching agents, QPI, address map, bound to
+/// no driver or to an uncore/EDAC one). A system peripheral with its driver (Intel DSA's idxd)
+/// and unknown classes count.
+fn does_dma(class: Option<u32>, driver: Option<&str>) -> bool {
+    match class.map(|c| c >> 16) {
+        Some(0x05 | 0x06 | 0x11) => false,
+        Some(0x08) => driver.is_some_and(|d| !d.contains("uncore") && !d.contains("edac")),
+        _ => true,
+    }
 }
 
 /// The tag sizes in use and possible, with the root port (`completer`) answering 10-bit tags.
@@ -149,14 +178,19 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
     let mut skipped = Vec::new();
 
     if !is_bridge && !hops.is_empty() {
-        link_findings(&mut s, limiting.as_ref(), capable_hop);
+        link_findings(&mut s, host, limiting.as_ref(), capable_hop, mps.unwrap_or(DEFAULT_MPS));
         if needs_root {
             skipped = CONFIG_CHECKS.iter().map(|k| k.name().to_string()).collect();
         } else if let Some(c) = cap {
             let rate = limiting.as_ref().and_then(|h| Some((h.current_gts?, h.current_width?)));
             // A virtual machine's device: the port above, whose MPS bounds the path, is unseen.
+            // In a partial dump (off a root bus) that port is simply not pasted: no MPS finding.
             let port_hidden = hops.first().is_some_and(|h| h.upstream.bdf.is_none());
-            let path_mps = (path_mps, port_hidden);
+            let path_mps = if port_hidden && path::off_root_bus(f) {
+                (None, false)
+            } else {
+                (path_mps, port_hidden)
+            };
             settings_findings(&mut s, &host.prices, c, rate, path_mps, tag_state);
             aspm_finding(&mut s, host, &chain);
         }
@@ -169,11 +203,21 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         let msg = format!("{}: {}", s.name, cannot_tell.join("; "));
         s.add(Severity::Info, Kind::LinkUnknown, None, None, msg);
     }
-    let aer = aer_findings(&mut s, host.rates.as_ref().map(|r| &r[i]));
+    // The link this function's AER receiver sits on: a port's is the link below it.
+    let link = if is_bridge {
+        host.parents
+            .iter()
+            .position(|p| *p == Some(i))
+            .map(|c| host.funcs[c].bdf())
+    } else {
+        f.has_link().then(|| f.bdf())
+    };
+    let aer = aer_findings(&mut s, host.rates.as_ref().map(|r| &r[i]), link);
     let traffic = host.traffic[i]
         .clone()
         .map(|t| traffic_finding(&mut s, &host.prices, t, limiting.as_ref(), cap, tag_state));
-    if !is_bridge && host.numa_nodes > 1 && f.dev.numa_node.is_none() {
+    if !is_bridge && does_dma(f.dev.class, f.dev.driver.as_deref()) && host.numa_nodes > 1 && f.dev.numa_node.is_none()
+    {
         let msg = format!(
             "{}: no NUMA node on a host with {} nodes: the kernel cannot place its memory and interrupts near it (firmware _PXM missing)",
             s.name, host.numa_nodes
@@ -212,41 +256,73 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
     (record, s.findings)
 }
 
-fn link_findings(s: &mut Subject, limiting: Option<&Hop>, capable: Option<&Hop>) {
+/// Whether a display controller shares the link whose downstream end is `bdf` (a GPU and its
+/// HDMI audio function): the link idles with the GPU.
+fn display_on_link(host: &Host, bdf: pcie_sysfs::Bdf) -> bool {
+    host.funcs.iter().any(|g| {
+        let b = g.bdf();
+        (b.domain, b.bus, b.dev) == (bdf.domain, bdf.bus, bdf.dev) && g.dev.class.is_some_and(|c| c >> 16 == 0x03)
+    })
+}
+
+fn link_findings(s: &mut Subject, host: &Host, limiting: Option<&Hop>, capable: Option<&Hop>, mps: u32) {
     let (Some(l), Some(c)) = (limiting, capable) else {
         return;
     };
-    let (Some(avail), Some(cap)) = (l.available_gbps, c.capable_gbps) else {
+    let (Some(mut avail), Some(cap)) = (l.available_gbps, c.capable_gbps) else {
         return;
     };
     if avail >= cap * (1.0 - 1e-9) {
         return;
     }
-    let lost = lost_pct(avail, cap);
     let width_lost = matches!((l.current_width, l.capable_width), (Some(w), Some(m)) if w < m);
-    let idle = s.f.low_power() || s.f.dev.class.is_some_and(|c| c >> 16 == 0x03);
+    let speed_lost = matches!((l.current_gts, l.capable_gts), (Some(g), Some(m)) if g < m);
+    let idle = s.f.low_power() || display_on_link(host, l.bdf);
+    // An idle device's speed drop is power saving: its width finding prices the width alone.
+    let width_only = width_lost && speed_lost && idle;
+    if width_only {
+        if let Some(w) = path::priced(&host.prices, l.capable_gts, l.current_width, mps) {
+            avail = w;
+        }
+    }
+    let lost = lost_pct(avail, cap);
+    // A link whose port is not in a partial dump is seen from one end: the port may allow no
+    // more, so the loss is what the device's end shows, not a fault found.
+    let one_end = l.upstream.bdf.is_none() && path::off_root_bus(s.f);
+    let severity = if one_end { Severity::Info } else { cost_severity(lost) };
     let (kind, severity) = if width_lost {
-        (Kind::LinkWidthDowngraded, cost_severity(lost))
+        (Kind::LinkWidthDowngraded, severity)
     } else if idle {
         (Kind::LinkPowerSaving, Severity::Info)
     } else {
-        (Kind::LinkSpeedDowngraded, cost_severity(lost))
+        (Kind::LinkSpeedDowngraded, severity)
+    };
+    let now = if width_only {
+        format!(
+            "{} (width priced alone, at {}; the speed is likely power saving)",
+            rate_name(l.current_gts, l.current_width),
+            rate_name(l.capable_gts, l.current_width)
+        )
+    } else {
+        rate_name(l.current_gts, l.current_width)
     };
     let mut msg = format!(
-        "{} runs {} (limited by {}, {}) where {} is possible: {} KiB DMA writes {:.0} Gb/s of {:.0} ({})",
+        "{} runs {} (limited by {}, {}) where {} is possible: {} KiB DMA writes {} Gb/s of {} ({})",
         s.name,
-        rate_name(l.current_gts, l.current_width),
+        now,
         l.bdf,
         l.role,
         rate_name(c.capable_gts, c.capable_width),
         DMA_BYTES / 1024,
-        avail,
-        cap,
+        gbps(avail),
+        gbps(cap),
         pct(lost)
     );
+    if one_end {
+        msg.push_str("; that port may allow no more: a dump with its record can tell");
+    }
     // A port's Target Link Speed below what both ends can do caps the link where it trained:
     // a setting (firmware's, or setpci's), not a signal that failed to train.
-    let speed_lost = matches!((l.current_gts, l.capable_gts), (Some(g), Some(m)) if g < m);
     if let (true, Some(t), Some(port)) = (speed_lost, l.upstream.target_gts, l.upstream.bdf) {
         if l.capable_gts.is_some_and(|m| t < m) && l.current_gts.is_some_and(|g| g <= t) {
             msg.push_str(&format!(
@@ -350,7 +426,12 @@ fn settings_findings(
         let could = setting(best, mrrs, tag_bits(bits)).and_then(|x| prices.writes(&x));
         let lost = now.zip(could).map(|(n, b)| lost_pct(n, b));
         let figures = now.zip(could).map_or(String::new(), |(n, b)| {
-            format!(": 4 KiB DMA writes {n:.0} Gb/s of {b:.0} ({})", pct(lost_pct(n, b)))
+            format!(
+                ": 4 KiB DMA writes {} Gb/s of {} ({})",
+                gbps(n),
+                gbps(b),
+                pct(lost_pct(n, b))
+            )
         });
         if port_hidden {
             // The host's root port may allow less: information, not a setting to raise blindly.
@@ -376,8 +457,10 @@ fn settings_findings(
         let lost = lost_pct(now, best);
         if lost >= MIN_LOST_PCT {
             let msg = format!(
-                "{} MRRS {mrrs} B: with {bits}-bit tags, 4 KiB DMA reads {now:.0} Gb/s of {best:.0} at MRRS 4096 ({})",
+                "{} MRRS {mrrs} B: with {bits}-bit tags, 4 KiB DMA reads {} Gb/s of {} at MRRS 4096 ({})",
                 s.name,
+                gbps(now),
+                gbps(best),
                 pct(lost)
             );
             s.add(cost_severity(lost), Kind::MrrsSmall, None, Some(lost), msg);
@@ -396,11 +479,15 @@ fn settings_findings(
         let (lost, lost64) = (lost_pct(n4, b4), lost_pct(n64, b64));
         if lost.max(lost64) >= MIN_LOST_PCT {
             let msg = format!(
-                "{} uses {}-bit tags where {}-bit are possible: 4 KiB DMA reads {n4:.0} Gb/s of {b4:.0} ({}), 64 B reads {n64:.1} of {b64:.1} ({})",
+                "{} uses {}-bit tags where {}-bit are possible: 4 KiB DMA reads {} Gb/s of {} ({}), 64 B reads {} of {} ({})",
                 s.name,
                 t.enabled_bits,
                 t.possible_bits,
+                gbps(n4),
+                gbps(b4),
                 pct(lost),
+                gbps(n64),
+                gbps(b64),
                 pct(lost64)
             );
             s.add(cost_severity(lost), Kind::TagsLimited, None, Some(lost), msg);
@@ -408,17 +495,24 @@ fn settings_findings(
     }
 }
 
+/// ASPM takes effect on a link only in the states both its ends enable: each (port, function
+/// below) pair of the path is one link, named by its port.
 fn aspm_finding(s: &mut Subject, host: &Host, chain: &[usize]) {
     let on: Vec<(pcie_sysfs::Bdf, &'static str)> = chain
-        .iter()
-        .filter_map(|&j| {
-            let f = &host.funcs[j];
-            let l = f.cap.as_ref().ok()?.link?;
-            l.aspm_enabled.any().then(|| (f.bdf(), l.aspm_enabled.name()))
+        .windows(2)
+        .filter_map(|pair| {
+            let (up, down) = (&host.funcs[pair[0]], &host.funcs[pair[1]]);
+            let a = up.cap.as_ref().ok()?.link?.aspm_enabled;
+            let b = down.cap.as_ref().ok()?.link?.aspm_enabled;
+            let both = pcie_sysfs::Aspm {
+                l0s: a.l0s && b.l0s,
+                l1: a.l1 && b.l1,
+            };
+            both.any().then(|| (up.bdf(), both.name()))
         })
         .collect();
     let Some(&(first, _)) = on.first() else { return };
-    let at: Vec<String> = on.iter().map(|(b, a)| format!("{a} at {b}")).collect();
+    let at: Vec<String> = on.iter().map(|(b, a)| format!("{a} on the link below {b}")).collect();
     let policy = host.aspm_policy.as_deref().unwrap_or("unknown");
     let msg = format!(
         "{}: ASPM enabled on its path ({}; kernel policy {policy}): each exit from a low-power state adds latency on a busy link",
@@ -443,7 +537,7 @@ fn iommu_finding(s: &mut Subject) {
     s.add(Severity::Info, Kind::IommuTranslated, None, None, msg);
 }
 
-fn aer_findings(s: &mut Subject, rates: Option<&AerRates>) -> AerState {
+fn aer_findings(s: &mut Subject, rates: Option<&AerRates>, link: Option<pcie_sysfs::Bdf>) -> AerState {
     let a = &s.f.aer;
     let total =
         |f: &Option<Result<pcie_sysfs::AerCounts, String>>| f.as_ref().and_then(|r| r.as_ref().ok()).map(|c| c.total);
@@ -522,13 +616,15 @@ fn aer_findings(s: &mut Subject, rates: Option<&AerRates>) -> AerState {
         }
         _ => {}
     }
-    status_findings(s, &state);
+    status_findings(s, &state, link);
     state
 }
 
 /// Where no counter file exists (kernels before 4.17, firmware-first AER, an lspci dump), the
 /// AER status registers still show which error types happened since they were last cleared.
-fn status_findings(s: &mut Subject, state: &AerState) {
+/// `link`: the link the function's receiver sits on (its own, or for a port the one below it),
+/// named by its downstream end: bits latched at both ends of one link are one finding.
+fn status_findings(s: &mut Subject, state: &AerState, link: Option<pcie_sysfs::Bdf>) {
     let sticky = "sticky status bits, set since they were last cleared; no counter says how many";
     if state.correctable.is_none() && !state.status_correctable.is_empty() {
         // The kernel's name for Advisory Non-Fatal reads like an uncorrectable error.
@@ -543,7 +639,7 @@ fn status_findings(s: &mut Subject, state: &AerState) {
             s.name,
             state.status_correctable.join(", ")
         );
-        s.add(Severity::Info, Kind::AerCorrectable, None, None, msg);
+        s.add(Severity::Info, Kind::AerCorrectable, link, None, msg);
     }
     let uncorrectable = &state.status_uncorrectable;
     if state.nonfatal.is_none() && state.fatal.is_none() && !uncorrectable.is_empty() {

@@ -105,3 +105,50 @@ pub struct Finding {
     pub lost_pct: Option<f64>,
     pub message: String,
 }
+
+/// One finding per link: the functions of one device (a GPU and its HDMI audio, a NIC's
+/// ports) share its link, and the devices below a switch share its upstream link, so a link
+/// finding each of them raises is one statement about the link; so are AER status bits latched
+/// at both ends of one link (the port's receiver and the device's). `findings` sorted worst
+/// first; the first of each (kind, link) stays and names the others.
+pub(crate) fn one_per_link(findings: Vec<Finding>) -> Vec<Finding> {
+    let link_kind = |k: Kind| {
+        matches!(
+            k,
+            Kind::LinkWidthDowngraded | Kind::LinkSpeedDowngraded | Kind::LinkPowerSaving | Kind::AerCorrectable
+        )
+    };
+    let key = |f: &Finding| {
+        f.limited_by
+            .filter(|_| link_kind(f.kind))
+            .map(|b| (f.kind, b.domain, b.bus, b.dev))
+    };
+    let mut out: Vec<Finding> = Vec::with_capacity(findings.len());
+    let mut others: Vec<Vec<Bdf>> = Vec::new();
+    for f in findings {
+        let Some(k) = key(&f) else {
+            out.push(f);
+            others.push(Vec::new());
+            continue;
+        };
+        match out.iter().position(|g| key(g) == Some(k)) {
+            Some(i) => others[i].push(f.bdf),
+            None => {
+                out.push(f);
+                others.push(Vec::new());
+            }
+        }
+    }
+    for (f, o) in out.iter_mut().zip(others) {
+        if !o.is_empty() {
+            let names: Vec<String> = o.iter().map(Bdf::to_string).collect();
+            let what = if f.kind == Kind::AerCorrectable {
+                "the same link shows them at"
+            } else {
+                "the same link serves"
+            };
+            f.message.push_str(&format!("; {what} {}", names.join(", ")));
+        }
+    }
+    out
+}

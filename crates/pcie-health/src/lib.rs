@@ -132,6 +132,7 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
             .then(a.bdf.cmp(&b.bdf))
             .then(a.kind.cmp(&b.kind))
     });
+    let findings = finding::one_per_link(findings);
     let needs_root: Vec<_> = functions
         .iter()
         .filter(|f| !f.skipped.is_empty())

@@ -66,7 +66,7 @@ fn min_opt<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
     }
 }
 
-fn priced(prices: &Prices, gts: Option<f64>, lanes: Option<u32>, mps: u32) -> Option<f64> {
+pub(crate) fn priced(prices: &Prices, gts: Option<f64>, lanes: Option<u32>, mps: u32) -> Option<f64> {
     prices.writes(&Setting {
         gts: gts?,
         lanes: lanes?,
@@ -74,6 +74,12 @@ fn priced(prices: &Prices, gts: Option<f64>, lanes: Option<u32>, mps: u32) -> Op
         mrrs: 512,
         tag_bits: 8,
     })
+}
+
+/// Whether a function sits off a root bus (bus > 0 of its domain): a port above it exists,
+/// so a tree without that port is a partial dump, not a virtual machine's root bus.
+pub(crate) fn off_root_bus(f: &Func) -> bool {
+    f.bdf().bus != 0
 }
 
 /// Whether the top of a path is a function with a link but no port above it in the tree: an
@@ -122,7 +128,11 @@ pub(crate) fn hops(funcs: &[Func], chain: &[usize], mps: u32, prices: &Prices) -
         } else {
             "the switch's upstream link"
         };
-        let role = format!("{whose}; its port is not in this tree, as on a virtual machine's root bus");
+        let role = if off_root_bus(top) {
+            format!("{whose}; its port is not in this dump")
+        } else {
+            format!("{whose}; its port is not in this tree, as on a virtual machine's root bus")
+        };
         out.push(hop(top, role, LinkEnd::default(), prices, mps));
     }
     for (k, pair) in chain.windows(2).enumerate() {

@@ -315,9 +315,16 @@ fn write_function(w: &SysfsWriter, p: &PmuHostProfile, chain: &[&str], bdf: &str
         ("power_state", "D0"),
         ("power/runtime_status", "active"),
     ];
+    // ASPM takes effect only where both ends of a link enable it (the kernel sets both): a
+    // root port enables what the fault of the device below it asks for.
+    let below = || {
+        let port = p.ports.iter().find(|q| q.bdf == bdf)?;
+        p.fault(port.device_bdf.as_deref()?)?.aspm
+    };
     let aspm = f
         .fault
         .and_then(|x| x.aspm)
+        .or_else(|| f.root_port.then(below).flatten())
         .map(|a| a.states())
         .unwrap_or((false, false));
     let link = f.link.map(|((gen, lanes), trained)| {

@@ -71,6 +71,9 @@ pub struct LspciFunction {
     pub capabilities: Capabilities,
     /// The config-space bytes of a `-xxx` or `-xxxx` dump.
     pub hex: Vec<u8>,
+    /// The link of a paste trimmed to the Express capability's link lines (`LnkCap`, `LnkSta`
+    /// without `DevCap`, `DevCtl`): its link files are written, its config space is not built.
+    pub trimmed_link: Option<LinkSetup>,
 }
 
 /// Why a text is not an lspci dump we can read.
@@ -224,13 +227,23 @@ impl ExpressText {
         self.regs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
-    /// `None` when lspci did not print the registers (`-v` shows the capability's name only).
-    fn decode(&self) -> Option<Express> {
-        let (devcap, devctl) = (self.reg("DevCap")?, self.reg("DevCtl")?);
-        let size = |t: &str, key: &str| number_after(t, key).map(|v| v as u32);
-        let link = match (self.reg("LnkCap"), self.reg("LnkSta")) {
+    /// The link from `LnkCap` and `LnkSta`, even where a trimmed paste left out the rest of
+    /// the capability; the maximum speed from `LnkCap2`'s supported speeds where an old lspci
+    /// printed `LnkCap`'s as unknown.
+    fn link(&self) -> Option<LinkSetup> {
+        match (self.reg("LnkCap"), self.reg("LnkSta")) {
             (Some(cap), Some(sta)) => {
-                let (max_gts, max_width) = speed_width(cap);
+                let (mut max_gts, max_width) = speed_width(cap);
+                if max_gts == 0.0 {
+                    let supported = self.reg("LnkCap2").and_then(|c| {
+                        let speeds = c.split_once("Supported Link Speeds: ")?.1;
+                        let top = speeds.split(['-', ',']).nth(1).unwrap_or(speeds);
+                        digits_after(top, "", |c| c.is_ascii_digit() || c == '.')?
+                            .parse::<f64>()
+                            .ok()
+                    });
+                    max_gts = supported.unwrap_or(0.0);
+                }
                 let (gts, width) = speed_width(sta);
                 let supported = cap
                     .split_once("ASPM ")
@@ -251,7 +264,14 @@ impl ExpressText {
                 })
             }
             _ => None,
-        };
+        }
+    }
+
+    /// `None` when lspci did not print the registers (`-v` shows the capability's name only).
+    fn decode(&self) -> Option<Express> {
+        let (devcap, devctl) = (self.reg("DevCap")?, self.reg("DevCtl")?);
+        let size = |t: &str, key: &str| number_after(t, key).map(|v| v as u32);
+        let link = self.link();
         let tags10 = self.reg("DevCap2").and_then(|c| {
             let completer = flag(c, "10BitTagComp")?;
             let requester = flag(c, "10BitTagReq")?;
@@ -281,12 +301,26 @@ impl ExpressText {
 }
 
 /// A function header: `[dddd:]bb:dd.f CLASS[ [cccc]]: rest`.
+/// `lspci -PP` prints the path of bridges to the function (`00:1c.4/06:00.0`): its last step
+/// is the address, in the first step's domain.
 fn header(line: &str) -> Option<(Bdf, &str)> {
     let (addr, rest) = line.split_once(' ')?;
     if !addr.contains('.') {
         return None;
     }
-    let bdf: Bdf = addr.parse().ok()?;
+    let bdf: Bdf = match addr.rsplit_once('/') {
+        Some((first, last)) => {
+            let domain = first.split('/').next()?;
+            let domain = (domain.matches(':').count() == 2)
+                .then(|| domain.split(':').next())
+                .flatten();
+            match domain {
+                Some(d) => format!("{d}:{last}").parse().ok()?,
+                None => last.parse().ok()?,
+            }
+        }
+        None => addr.parse().ok()?,
+    };
     rest.contains(": ").then_some((bdf, rest))
 }
 
@@ -298,8 +332,14 @@ fn class_and_ids(rest: &str) -> (Option<u32>, Option<(u16, u16)>) {
         Some(r.split_once(']')?.0.to_string())
     };
     let prog_if = number_hex_after(tail, "(prog-if ").unwrap_or(0);
+    // Without pci.ids lspci prints the numbers: `Class 0300` (-vv), `0300` (-n).
+    let numeric = |t: &str| {
+        let t = t.strip_prefix("Class ").unwrap_or(t);
+        (t.len() == 4).then(|| u32::from_str_radix(t, 16).ok()).flatten()
+    };
     let class = bracket(class_text)
         .and_then(|c| u32::from_str_radix(&c, 16).ok())
+        .or_else(|| numeric(class_text))
         .or_else(|| {
             let name = class_text.split(" [").next().unwrap_or(class_text);
             CLASSES.iter().find(|(n, _)| *n == name).map(|(_, c)| *c)
@@ -313,6 +353,14 @@ fn class_and_ids(rest: &str) -> (Option<u32>, Option<(u16, u16)>) {
             let (v, d) = inner.split_once(':')?;
             let hex4 = |t: &str| (t.len() == 4).then(|| u16::from_str_radix(t, 16).ok()).flatten();
             Some((hex4(v)?, hex4(d)?))
+        })
+        .or_else(|| {
+            // `Device 1002:67df (rev cf)` (-vv without pci.ids), `1002:67df` (-n).
+            tail.split_whitespace().find_map(|w| {
+                let (v, d) = w.split_once(':')?;
+                let hex4 = |t: &str| (t.len() == 4).then(|| u16::from_str_radix(t, 16).ok()).flatten();
+                Some((hex4(v)?, hex4(d)?))
+            })
         });
     (class, ids)
 }
@@ -364,6 +412,7 @@ impl Reading {
                 power_state: None,
                 capabilities: Capabilities::NotShown,
                 hex: Vec::new(),
+                trimmed_link: None,
             },
             express: None,
             section: Section::Other,
@@ -461,6 +510,9 @@ impl Reading {
 
     fn finish(mut self) -> LspciFunction {
         let express = self.express.as_ref().map(ExpressText::decode);
+        if let (Some(None), Some(x)) = (&express, &self.express) {
+            self.f.trimmed_link = x.link();
+        }
         self.f.capabilities = if self.denied {
             Capabilities::Denied
         } else {
@@ -502,14 +554,16 @@ fn indent(line: &str, unit: usize) -> (usize, &str) {
     let text = line.trim_start_matches([' ', '\t']);
     let lead = &line[..line.len() - text.len()];
     let tabs = lead.matches('\t').count();
-    let spaces = lead.matches(' ').count();
+    // A mail client's space before the tabs is no level.
+    let after_tabs = lead.rsplit_once('\t').map_or(lead, |(_, s)| s);
+    let spaces = after_tabs.matches(' ').count();
     (tabs + spaces.div_ceil(unit), text)
 }
 
 /// The spaces of one level where no line is indented by tabs: the shallowest indentation.
 fn space_unit(lines: &[&str]) -> usize {
     let lead = |l: &str| l.len() - l.trim_start_matches([' ', '\t']).len();
-    if lines.iter().any(|l| l.starts_with('\t')) {
+    if lines.iter().any(|l| l.trim_start_matches(' ').starts_with('\t')) {
         return 8;
     }
     lines
@@ -522,19 +576,31 @@ fn space_unit(lines: &[&str]) -> usize {
         .unwrap_or(8)
 }
 
+/// A dump as an e-mail archive keeps it quoted-printable (`=3D` for `=`, a line ending in `=`
+/// continued on the next): decoded where it shows both.
+fn unquote_printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !(text.contains("=3D") && text.contains("=\n")) {
+        return text.into();
+    }
+    text.replace("=\r\n", "")
+        .replace("=\n", "")
+        .replace("=3D", "=")
+        .replace("=20", " ")
+        .into()
+}
+
 /// The dump's lines without the frame a bug report puts around them: e-mail quote marks
 /// (`> `, `>>`) and the indentation of its first function line (a Markdown code block, a
 /// log's prefix of spaces). No line lspci prints starts with `>`.
+fn strip_quotes(mut l: &str) -> &str {
+    while let Some(rest) = l.strip_prefix('>') {
+        l = rest.strip_prefix(' ').unwrap_or(rest);
+    }
+    l
+}
+
 fn unframe(text: &str) -> Vec<&str> {
-    let unquoted: Vec<&str> = text
-        .lines()
-        .map(|mut l| {
-            while let Some(rest) = l.strip_prefix('>') {
-                l = rest.strip_prefix(' ').unwrap_or(rest);
-            }
-            l
-        })
-        .collect();
+    let unquoted: Vec<&str> = text.lines().map(strip_quotes).collect();
     let base = unquoted
         .iter()
         .find_map(|l| {
@@ -555,7 +621,10 @@ pub fn parse(text: &str) -> Result<Vec<LspciFunction>, LspciError> {
     let mut out: Vec<LspciFunction> = Vec::new();
     let mut cur: Option<Reading> = None;
     let mut seen = BTreeSet::new();
-    let lines = unframe(text);
+    // Quote marks first, so that a quoted-printable paste quoted again decodes the same.
+    let unquoted: String = text.lines().map(|l| format!("{}\n", strip_quotes(l))).collect();
+    let text = unquote_printable(&unquoted);
+    let lines = unframe(&text);
     let unit = space_unit(&lines);
     for (n, raw) in lines.into_iter().enumerate() {
         let line = raw.trim_end();
@@ -572,15 +641,19 @@ pub fn parse(text: &str) -> Result<Vec<LspciFunction>, LspciError> {
                 cur = Some(Reading::new(bdf, rest));
                 continue;
             }
-            if let (Some(r), Some((off, bytes))) = (cur.as_mut(), hex_line(body)) {
-                if off != r.f.hex.len() || bytes.is_empty() || bytes.len() > 16 || off >= 4096 {
-                    return Err(LspciError::BadHex {
-                        line: n + 1,
-                        text: body.chars().take(80).collect(),
-                    });
-                }
-                r.f.hex.extend(bytes);
+            let Some(r) = cur.as_mut() else { continue };
+            let Some((off, bytes)) = hex_line(body) else {
+                // A register line a mail client wrapped: its rest continues the register.
+                r.line(usize::MAX, body);
+                continue;
+            };
+            if off != r.f.hex.len() || bytes.is_empty() || bytes.len() > 16 || off >= 4096 {
+                return Err(LspciError::BadHex {
+                    line: n + 1,
+                    text: body.chars().take(80).collect(),
+                });
             }
+            r.f.hex.extend(bytes);
             continue;
         }
         if let Some(r) = cur.as_mut() {
@@ -750,7 +823,7 @@ pub fn write_snapshot(functions: &[LspciFunction], out: &Path) -> Result<LspciSu
             Capabilities::Decoded { express, .. } => express.as_ref(),
             _ => None,
         };
-        if let Some(l) = express.and_then(|x| x.link) {
+        if let Some(l) = express.and_then(|x| x.link).or(f.trimmed_link) {
             s.unknown_speed += usize::from(l.width > 0 && (l.gts == 0.0 || l.max_gts == 0.0));
             attrs.push(("current_link_speed", LinkSpeed::kernel_text(l.gts)));
             attrs.push(("max_link_speed", LinkSpeed::kernel_text(l.max_gts)));

@@ -120,6 +120,9 @@ fn lspci_dump(input: &[u8]) -> Verdict {
             return Verdict::Wrong(format!("{} hex bytes", f.hex.len()));
         }
         let (config, from) = f.config();
+        if f.trimmed_link.is_some() && from == ConfigFrom::Registers {
+            return Verdict::Wrong(format!("{}: a trimmed paste's registers were made up", f.bdf));
+        }
         let Capabilities::Decoded { express: Some(x), .. } = &f.capabilities else {
             continue;
         };
@@ -155,9 +158,18 @@ fn lspci_seeds() -> Vec<Vec<u8>> {
         &dump[at..end]
     };
     let hex = "00: 86 80 04 2f 07 04 10 00 02 00 04 06 10 00 81 00\n10: 00 00 00 00\n";
+    // Forms real pastes take (data/real-hosts): numeric headers of lspci without pci.ids, a
+    // capability trimmed to its link lines, a quoted-printable mail, `-PP` paths, a space
+    // before the tabs, a wrapped register line.
+    let numeric = "06:00.0 Class 0300: Device 1002:67df (rev cf) (prog-if 00)\n\tCapabilities: [58] Express (v2) Legacy Endpoint, MSI 00\n\t\tLnkCap:\tPort #2, Speed 8GT/s, Width x8, ASPM L1\n\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x4 (downgraded)\n06:00.1 0403: 1002:aaf0\n";
+    let qp = "43:00.0 PCI bridge: Intel Corporation JHL7540 Thunderbolt 3 Bridge [Titan R=\nidge DD 2018] (rev 06)\n\tBus: primary=3D43, secondary=3D44, subordinate=3D45, sec-latency=3D0\n\tCapabilities: [c0] Express (v2) Upstream Port, MSI 00\n\t\tDevCap:\tMaxPayload 128 bytes, PhantFunc 0\n\t\tDevCtl:\tCorrErr- NonFatalErr- FatalErr- UnsupReq-\n\t\t\tMaxPayload 128 bytes, MaxReadReq 512 bytes\n\t\tLnkCap:\tPort #3, Speed 8GT/s, Width x4, ASPM L1, Exit Latency L1 <2us\n\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x4 (ok)\n\t\tLnkCap2: Supported Link Speeds: 2.5-8GT/s, Crosslink- Retimer- 2Retimers-=\n DRS-\n";
+    let pp = "00:1c.4/06:00.0 Non-Volatile memory controller [0108]: Samsung [144d:a808]\n \tCapabilities: [70] Express (v2) Endpoint, MSI 00\n \t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0\n \t\tDevCtl:\tCorrErr+\n \t\t\tMaxPayload 128 bytes, MaxReadReq 512 bytes\n \t\tLnkCap:\tPort #0, Speed 8GT/s, Width x4, ASPM L1, Exit Latency L1 <64us\n \t\tLnkSta:\tSpeed 8GT/s (ok),\nWidth x2 (downgraded)\n";
     vec![
         format!("{}{}", function("00:02.0"), function("02:00.0")).into_bytes(),
         format!("{}{hex}", function("00:03.0")).into_bytes(),
+        numeric.as_bytes().to_vec(),
+        qp.as_bytes().to_vec(),
+        pp.as_bytes().to_vec(),
     ]
 }
 
@@ -237,6 +249,14 @@ pub fn targets() -> Vec<FuzzTarget> {
                 "<access denied>",
                 "00: ",
                 " bytes",
+                "Class ",
+                "Device 10de:",
+                "=3D",
+                "=\n",
+                "/",
+                " \t",
+                "LnkCap2: Supported Link Speeds: 2.5-",
+                "LnkCtl2: Target Link Speed: ",
             ],
             run: lspci_dump,
         },

@@ -48,6 +48,8 @@ mod pmu_stat_cli;
 mod pmu_top_cli;
 #[path = "pmu_validate_fio.rs"]
 mod pmu_validate_fio;
+#[path = "real_hosts_cli.rs"]
+mod real_hosts_cli;
 #[path = "report_browser.rs"]
 mod report_browser;
 #[path = "report_cli.rs"]
