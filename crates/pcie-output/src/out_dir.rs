@@ -221,6 +221,19 @@ impl OutDir {
         })
     }
 
+    /// A symbolic link `rel` (may hold `/`; parents made) to `target`, as sysfs has its bus
+    /// entries (`symlinkat` makes the link itself and follows nothing).
+    pub fn symlink(&self, rel: &str, target: &str) -> io::Result<()> {
+        let (sub, name) = self.parent_of(rel)?;
+        let dir = sub.as_ref().unwrap_or(self);
+        let (c, t) = (c_name(name)?, CString::new(target).map_err(|_| io::Error::from(ErrorKind::InvalidInput))?);
+        // SAFETY: `dir.fd` is an open directory; both strings NUL-terminated.
+        if unsafe { libc::symlinkat(t.as_ptr(), dir.fd.as_raw_fd(), c.as_ptr()) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// A file this directory holds, opened for reading without following a link.
     pub fn open(&self, name: &str) -> io::Result<File> {
         let c = c_name(name)?;
@@ -322,6 +335,8 @@ mod tests {
         let out = OutDir::create(&d.join("a/b/run")).unwrap();
         out.write("run.json", b"{}\n").unwrap();
         out.write("sys/bus/pci/x", b"1\n").unwrap();
+        out.symlink("sys/bus/link", "pci/x").unwrap();
+        assert_eq!(fs::read_to_string(d.join("a/b/run/sys/bus/link")).unwrap(), "1\n");
         assert_eq!(fs::read_to_string(d.join("a/b/run/sys/bus/pci/x")).unwrap(), "1\n");
         // A link planted for a subdirectory and one for a file.
         fs::create_dir(d.join("elsewhere")).unwrap();

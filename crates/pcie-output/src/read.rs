@@ -86,9 +86,7 @@ pub fn is_refusal(e: &io::Error) -> bool {
 
 /// `what`, named for a message.
 fn type_name(t: std::fs::FileType) -> &'static str {
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
+    if t.is_fifo() {
         "a FIFO"
     } else if t.is_char_device() {
         "a character device"
@@ -101,18 +99,16 @@ fn type_name(t: std::fs::FileType) -> &'static str {
     }
 }
 
-/// `file` itself when it is a regular file; else a refusal naming its type.
+/// `file` itself when it is a regular file; else a refusal naming its type (a directory is a
+/// plain error: a wrong path, not a hostile file).
 fn regular(file: File) -> io::Result<File> {
     let t = file.metadata()?.file_type();
     if t.is_file() {
         Ok(file)
+    } else if t.is_dir() {
+        Err(io::Error::new(ErrorKind::IsADirectory, "a directory, not a regular file"))
     } else {
-        let kind = if t.is_dir() {
-            ErrorKind::IsADirectory
-        } else {
-            ErrorKind::InvalidInput
-        };
-        Err(refuse(kind, format!("{}, not a regular file", type_name(t))))
+        Err(refuse(ErrorKind::InvalidInput, format!("{}, not a regular file", type_name(t))))
     }
 }
 
@@ -203,13 +199,14 @@ mod tests {
         for (name, says) in [
             ("fifo", "a FIFO, not a regular file"),
             ("zero", "a character device, not a regular file"),
-            (".", "a directory, not a regular file"),
         ] {
             let e = read(&d.join(name), SMALL).unwrap_err();
             assert!(is_refusal(&e), "{name}: {e}");
             assert_eq!(e.to_string(), says);
         }
         assert!(start.elapsed() < Duration::from_secs(5), "no open waited for a writer");
+        let dir = read(&d, SMALL).unwrap_err();
+        assert_eq!((dir.kind(), dir.to_string().as_str()), (ErrorKind::IsADirectory, "a directory, not a regular file"));
         let missing = read(&d.join("none"), SMALL).unwrap_err();
         assert_eq!(missing.kind(), ErrorKind::NotFound);
         assert!(!is_refusal(&missing));

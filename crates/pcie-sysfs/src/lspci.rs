@@ -720,6 +720,8 @@ fn chain(f: &LspciFunction, bridges: &[&LspciFunction]) -> Vec<Bdf> {
 
 /// Writes `functions` as a sysfs tree into `out`, a new or empty directory, for `--sysfs`.
 pub fn write_snapshot(functions: &[LspciFunction], out: &Path) -> Result<LspciSummary, SnapshotError> {
+    // The directory is checked and made as a host snapshot's; the tree inside is laid out by
+    // path (its functions' directories are new, made by this call).
     crate::snapshot::new_output(out)?;
     let io = |e: std::io::Error| SnapshotError::Io(out.to_path_buf(), e);
     let mut s = LspciSummary::default();
@@ -1021,7 +1023,7 @@ mod tests {
         assert_eq!(nic.config_bytes().unwrap().len(), 64);
         assert!(nic.pcie_capability().is_err());
         assert!(out.join(NUMA_NODES).join("node0").is_dir());
-        assert!(matches!(write_snapshot(&fs, &out), Err(SnapshotError::NotEmpty(_))));
+        assert!(matches!(write_snapshot(&fs, &out), Err(SnapshotError::Refused(..))));
         std::fs::remove_dir_all(&out).unwrap();
     }
 

@@ -8,6 +8,7 @@ use crate::params::{Iommu, Numa, TestParams};
 use crate::results::{CdfSection, ResultData, RunData};
 use pcie_model::Generation;
 use pcie_sim::DeviceProfile;
+use pcie_output::read::Limit;
 use pcie_sysfs::lspci::{self, Capabilities, LspciFunction};
 use pcie_sysfs::PortType;
 use std::path::Path;
@@ -62,13 +63,19 @@ impl MeasuredRun {
                 "no latency or bandwidth result table (CSV with Med(ns) or Trans/s columns): not a pcie-bench or pcieperf result directory".into(),
             ));
         }
-        let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+        // Bounded: an endless file is refused naming it and the limit; a missing one is absent.
+        let read = |name: &str, limit: Limit| match pcie_output::read::read(&dir.join(name), limit) {
+            Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(FitError::Input(format!("{}: {e}", dir.join(name).display()))),
+        };
         let (iommu, cpu) = match &data.info {
             Some(info) => (info.iommu, Some(info.host.cpu_model.clone())),
             // pcie-bench kept the kernel command line and /proc/cpuinfo beside its tables.
             None => (
-                read("sys-kernel-cmdline.txt").map_or(Iommu::Off, |c| KernelIommu::parse(&c, vec![]).cmdline_mode()),
-                read("sys-cpuinfo.txt").and_then(|c| {
+                read("sys-kernel-cmdline.txt", Limit::PROC_FILE)?
+                    .map_or(Iommu::Off, |c| KernelIommu::parse(&c, vec![]).cmdline_mode()),
+                read("sys-cpuinfo.txt", Limit::PROC_FILE)?.and_then(|c| {
                     c.lines()
                         .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "model name"))
                         .map(|(_, v)| v.trim().to_string())
@@ -83,7 +90,7 @@ impl MeasuredRun {
             iommu,
             cpu: cpu.filter(|c| c != "unknown" && !c.is_empty()),
             data,
-            lspci: read("sys-lspci.txt")
+            lspci: read("sys-lspci.txt", Limit::LSPCI_DUMP)?
                 .and_then(|t| lspci::parse(&t).ok())
                 .unwrap_or_default(),
         })
