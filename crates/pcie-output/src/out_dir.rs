@@ -226,7 +226,10 @@ impl OutDir {
     pub fn symlink(&self, rel: &str, target: &str) -> io::Result<()> {
         let (sub, name) = self.parent_of(rel)?;
         let dir = sub.as_ref().unwrap_or(self);
-        let (c, t) = (c_name(name)?, CString::new(target).map_err(|_| io::Error::from(ErrorKind::InvalidInput))?);
+        let (c, t) = (
+            c_name(name)?,
+            CString::new(target).map_err(|_| io::Error::from(ErrorKind::InvalidInput))?,
+        );
         // SAFETY: `dir.fd` is an open directory; both strings NUL-terminated.
         if unsafe { libc::symlinkat(t.as_ptr(), dir.fd.as_raw_fd(), c.as_ptr()) } < 0 {
             return Err(io::Error::last_os_error());

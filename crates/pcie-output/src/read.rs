@@ -106,9 +106,15 @@ fn regular(file: File) -> io::Result<File> {
     if t.is_file() {
         Ok(file)
     } else if t.is_dir() {
-        Err(io::Error::new(ErrorKind::IsADirectory, "a directory, not a regular file"))
+        Err(io::Error::new(
+            ErrorKind::IsADirectory,
+            "a directory, not a regular file",
+        ))
     } else {
-        Err(refuse(ErrorKind::InvalidInput, format!("{}, not a regular file", type_name(t))))
+        Err(refuse(
+            ErrorKind::InvalidInput,
+            format!("{}, not a regular file", type_name(t)),
+        ))
     }
 }
 
@@ -206,7 +212,10 @@ mod tests {
         }
         assert!(start.elapsed() < Duration::from_secs(5), "no open waited for a writer");
         let dir = read(&d, SMALL).unwrap_err();
-        assert_eq!((dir.kind(), dir.to_string().as_str()), (ErrorKind::IsADirectory, "a directory, not a regular file"));
+        assert_eq!(
+            (dir.kind(), dir.to_string().as_str()),
+            (ErrorKind::IsADirectory, "a directory, not a regular file")
+        );
         let missing = read(&d.join("none"), SMALL).unwrap_err();
         assert_eq!(missing.kind(), ErrorKind::NotFound);
         assert!(!is_refusal(&missing));

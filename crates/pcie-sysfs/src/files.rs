@@ -3,9 +3,9 @@
 //! readers and by other sysfs readers (pcie-pmu's PMU directories).
 
 use crate::error::SysfsError;
+use pcie_output::read::{self, Limit};
 use std::ffi::{CString, OsStr};
 use std::fs;
-use pcie_output::read::{self, Limit};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -173,7 +173,11 @@ mod tests {
         assert_eq!(super::read_attr(&dir.join("none")).unwrap(), None);
         assert!(super::read_attr(&dir).is_err(), "a directory is not an attribute");
         let e = super::read_text(&dir.join("zero"), pcie_output::read::Limit::PROC_FILE).unwrap_err();
-        assert!(e.to_string().starts_with(&format!("{}: a character device", dir.join("zero").display())), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("{}: a character device", dir.join("zero").display())),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -84,7 +84,10 @@ fn rel_text(rel: &Path) -> String {
 impl Copier {
     /// The output's subdirectory `rel`, made if missing.
     fn mkdir(&self, rel: &Path) -> Result<(), SnapshotError> {
-        self.out.subdir(&rel_text(rel)).map(|_| ()).map_err(io_at(&self.out.path().join(rel)))
+        self.out
+            .subdir(&rel_text(rel))
+            .map(|_| ())
+            .map_err(io_at(&self.out.path().join(rel)))
     }
 
     /// `rel` (a path below the root) read and written to the same place below the output;
@@ -100,7 +103,9 @@ impl Copier {
             }
         };
         edit(&mut bytes);
-        self.out.write(&rel_text(rel), &bytes).map_err(io_at(&self.out.path().join(rel)))?;
+        self.out
+            .write(&rel_text(rel), &bytes)
+            .map_err(io_at(&self.out.path().join(rel)))?;
         self.summary.files += 1;
         Ok(())
     }

@@ -119,7 +119,7 @@ mod tests {
     #[test]
     fn a_file_larger_than_any_run_writes_is_refused_unread() {
         let path = Path::new("/dev/shm").join(format!("pcie-bench-huge-{}_raw.csv", std::process::id()));
-        let file = File::create(&path).unwrap();
+        let file = std::fs::File::create(&path).unwrap();
         file.set_len(MAX_RAW_FILE_BYTES + 1).unwrap();
         let e = read_raw(&path).unwrap_err().to_string();
         std::fs::remove_file(&path).unwrap();
@@ -140,9 +140,6 @@ mod tests {
     #[test]
     fn a_device_is_refused_unread() {
         let e = read_raw(Path::new("/dev/zero")).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "/dev/zero: a character device, not a regular file"
-        );
+        assert_eq!(e, "/dev/zero: a character device, not a regular file");
     }
 }
