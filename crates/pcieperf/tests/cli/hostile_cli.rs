@@ -443,6 +443,7 @@ mod environment {
         let (f, h) = (fifo.to_str().unwrap(), huge.to_str().unwrap());
         let out = d.join("out.toml");
         let o = out.to_str().unwrap();
+        let sim_fifo = format!("sim:{f}");
         let cases: Vec<(Vec<&str>, &str)> = vec![
             (
                 vec!["check", "--lspci", "/dev/zero"],
@@ -458,7 +459,7 @@ mod environment {
                 "a character device",
             ),
             (
-                vec!["bench", "run", "--backend", &format!("sim:{f}"), "--test", "LAT_RD"],
+                vec!["bench", "run", "--backend", &sim_fifo, "--test", "LAT_RD"],
                 "a FIFO",
             ),
             (vec!["bench", "run", "--suite", f], "a FIFO"),
@@ -610,12 +611,13 @@ mod environment {
         let d = scratch_dir("hostile-snap-link");
         symlink(d.join("target"), d.join("link")).unwrap();
         let tree = pcie_pmu::fixture::dwc_host("hostile-snap");
+        let link = d.join("link");
         let args = [
             "snapshot",
             "--sysfs",
             tree.path().to_str().unwrap(),
             "-o",
-            d.join("link").to_str().unwrap(),
+            link.to_str().unwrap(),
         ];
         let err = ended(&args, run(&args), &[2]);
         assert!(err.contains("a dangling symlink"), "{err}");
