@@ -104,7 +104,7 @@ impl Copier {
         };
         edit(&mut bytes);
         self.out
-            .write(&rel_text(rel), &bytes)
+            .write_new(&rel_text(rel), &bytes)
             .map_err(io_at(&self.out.path().join(rel)))?;
         self.summary.files += 1;
         Ok(())

@@ -276,7 +276,7 @@ pub fn check_rows(run: &MeasuredRun, device: &DeviceProfile) -> Result<(), FitEr
             let line = f.lines.get(i).map_or(String::new(), |l| format!(":{l}"));
             FitError::Input(format!("{}{line}:{column}: {m}", file.display()))
         };
-        let positive = |i: usize, figures: &[(&str, f64)]| match figures.iter().find(|(_, v)| !(*v > 0.0)) {
+        let positive = |i: usize, figures: &[(&str, f64)]| match figures.iter().find(|(_, v)| v.is_nan() || *v <= 0.0) {
             Some((column, v)) => Err(at(
                 i,
                 column,

@@ -339,6 +339,8 @@ mod environment {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
+        // Reaped by wait4 already; this only settles the handle (ECHILD).
+        let _ = child.wait();
         Ended {
             code,
             stderr: reader.join().unwrap(),
