@@ -99,17 +99,14 @@ fn type_name(t: std::fs::FileType) -> &'static str {
     }
 }
 
-/// `file` itself when it is a regular file; else a refusal naming its type (a directory is a
-/// plain error: a wrong path, not a hostile file).
+/// `file` itself when it is a regular file; else a refusal naming its type (a directory is the
+/// system's own `EISDIR`: a wrong path, not a hostile file).
 fn regular(file: File) -> io::Result<File> {
     let t = file.metadata()?.file_type();
     if t.is_file() {
         Ok(file)
     } else if t.is_dir() {
-        Err(io::Error::new(
-            ErrorKind::IsADirectory,
-            "a directory, not a regular file",
-        ))
+        Err(io::Error::from_raw_os_error(libc::EISDIR))
     } else {
         Err(refuse(
             ErrorKind::InvalidInput,
@@ -214,7 +211,7 @@ mod tests {
         let dir = read(&d, SMALL).unwrap_err();
         assert_eq!(
             (dir.kind(), dir.to_string().as_str()),
-            (ErrorKind::IsADirectory, "a directory, not a regular file")
+            (ErrorKind::IsADirectory, "Is a directory (os error 21)")
         );
         let missing = read(&d.join("none"), SMALL).unwrap_err();
         assert_eq!(missing.kind(), ErrorKind::NotFound);
