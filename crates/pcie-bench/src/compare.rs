@@ -326,7 +326,11 @@ mod tests {
             info: None,
             files: files
                 .into_iter()
-                .map(|(b, data)| ResultFile { base: b.into(), data })
+                .map(|(b, data)| ResultFile {
+                    base: b.into(),
+                    data,
+                    lines: Vec::new(),
+                })
                 .collect(),
             netfpga: false,
         }

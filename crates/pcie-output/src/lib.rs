@@ -1,5 +1,7 @@
-//! Every file pcieperf writes (records, charts, HTML, CSV/JSON, run directories, man pages,
-//! profiles, snapshots) goes through this crate, so what is already at the path is safe:
+//! The file-system edge: every file pcieperf writes (records, charts, HTML, CSV/JSON, run
+//! directories, man pages, profiles, snapshots) goes through this crate, so what is already at
+//! the path is safe, and every file it reads that is not a stream by design is read through
+//! [`read`], bounded and never blocked on. Named output files:
 //!
 //! | the path names | it gets |
 //! |---|---|
@@ -20,28 +22,35 @@
 //! - [`write_file`]: a whole file from memory.
 //! - [`Output::create`] → `impl Write` → [`Output::finish`]: a file written piece by piece;
 //!   [`Output::live`] for a writer that runs until stopped, whose regular file grows in place.
-//! - [`create_dir`]: an output directory (through a dangling symlink: at its target), whose files
-//!   are then written with the functions above.
+//! - [`OutDir`]: a directory pcieperf fills, created by it or empty and the caller's, held open;
+//!   its files are made relative to it with no-follow and exclusive create ([`check_dir`] first).
+//! - [`read`]: bounded reads of regular files (a [`read::Limit`] per kind of file), FIFOs and
+//!   devices refused without blocking.
 //! - [`PrivateDir`]: a scratch directory no other user can name in advance, removed on drop.
 //!
 //! ```
+//! use pcie_output::read::{self, Limit};
 //! let dir = std::env::temp_dir().join(format!("pcie-output-doc-{}", std::process::id()));
-//! pcie_output::create_dir(&dir).unwrap();
-//! let path = dir.join("chart.svg");
-//! pcie_output::check_file(&path).unwrap();
-//! pcie_output::write_file(&path, b"<svg/>").unwrap();
+//! let out = pcie_output::OutDir::create(&dir).unwrap();
+//! out.write("chart.svg", b"<svg/>").unwrap();
+//! assert_eq!(read::read_text(&dir.join("chart.svg"), Limit::DEFINITION).unwrap(), "<svg/>");
+//! assert!(read::read(std::path::Path::new("/dev/zero"), Limit::ATTRIBUTE).is_err());
 //! pcie_output::write_file(std::path::Path::new("/dev/null"), b"gone").unwrap();
 //! assert!(pcie_output::check_file(&dir).is_err()); // a directory is no file
+//! assert!(pcie_output::check_dir(&dir).is_err()); // and no longer empty
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
 mod check;
+mod out_dir;
 mod output;
 mod private_dir;
+pub mod read;
 mod replace;
 mod target;
 
-pub use check::{check_dir, check_file, create_dir};
+pub use check::check_file;
+pub use out_dir::{check_dir, DirFile, OutDir};
 pub use output::{stdout_taken, write_file, Output};
 pub use private_dir::{tree_bases, PrivateDir};
 
@@ -62,15 +71,21 @@ mod tests {
         d
     }
 
+    /// Makes a FIFO at `path`.
+    pub(crate) fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(
+            unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+            0,
+            "mkfifo {}",
+            path.display()
+        );
+    }
+
     /// A FIFO at `path` whose reader thread returns all it read.
     fn fifo_with_reader(path: &Path) -> std::thread::JoinHandle<Vec<u8>> {
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        // mkfifo(3) is POSIX; std has no wrapper. Declared here rather than pulling in libc.
-        extern "C" {
-            fn mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
-        }
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+        mkfifo(path);
         let p = path.to_path_buf();
         std::thread::spawn(move || {
             let mut got = Vec::new();

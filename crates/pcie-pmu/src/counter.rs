@@ -156,7 +156,8 @@ pub fn target_cpu(e: &ResolvedEvent) -> i32 {
 
 /// `/proc/sys/kernel/perf_event_paranoid`, if readable.
 pub fn perf_event_paranoid() -> Option<i32> {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+    let path = std::path::Path::new("/proc/sys/kernel/perf_event_paranoid");
+    pcie_output::read::read_text(path, pcie_output::read::Limit::ATTRIBUTE)
         .ok()
         .and_then(|s| s.trim().parse().ok())
 }

@@ -276,7 +276,7 @@ impl FioRun {
         };
         self.done = true;
         let report = self.dir.path().join(REPORT);
-        let text = std::fs::read_to_string(&report);
+        let text = pcie_output::read::read_text(&report, pcie_output::read::Limit::RUN_INFO);
         if !status.success() {
             return Some(Err(FioError::Failed(status)));
         }

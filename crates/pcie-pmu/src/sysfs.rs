@@ -42,7 +42,10 @@ impl SysfsRoot {
 
     /// `ROOT/proc/cpuinfo`, or `None` when the file does not exist.
     pub fn cpuinfo(&self) -> Result<Option<String>, PmuError> {
-        Ok(read_attr(&self.root.join("proc/cpuinfo"))?)
+        Ok(pcie_sysfs::files::read_text(
+            &self.root.join("proc/cpuinfo"),
+            pcie_output::read::Limit::PROC_FILE,
+        )?)
     }
 }
 

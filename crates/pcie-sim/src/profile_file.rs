@@ -38,10 +38,13 @@ pub(crate) fn parse<T: Checked>(file: &str, text: &str) -> Result<T, ProfileErro
 /// Load a built-in profile by name, or a TOML file when `name` contains a `/` or ends in `.toml`.
 pub(crate) fn load<T: Checked>(name: &str, builtin: &[(&str, &str)], what: &str) -> Result<T, ProfileError> {
     if name.contains('/') || name.ends_with(".toml") {
-        let text = std::fs::read_to_string(Path::new(name)).map_err(|e| ProfileError {
-            file: name.to_string(),
-            message: format!("cannot read: {e}"),
-        })?;
+        let text =
+            pcie_output::read::read_text(Path::new(name), pcie_output::read::Limit::DEFINITION).map_err(|e| {
+                ProfileError {
+                    file: name.to_string(),
+                    message: format!("cannot read: {e}"),
+                }
+            })?;
         return parse(name, &text);
     }
     match builtin.iter().find(|(n, _)| *n == name) {

@@ -3,10 +3,11 @@
 //! readers and by other sysfs readers (pcie-pmu's PMU directories).
 
 use crate::error::SysfsError;
+use pcie_output::read::{self, Limit};
 use std::ffi::{CString, OsStr};
 use std::fs;
-use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -33,36 +34,41 @@ pub fn list_dir(dir: &Path) -> Result<Vec<String>, SysfsError> {
     Ok(names)
 }
 
-/// A sysfs attribute is at most a page, which one read returns whole.
-const ATTR_READ: usize = 4096;
-
 /// A file's contents with surrounding whitespace removed (sysfs files end in a newline, some
-/// old drivers print none or pad with spaces); `None` when the file does not exist.
+/// old drivers print none or pad with spaces); `None` when the file does not exist. A file that
+/// is no attribute (a FIFO, a device, more than the 4096 bytes the kernel prints) reads as a
+/// value no reader accepts ([`refused_value`]): "cannot tell", as for any garbage.
 pub fn read_attr(path: &Path) -> Result<Option<String>, SysfsError> {
-    match fs::File::open(path) {
-        Ok(f) => attr_text(f, path).map(Some),
+    attr_text(read::open(path), path)
+}
+
+/// An opened attribute's text, trimmed, read bounded (one read of at most a page and a byte).
+fn attr_text(file: io::Result<fs::File>, path: &Path) -> Result<Option<String>, SysfsError> {
+    match file.and_then(|f| read::read_stream(f, Limit::ATTRIBUTE)) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).trim().to_string())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) if read::is_refusal(&e) => Ok(Some(refused_value(&e))),
         Err(e) => Err(io_error(path, e)),
     }
 }
 
-/// An open file's text, trimmed. One read where it comes back short of a page (the end of the
-/// file), into a buffer on the stack, so a check of a large host opens, reads and closes each
-/// file and allocates only its text; a full page reads on to the end.
-fn attr_text(mut file: fs::File, path: &Path) -> Result<String, SysfsError> {
-    let mut page = [0u8; ATTR_READ];
-    let n = loop {
-        match file.read(&mut page) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            r => break r.map_err(|e| io_error(path, e))?,
-        }
-    };
-    if n < ATTR_READ {
-        return Ok(String::from_utf8_lossy(&page[..n]).trim().to_string());
+/// The value a refused attribute reads as: angle brackets no sysfs value has, and the reason
+/// short enough to survive the 40 characters a "cannot tell" message quotes.
+fn refused_value(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::InvalidData => format!("<over {} bytes>", Limit::ATTRIBUTE.bytes),
+        _ => format!("<{}>", e.to_string().trim_end_matches(", not a regular file")),
     }
-    let mut bytes = page.to_vec();
-    file.read_to_end(&mut bytes).map_err(|e| io_error(path, e))?;
-    Ok(String::from_utf8_lossy(&bytes).trim().to_string())
+}
+
+/// A whole file that is no attribute (`/proc/cpuinfo`), at most `limit` bytes; `None` when it
+/// does not exist. A refusal is an error naming the path and the limit.
+pub fn read_text(path: &Path, limit: Limit) -> Result<Option<String>, SysfsError> {
+    match read::read(path, limit) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(path, e)),
+    }
 }
 
 /// A directory held open, whose files are opened by name relative to it (`openat`): the kernel
@@ -100,28 +106,19 @@ impl Dir {
         &self.path
     }
 
-    /// Opens `name` (relative, may hold `/`) for reading; `None` when it does not exist.
+    /// Opens `name` (relative, may hold `/`) for reading if it is a regular file (a FIFO or a
+    /// device is refused without blocking); `None` when it does not exist.
     pub(crate) fn file(&self, name: &str) -> Result<Option<fs::File>, SysfsError> {
-        let c = CString::new(name).map_err(|e| io_error(&self.path.join(name), e.into()))?;
-        // SAFETY: `self.fd` is an open directory and `c` a NUL-terminated relative path.
-        let fd = unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-        if fd < 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::NotFound => Ok(None),
-                _ => Err(io_error(&self.path.join(name), e)),
-            };
+        match read::open_at(self.fd.as_fd(), name) {
+            Ok(f) => Ok(Some(f)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error(&self.path.join(name), e)),
         }
-        // SAFETY: `fd` was just opened and is owned by nothing else.
-        Ok(Some(fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) })))
     }
 
     /// [`read_attr`] of a file in this directory.
     pub fn attr(&self, name: &str) -> Result<Option<String>, SysfsError> {
-        match self.file(name)? {
-            Some(f) => attr_text(f, &self.path.join(name)).map(Some),
-            None => Ok(None),
-        }
+        attr_text(read::open_at(self.fd.as_fd(), name), &self.path.join(name))
     }
 
     /// The last component of a symbolic link's target (`driver` -> `mlx5_core`); `None` where
@@ -152,16 +149,35 @@ mod tests {
     use super::parse_u64;
 
     #[test]
-    fn attributes_of_any_length_read_whole() {
+    fn attributes_up_to_a_page_read_whole_and_hostile_files_read_as_garbage() {
         let dir = std::env::temp_dir().join(format!("pcie-sysfs-attr-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        for len in [0, 1, 4095, 4096, 4097, 10_000] {
+        for len in [0, 1, 4094, 4095] {
             let text: String = (0..len).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
             std::fs::write(dir.join("a"), format!("{text}\n")).unwrap();
             assert_eq!(super::read_attr(&dir.join("a")).unwrap(), Some(text), "{len} bytes");
         }
+        std::fs::write(dir.join("big"), "x".repeat(4097)).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("zero")).unwrap();
+        let fifo = std::ffi::CString::new(dir.join("fifo").into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let start = std::time::Instant::now();
+        let read = |name: &str| super::read_attr(&dir.join(name)).unwrap().unwrap();
+        assert_eq!(read("big"), "<over 4096 bytes>");
+        assert_eq!(read("zero"), "<a character device>");
+        assert_eq!(read("fifo"), "<a FIFO>");
+        assert!(start.elapsed().as_secs() < 5, "the FIFO was not waited on");
+        assert_eq!(parse_u64(&read("zero")), None, "no number: cannot tell");
         assert_eq!(super::read_attr(&dir.join("none")).unwrap(), None);
         assert!(super::read_attr(&dir).is_err(), "a directory is not an attribute");
+        let e = super::read_text(&dir.join("zero"), pcie_output::read::Limit::PROC_FILE).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with(&format!("{}: a character device", dir.join("zero").display())),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -18,7 +18,7 @@ use crate::config_space::{AerStatus, Aspm, PortType, CORRECTABLE_BITS, UNCORRECT
 use crate::host::NUMA_NODES;
 use crate::link_files::LinkSpeed;
 use crate::snapshot::SnapshotError;
-use crate::tree::{write_config, write_pci_function};
+use crate::tree::{function_dir, write_pci_function};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::Path;
@@ -793,7 +793,7 @@ fn chain(f: &LspciFunction, bridges: &[&LspciFunction]) -> Vec<Bdf> {
 
 /// Writes `functions` as a sysfs tree into `out`, a new or empty directory, for `--sysfs`.
 pub fn write_snapshot(functions: &[LspciFunction], out: &Path) -> Result<LspciSummary, SnapshotError> {
-    crate::snapshot::new_output(out)?;
+    let tree = crate::snapshot::new_output(out)?;
     let io = |e: std::io::Error| SnapshotError::Io(out.to_path_buf(), e);
     let mut s = LspciSummary::default();
     let mut nodes = BTreeSet::new();
@@ -833,7 +833,7 @@ pub fn write_snapshot(functions: &[LspciFunction], out: &Path) -> Result<LspciSu
         let chain: Vec<String> = chain(f, &bridges).iter().map(Bdf::to_string).collect();
         let chain: Vec<&str> = chain.iter().map(String::as_str).collect();
         let attrs: Vec<(&str, &str)> = attrs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        write_pci_function(out, &chain, &name, &attrs, f.driver.as_deref()).map_err(io)?;
+        write_pci_function(&tree, &chain, &name, &attrs, f.driver.as_deref()).map_err(io)?;
         let (config, from) = f.config();
         match from {
             ConfigFrom::Dump => s.dumped += 1,
@@ -843,12 +843,15 @@ pub fn write_snapshot(functions: &[LspciFunction], out: &Path) -> Result<LspciSu
                 s.denied += usize::from(f.capabilities == Capabilities::Denied);
             }
         }
-        write_config(out, &name, &config).map_err(io)?;
+        // The function's own directory, not the bus link `write_config` follows: nothing in
+        // the output directory is followed.
+        let config_at = format!("{}/config", function_dir(&chain, &name));
+        tree.write_new(&config_at, &config).map_err(io)?;
         s.functions += 1;
     }
     for n in nodes {
-        let dir = out.join(NUMA_NODES).join(format!("node{n}"));
-        std::fs::create_dir_all(&dir).map_err(|e| SnapshotError::Io(dir, e))?;
+        let rel = format!("{NUMA_NODES}/node{n}");
+        tree.subdir(&rel).map_err(|e| SnapshotError::Io(out.join(&rel), e))?;
     }
     Ok(s)
 }
@@ -1094,7 +1097,7 @@ mod tests {
         assert_eq!(nic.config_bytes().unwrap().len(), 64);
         assert!(nic.pcie_capability().is_err());
         assert!(out.join(NUMA_NODES).join("node0").is_dir());
-        assert!(matches!(write_snapshot(&fs, &out), Err(SnapshotError::NotEmpty(_))));
+        assert!(matches!(write_snapshot(&fs, &out), Err(SnapshotError::Refused(..))));
         std::fs::remove_dir_all(&out).unwrap();
     }
 

@@ -11,17 +11,27 @@ use crate::device::{DEVICE_FILES, PCI_DEVICES};
 use crate::files::list_dir;
 use crate::host::{ASPM_POLICY, NUMA_NODES};
 use crate::traffic::{BLOCK, NET};
-use crate::tree::symlink;
+use pcie_output::read::{self, Limit};
+use pcie_output::OutDir;
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// Where PMUs are listed, below a root.
 pub const EVENT_SOURCE: &str = "sys/bus/event_source/devices";
 /// The PMU subdirectories copied whole.
 const PMU_DIRS: [&str; 2] = ["format", "events"];
-/// No sysfs or procfs file pcieperf reads is longer than this.
-const FILE_MAX: u64 = 1 << 20;
+/// How much of a file below the root is copied: a `/proc` file's, a config space's or a sysfs
+/// attribute's limit; a longer file, a FIFO or a device is listed unreadable.
+fn limit(rel: &Path) -> Limit {
+    if rel.starts_with("proc") {
+        Limit::PROC_FILE
+    } else if rel.ends_with("config") {
+        Limit::CONFIG_SPACE
+    } else {
+        Limit::ATTRIBUTE
+    }
+}
 
 /// What a snapshot holds.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -39,19 +49,16 @@ pub struct SnapshotSummary {
 /// Why no snapshot was written.
 #[derive(Debug)]
 pub enum SnapshotError {
-    /// The destination exists and is not an empty directory.
-    NotEmpty(PathBuf),
+    /// The destination cannot be an output directory: not empty, another user's, a dangling
+    /// symlink, not a directory.
+    Refused(PathBuf, io::Error),
     Io(PathBuf, io::Error),
 }
 
 impl std::fmt::Display for SnapshotError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SnapshotError::NotEmpty(p) => write!(
-                f,
-                "{}: exists and is not an empty directory (a snapshot goes into a new directory)",
-                p.display()
-            ),
+            SnapshotError::Refused(p, e) => write!(f, "{}: {e} (a snapshot goes into a new directory)", p.display()),
             SnapshotError::Io(p, e) => write!(f, "{}: {e}", p.display()),
         }
     }
@@ -59,9 +66,9 @@ impl std::fmt::Display for SnapshotError {
 
 impl std::error::Error for SnapshotError {}
 
-struct Copier<'a> {
+struct Copier {
     root: PathBuf,
-    out: &'a Path,
+    out: OutDir,
     summary: SnapshotSummary,
 }
 
@@ -69,27 +76,36 @@ fn io_at(p: &Path) -> impl FnOnce(io::Error) -> SnapshotError + '_ {
     move |e| SnapshotError::Io(p.to_path_buf(), e)
 }
 
-impl Copier<'_> {
+/// A path below the output as the `/`-separated text [`OutDir`] takes.
+fn rel_text(rel: &Path) -> String {
+    rel.to_string_lossy().into_owned()
+}
+
+impl Copier {
+    /// The output's subdirectory `rel`, made if missing.
+    fn mkdir(&self, rel: &Path) -> Result<(), SnapshotError> {
+        self.out
+            .subdir(&rel_text(rel))
+            .map(|_| ())
+            .map_err(io_at(&self.out.path().join(rel)))
+    }
+
     /// `rel` (a path below the root) read and written to the same place below the output;
     /// `edit` may change the bytes. A missing file is skipped, an unreadable one listed.
     fn copy(&mut self, rel: &Path, edit: impl FnOnce(&mut Vec<u8>)) -> Result<(), SnapshotError> {
         let from = self.root.join(rel);
-        let mut bytes = Vec::new();
-        let read = fs::File::open(&from).and_then(|f| f.take(FILE_MAX).read_to_end(&mut bytes));
-        match read {
-            Ok(_) => {}
+        let mut bytes = match read::read(&from, limit(rel)) {
+            Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => {
                 self.summary.unreadable.push(format!("{}: {e}", rel.display()));
                 return Ok(());
             }
-        }
+        };
         edit(&mut bytes);
-        let to = self.out.join(rel);
-        if let Some(dir) = to.parent() {
-            fs::create_dir_all(dir).map_err(io_at(dir))?;
-        }
-        fs::write(&to, bytes).map_err(io_at(&to))?;
+        self.out
+            .write_new(&rel_text(rel), &bytes)
+            .map_err(io_at(&self.out.path().join(rel)))?;
         self.summary.files += 1;
         Ok(())
     }
@@ -105,7 +121,9 @@ impl Copier<'_> {
     fn link(&self, bus: &str, name: &str, real: &Path) -> Result<(), SnapshotError> {
         let up = "../".repeat(bus.split('/').count());
         let rel = format!("{bus}/{name}");
-        symlink(self.out, &rel, &format!("{up}{}", real.display())).map_err(io_at(&self.out.join(&rel)))
+        self.out
+            .symlink(&rel, &format!("{up}{}", real.display()))
+            .map_err(io_at(&self.out.path().join(&rel)))
     }
 
     fn pci_functions(&mut self) -> Result<(), SnapshotError> {
@@ -127,18 +145,14 @@ impl Copier<'_> {
                 .ok()
                 .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
             {
-                let drivers = self.out.join("sys/bus/pci/drivers").join(&driver);
-                fs::create_dir_all(&drivers).map_err(io_at(&drivers))?;
+                self.mkdir(&Path::new("sys/bus/pci/drivers").join(&driver))?;
                 let up = "../".repeat(real.components().count());
                 let rel = real.join("driver");
-                symlink(
-                    self.out,
-                    &rel.to_string_lossy(),
-                    &format!("{up}sys/bus/pci/drivers/{driver}"),
-                )
-                .map_err(io_at(&self.out.join(&rel)))?;
+                self.out
+                    .symlink(&rel_text(&rel), &format!("{up}sys/bus/pci/drivers/{driver}"))
+                    .map_err(io_at(&self.out.path().join(&rel)))?;
             }
-            fs::create_dir_all(self.out.join(&real)).map_err(io_at(&self.out.join(&real)))?;
+            self.mkdir(&real)?;
             self.link(PCI_DEVICES, &name, &real)?;
             self.summary.functions += 1;
         }
@@ -147,8 +161,7 @@ impl Copier<'_> {
 
     fn pmus(&mut self) -> Result<(), SnapshotError> {
         let bus = self.root.join(EVENT_SOURCE);
-        let out_bus = self.out.join(EVENT_SOURCE);
-        fs::create_dir_all(&out_bus).map_err(io_at(&out_bus))?;
+        self.mkdir(Path::new(EVENT_SOURCE))?;
         for name in list_dir(&bus).map_err(|e| SnapshotError::Io(bus.clone(), io::Error::other(e.to_string())))? {
             let Some(real) = self.real(&bus.join(&name)) else {
                 continue;
@@ -165,7 +178,7 @@ impl Copier<'_> {
                     }
                 }
             }
-            fs::create_dir_all(self.out.join(&real)).map_err(io_at(&self.out.join(&real)))?;
+            self.mkdir(&real)?;
             self.link(EVENT_SOURCE, &name, &real)?;
             self.summary.pmus += 1;
         }
@@ -195,14 +208,15 @@ impl Copier<'_> {
                 for (link, target) in &controllers {
                     let up = "../".repeat(link.components().count() - 1);
                     let rel = link.to_string_lossy();
-                    symlink(self.out, &rel, &format!("{up}{}", target.display()))
-                        .map_err(io_at(&self.out.join(link)))?;
-                    fs::create_dir_all(self.out.join(target)).map_err(io_at(&self.out.join(target)))?;
+                    self.out
+                        .symlink(&rel, &format!("{up}{}", target.display()))
+                        .map_err(io_at(&self.out.path().join(link)))?;
+                    self.mkdir(target)?;
                 }
                 for file in files {
                     self.copy(&real.join(file), |_| {})?;
                 }
-                fs::create_dir_all(self.out.join(&real)).map_err(io_at(&self.out.join(&real)))?;
+                self.mkdir(&real)?;
                 self.link(class, &name, &real)?;
                 self.summary.devices += 1;
             }
@@ -243,22 +257,17 @@ fn below_pci(real: &Path) -> bool {
     real.to_string_lossy().starts_with("sys/devices/pci")
 }
 
-/// Makes `out` for a snapshot: refused unless it is new or an empty directory.
-pub(crate) fn new_output(out: &Path) -> Result<(), SnapshotError> {
-    let empty = match fs::read_dir(out) {
-        Ok(mut entries) => entries.next().is_none(),
-        Err(e) => e.kind() == io::ErrorKind::NotFound,
-    };
-    if !empty {
-        return Err(SnapshotError::NotEmpty(out.to_path_buf()));
-    }
-    pcie_output::create_dir(out).map_err(io_at(out))
+/// Makes `out` for a snapshot ([`OutDir::create`]): refused unless it is new, or an empty
+/// directory of the caller's; a dangling symlink is refused, not followed.
+pub(crate) fn new_output(out: &Path) -> Result<OutDir, SnapshotError> {
+    pcie_output::check_dir(out).map_err(|e| SnapshotError::Refused(out.to_path_buf(), e))?;
+    OutDir::create(out).map_err(io_at(out))
 }
 
 /// Copies the files pcieperf reads below `root` (`/` on a host) into `out`, a new or empty
 /// directory. Only reads below `root`; writes only below `out`.
 pub fn snapshot(root: &Path, out: &Path) -> Result<SnapshotSummary, SnapshotError> {
-    new_output(out)?;
+    let out = new_output(out)?;
     let root = fs::canonicalize(root).map_err(io_at(root))?;
     let mut c = Copier {
         root,
@@ -361,7 +370,7 @@ mod tests {
         assert!(!copy[1].dir().join("irq").exists());
         assert!(out.join("proc/cpuinfo").is_file() && out.join(EVENT_SOURCE).is_dir());
         let again = snapshot(&root, &out).unwrap_err().to_string();
-        assert!(again.ends_with("snap: exists and is not an empty directory (a snapshot goes into a new directory)"));
+        assert!(again.contains("snap: exists and is not empty"), "{again}");
         fs::remove_dir_all(&base).unwrap();
     }
 

@@ -9,7 +9,6 @@ use crate::pmu::source::{SimArgs, SourceArgs};
 use clap::Args;
 use pcie_health::{rate_name, CheckError, FunctionHealth, Options, Report, Sampling, Traffic};
 use std::fmt::Write;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -112,13 +111,13 @@ pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
 
 /// The functions of the `lspci -vvv` dump in `file` (`-`: stdin).
 fn read_lspci(file: &Path) -> Result<Vec<pcie_sysfs::lspci::LspciFunction>, CliError> {
-    let mut bytes = Vec::new();
-    let read = if file == Path::new("-") {
-        std::io::stdin().lock().read_to_end(&mut bytes)
+    use pcie_output::read::{self, Limit};
+    let bytes = if file == Path::new("-") {
+        read::read_stream(std::io::stdin().lock(), Limit::LSPCI_DUMP)
     } else {
-        std::fs::File::open(file).and_then(|mut f| f.read_to_end(&mut bytes))
-    };
-    read.map_err(|e| CliError::Usage(format!("--lspci {}: {e}", file.display())))?;
+        read::read(file, Limit::LSPCI_DUMP)
+    }
+    .map_err(|e| CliError::Usage(format!("--lspci {}: {e}", file.display())))?;
     pcie_sysfs::lspci::parse(&String::from_utf8_lossy(&bytes))
         .map_err(|e| CliError::Usage(format!("--lspci {}: {e}", file.display())))
 }
@@ -127,7 +126,7 @@ pub fn snapshot(a: &SnapshotArgs) -> Result<String, CliError> {
     use pcie_sysfs::snapshot::SnapshotError;
     crate::output::check_dir("-o", &a.output)?;
     let refused = |e: SnapshotError| match e {
-        SnapshotError::NotEmpty(_) => CliError::Usage(format!("-o {e}")),
+        SnapshotError::Refused(..) => CliError::Usage(format!("-o {e}")),
         SnapshotError::Io(..) => CliError::Runtime(e.to_string()),
     };
     if let Some(file) = &a.lspci {

@@ -2,7 +2,7 @@
 //! from the command-line definitions (clap_complete, clap_mangen) so they never drift from them.
 
 use crate::error::CliError;
-use crate::output::{check_dir, write_failed, write_file};
+use crate::output::{check_dir, write_dir};
 use crate::Cli;
 use clap::{Args, CommandFactory, ValueEnum};
 use std::path::PathBuf;
@@ -64,14 +64,14 @@ pub fn man(args: &ManArgs) -> Result<String, CliError> {
     let pages = pages();
     if let Some(dir) = &args.out_dir {
         check_dir("--out-dir", dir)?;
-        pcie_output::create_dir(dir).map_err(|e| write_failed(dir, e))?;
+        let mut files = Vec::new();
         let mut written = String::new();
         for page in &pages {
             let man = manual(page.clone());
-            let path = dir.join(man.get_filename());
-            write_file(&path, &roff(&man)?)?;
-            written.push_str(&format!("{}\n", path.display()));
+            written.push_str(&format!("{}\n", dir.join(man.get_filename()).display()));
+            files.push((man.get_filename(), roff(&man)?.into_bytes()));
         }
+        write_dir(dir, &files)?;
         return Ok(written);
     }
 

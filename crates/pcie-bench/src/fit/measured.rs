@@ -7,6 +7,7 @@ use crate::host::KernelIommu;
 use crate::params::{Iommu, Numa, TestParams};
 use crate::results::{CdfSection, ResultData, RunData};
 use pcie_model::Generation;
+use pcie_output::read::Limit;
 use pcie_sim::DeviceProfile;
 use pcie_sysfs::lspci::{self, Capabilities, LspciFunction};
 use pcie_sysfs::PortType;
@@ -62,13 +63,19 @@ impl MeasuredRun {
                 "no latency or bandwidth result table (CSV with Med(ns) or Trans/s columns): not a pcie-bench or pcieperf result directory".into(),
             ));
         }
-        let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+        // Bounded: an endless file is refused naming it and the limit; a missing one is absent.
+        let read = |name: &str, limit: Limit| match pcie_output::read::read(&dir.join(name), limit) {
+            Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(FitError::Input(format!("{}: {e}", dir.join(name).display()))),
+        };
         let (iommu, cpu) = match &data.info {
             Some(info) => (info.iommu, Some(info.host.cpu_model.clone())),
             // pcie-bench kept the kernel command line and /proc/cpuinfo beside its tables.
             None => (
-                read("sys-kernel-cmdline.txt").map_or(Iommu::Off, |c| KernelIommu::parse(&c, vec![]).cmdline_mode()),
-                read("sys-cpuinfo.txt").and_then(|c| {
+                read("sys-kernel-cmdline.txt", Limit::PROC_FILE)?
+                    .map_or(Iommu::Off, |c| KernelIommu::parse(&c, vec![]).cmdline_mode()),
+                read("sys-cpuinfo.txt", Limit::PROC_FILE)?.and_then(|c| {
                     c.lines()
                         .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "model name"))
                         .map(|(_, v)| v.trim().to_string())
@@ -83,7 +90,7 @@ impl MeasuredRun {
             iommu,
             cpu: cpu.filter(|c| c != "unknown" && !c.is_empty()),
             data,
-            lspci: read("sys-lspci.txt")
+            lspci: read("sys-lspci.txt", Limit::LSPCI_DUMP)?
                 .and_then(|t| lspci::parse(&t).ok())
                 .unwrap_or_default(),
         })
@@ -256,6 +263,73 @@ pub fn path_mps(runs: &[MeasuredRun], device: &DeviceProfile) -> Result<Option<M
             source: said.iter().map(|m| m.source.as_str()).collect::<Vec<_>>().join(", "),
         })),
     }
+}
+
+/// Refuses rows no simulation can be fitted to, naming `file:line:column`: a latency figure of
+/// 0 ns or less (every relative error against it is not a number), a bandwidth or rate of 0,
+/// and a test outside the suite's ranges for `device` (size, window, offsets, count).
+pub fn check_rows(run: &MeasuredRun, device: &DeviceProfile) -> Result<(), FitError> {
+    let groups = run.groups(0, 1);
+    for f in &run.data.files {
+        let at = |i: usize, column: &str, m: String| {
+            let file = run.data.dir.join(format!("{}.csv", f.base));
+            let line = f.lines.get(i).map_or(String::new(), |l| format!(":{l}"));
+            FitError::Input(format!("{}{line}:{column}: {m}", file.display()))
+        };
+        let positive = |i: usize, figures: &[(&str, f64)]| match figures.iter().find(|(_, v)| v.is_nan() || *v <= 0.0) {
+            Some((column, v)) => Err(at(
+                i,
+                column,
+                format!("{v}: a measurement of 0 or less cannot be fitted"),
+            )),
+            None => Ok(()),
+        };
+        match &f.data {
+            ResultData::Latency(rows) => rows.iter().enumerate().try_for_each(|(i, r)| {
+                let p99 = r.p99_ns.unwrap_or(r.p95_ns);
+                positive(
+                    i,
+                    &[
+                        ("Min(ns)", r.min_ns),
+                        ("Med(ns)", r.med_ns),
+                        ("Avg(ns)", r.avg_ns),
+                        ("TAvg(ns)", r.tavg_ns),
+                        ("95%(ns)", r.p95_ns),
+                        ("99%(ns)", p99),
+                        ("99.9%(ns)", r.p999_ns),
+                        ("Max(ns)", r.max_ns),
+                    ],
+                )
+            })?,
+            ResultData::Bandwidth(rows) => rows.iter().enumerate().try_for_each(|(i, r)| {
+                positive(
+                    i,
+                    &[
+                        ("Time", r.time_ns),
+                        ("BW (Gb/s)", r.bw_gbps),
+                        ("Trans/s", r.trans_per_sec),
+                    ],
+                )
+            })?,
+            ResultData::Cdf(_) => continue,
+        }
+        let Some(g) = groups.iter().find(|g| g.base == f.base) else {
+            continue;
+        };
+        for (i, t) in g.tests.iter().enumerate() {
+            t.check(device.dma.max_transfer).map_err(|e| {
+                let column = match e.param {
+                    "size" => "SZ",
+                    "window" => "WinSZ",
+                    "host-offset" => "HO",
+                    "device-offset" => "DO",
+                    _ => "#samples",
+                };
+                at(i, column, format!("{}: {}", e.value, e.reason))
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a device profile the measurements cannot come from: latencies that are not whole

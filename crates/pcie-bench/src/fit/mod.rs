@@ -27,7 +27,7 @@ pub mod spread;
 use crate::params::Iommu;
 use crate::sim_backend::SimBackend;
 use keys::{FitKey, KEYS};
-use measured::{check_consistent, check_device, path_mps, Group, MeasuredRun};
+use measured::{check_consistent, check_device, check_rows, path_mps, Group, MeasuredRun};
 use pcie_sim::{DeviceProfile, HostProfile};
 use score::{score, GroupScore, Verdict};
 use serde::Serialize;
@@ -165,6 +165,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
         .collect::<Result<_, _>>()?;
     check_consistent(&runs)?;
     for r in &runs {
+        check_rows(r, &opts.device)?;
         check_device(r, &opts.device)?;
     }
     let mps = path_mps(&runs, &opts.device)?;
@@ -301,6 +302,8 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
         return Err(too_few());
     }
     let mut current = base_value.clone();
+    // Keys whose loss was a number at no value tried: kept, never labelled fitted.
+    let mut no_loss: Vec<&str> = Vec::new();
     for pass in 0..PASSES {
         let frac = if pass == 0 { 0.3 } else { 0.1 };
         for (key, gs) in &plan {
@@ -310,6 +313,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
             let gs: Vec<&Group> = gs.iter().collect();
             let tests: usize = gs.iter().map(|g| g.tests.len()).sum();
             let mut failure = None;
+            let mut finite = false;
             let mut loss = |x: f64| -> f64 {
                 let mut candidate = current.clone();
                 keys::set(&mut candidate, key.name, x, key.scale);
@@ -328,6 +332,7 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
                     }
                 };
                 let l = mean_loss(&scores);
+                finite |= l.is_finite();
                 report_progress(
                     &mut state,
                     tests,
@@ -338,6 +343,11 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
             let (best, _) = search::minimise(key, start, frac, &mut loss);
             if let Some(e) = failure {
                 return Err(e);
+            }
+            no_loss.retain(|n| *n != key.name);
+            if !finite {
+                no_loss.push(key.name);
+                continue;
             }
             keys::set(&mut current, key.name, best, key.scale);
         }
@@ -384,10 +394,17 @@ pub fn fit(opts: &FitOptions, progress: &mut dyn FnMut(&FitProgress)) -> Result<
     });
     let key_results: Vec<KeyResult> = measured_keys
         .chain(KEYS.iter().map(|k| {
-            let gs = plan.iter().find(|(p, _)| p.name == k.name).map(|(_, gs)| gs);
+            let gs = plan
+                .iter()
+                .find(|(p, _)| p.name == k.name && !no_loss.contains(&k.name))
+                .map(|(_, gs)| gs);
             let base = keys::get(&base_value, k.name);
             let note = match (base, gs) {
                 (None, _) => format!("the base host {} has no such mechanism", base_host.name),
+                (Some(_), None) if no_loss.contains(&k.name) => format!(
+                    "kept from {}: the loss of its groups was not a number at any value tried",
+                    base_host.name
+                ),
                 (Some(_), None) => format!(
                     "kept from {}: no group the fit uses identifies it (it needs {}, or tests like theirs in a table of another name{})",
                     base_host.name,

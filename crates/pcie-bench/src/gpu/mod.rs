@@ -334,9 +334,12 @@ fn gpu_numa_node(root: &Path, bdf: &str) -> Option<u32> {
 
 /// The NVIDIA kernel module's version (`/sys/module/nvidia/version`), when loaded.
 fn kernel_driver_version(root: &std::path::Path) -> Option<String> {
-    std::fs::read_to_string(root.join("sys/module/nvidia/version"))
-        .ok()
-        .map(|s| s.trim().to_string())
+    pcie_output::read::read_text(
+        &root.join("sys/module/nvidia/version"),
+        pcie_output::read::Limit::ATTRIBUTE,
+    )
+    .ok()
+    .map(|s| s.trim().to_string())
 }
 
 /// What sysfs and NVML say about the GPU at `bdf` now.

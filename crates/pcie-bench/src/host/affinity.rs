@@ -24,7 +24,8 @@ pub fn parse_cpulist(s: &str) -> Result<Vec<usize>, String> {
 pub fn node_cpus(root: &Path, node: u32) -> Result<Vec<usize>, String> {
     let node = choose_node(root, node)?;
     let path = root.join(format!("sys/devices/system/node/node{node}/cpulist"));
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = pcie_output::read::read_text(&path, pcie_output::read::Limit::ATTRIBUTE)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     match parse_cpulist(&text)? {
         cpus if cpus.is_empty() => Err(format!("NUMA node {node} has no CPUs")),
         cpus => Ok(cpus),

@@ -37,7 +37,7 @@ pub fn choose_page(root: &Path, bytes: u64) -> Result<u64, String> {
     for &page in sizes {
         let dir = base.join(format!("hugepages-{}kB", page / KIB));
         let count = |name: &str| {
-            std::fs::read_to_string(dir.join(name))
+            pcie_output::read::read_text(&dir.join(name), pcie_output::read::Limit::ATTRIBUTE)
                 .ok()
                 .and_then(|s| s.trim().parse::<u64>().ok())
         };

@@ -205,12 +205,14 @@ impl DatRuns {
             files.push(ResultFile {
                 base: "bw_dma_sz_sweep".into(),
                 data: ResultData::Bandwidth(bandwidth),
+                lines: Vec::new(),
             });
         }
         if !latency.is_empty() {
             files.push(ResultFile {
                 base: "lat_dma_sizes".into(),
                 data: ResultData::Latency(latency),
+                lines: Vec::new(),
             });
         }
         files

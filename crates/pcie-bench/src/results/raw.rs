@@ -7,7 +7,6 @@ use crate::backend::LatencySamples;
 use crate::params::{CacheState, TestKind, TestParams, MAX_LATENCY_SAMPLES};
 use crate::suite::MAX_SUITE_TESTS;
 use serde::Serialize;
-use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
@@ -56,14 +55,9 @@ pub struct RawSample {
 /// refused unread.
 pub fn read_raw(path: &Path) -> Result<Vec<RawSample>, ResultsError> {
     let io = |e| ResultsError::io(path, e);
-    let mut file = File::open(path).map_err(io)?;
+    // A FIFO or a device is refused here, unopened by a blocking open.
+    let mut file = pcie_output::read::open(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(ResultsError::file(
-            path,
-            "not a regular file: raw samples are read from a file of known size",
-        ));
-    }
     if meta.len() > MAX_RAW_FILE_BYTES {
         return Err(ResultsError::file(
             path,
@@ -125,7 +119,7 @@ mod tests {
     #[test]
     fn a_file_larger_than_any_run_writes_is_refused_unread() {
         let path = Path::new("/dev/shm").join(format!("pcie-bench-huge-{}_raw.csv", std::process::id()));
-        let file = File::create(&path).unwrap();
+        let file = std::fs::File::create(&path).unwrap();
         file.set_len(MAX_RAW_FILE_BYTES + 1).unwrap();
         let e = read_raw(&path).unwrap_err().to_string();
         std::fs::remove_file(&path).unwrap();
@@ -146,9 +140,6 @@ mod tests {
     #[test]
     fn a_device_is_refused_unread() {
         let e = read_raw(Path::new("/dev/zero")).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "/dev/zero: not a regular file: raw samples are read from a file of known size"
-        );
+        assert_eq!(e, "/dev/zero: a character device, not a regular file");
     }
 }

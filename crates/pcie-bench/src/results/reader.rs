@@ -17,7 +17,8 @@ const MAX_RESULT_FILE_BYTES: u64 = 256 << 20;
 /// Largest `run.json` read: ours are a few KB.
 const MAX_RUN_JSON_BYTES: u64 = 16 << 20;
 
-/// The text of an open file, refused unread when it is larger than `max` bytes (`what` names
+/// The text of a file opened by `pcie_output::read::open` (a regular file, never a FIFO or a
+/// device), refused unread when it is larger than `max` bytes (`what` names
 /// the kind of file in the message).
 fn read_limited(path: &Path, file: &File, max: u64, what: &str) -> Result<String, ResultsError> {
     let io = |e| ResultsError::io(path, e);
@@ -39,7 +40,7 @@ fn read_limited(path: &Path, file: &File, max: u64, what: &str) -> Result<String
 
 /// A result CSV's text; `None` for a raw sample file, of which only the first line is read.
 fn read_result_csv(path: &Path) -> Result<Option<String>, ResultsError> {
-    let file = File::open(path).map_err(|e| ResultsError::io(path, e))?;
+    let file = pcie_output::read::open(path).map_err(|e| ResultsError::io(path, e))?;
     let mut head = Vec::new();
     BufReader::new(&file)
         .take(4096)
@@ -66,7 +67,7 @@ pub struct RunData {
 impl RunData {
     pub fn load(dir: &Path) -> Result<RunData, ResultsError> {
         let info_path = dir.join("run.json");
-        let info = match File::open(&info_path) {
+        let info = match pcie_output::read::open(&info_path) {
             Ok(file) => {
                 let text = read_limited(&info_path, &file, MAX_RUN_JSON_BYTES, "a run.json")?;
                 Some(serde_json::from_str(&text).map_err(|e| ResultsError {
@@ -88,7 +89,7 @@ impl RunData {
         let from_netfpga = paths.iter().any(|p| DatFile::recognise(p).is_some());
         let mut netfpga = DatRuns::default();
         for (path, dat) in paths.iter().filter_map(|p| Some((p, DatFile::recognise(p)?))) {
-            let file = File::open(path).map_err(|e| ResultsError::io(path, e))?;
+            let file = pcie_output::read::open(path).map_err(|e| ResultsError::io(path, e))?;
             netfpga.add(
                 path,
                 dat,

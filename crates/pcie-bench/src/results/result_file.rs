@@ -20,6 +20,10 @@ pub enum ResultData {
 pub struct ResultFile {
     pub base: String,
     pub data: ResultData,
+    /// Each data row's 1-based line in its file, in row order, for errors about a row found
+    /// after loading (`sim fit`'s); empty where rows have no line (converted `.dat` files).
+    #[serde(skip)]
+    pub lines: Vec<usize>,
 }
 
 impl ResultFile {
@@ -45,7 +49,8 @@ impl ResultFile {
             });
         };
         let base = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-        Ok(Some(ResultFile { base, data }))
+        let lines = table.rows.iter().map(|r| r.line).collect();
+        Ok(Some(ResultFile { base, data, lines }))
     }
 }
 

@@ -80,7 +80,9 @@ impl HostInfo {
     /// IOMMU entries of `sys` under `root` (a directory tree in tests). The device is the
     /// caller's to add.
     pub fn from_root(root: &Path) -> HostInfo {
-        let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap_or_default();
+        let read = |p: &str| {
+            pcie_output::read::read_text(&root.join(p), pcie_output::read::Limit::PROC_FILE).unwrap_or_default()
+        };
         let cpuinfo = read("proc/cpuinfo");
         let field = |name: &str| {
             cpuinfo.lines().find_map(|l| {

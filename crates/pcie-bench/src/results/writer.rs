@@ -1,6 +1,9 @@
 //! Writes a run directory while the run goes on: after every finished test its base's files
 //! are rewritten whole (atomically, through `pcie-output`), so an interrupted run leaves
-//! complete, loadable CSVs for every test that finished.
+//! complete, loadable CSVs for every test that finished. The directory is one pcieperf made or
+//! found empty ([`OutDir`]): nothing in it was written by anyone else (a pcie-bench result
+//! directory given as `--out` is refused untouched), and its files are made relative to it
+//! without following links.
 
 use super::run_info::{rfc3339, RunInfo};
 use super::{bandwidth, cdf, latency, raw, ResultsError};
@@ -8,8 +11,7 @@ use crate::backend::{BackendInfo, Outcome};
 use crate::params::TestParams;
 use crate::stats::{BandwidthStats, Measurement, SortedLatencies};
 use crate::suite::Group;
-use pcie_output::{write_file, Output};
-use std::fs::File;
+use pcie_output::OutDir;
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -19,7 +21,7 @@ const MAX_SUFFIX: u32 = 1000;
 
 /// An open run directory.
 pub struct RunWriter {
-    dir: PathBuf,
+    dir: OutDir,
     info: RunInfo,
     bases: Vec<Base>,
 }
@@ -33,18 +35,11 @@ struct Base {
 }
 
 impl RunWriter {
-    /// Creates `dir` and writes `run.json`. A directory that already holds a run is refused
-    /// rather than mixed into.
+    /// Creates `dir` (or takes it when it is empty and the caller's) and writes `run.json`. A
+    /// directory holding anything (a run, a pcie-bench result directory) is refused untouched.
     pub fn create(dir: &Path, info: RunInfo) -> Result<RunWriter, ResultsError> {
-        let run_json = dir.join("run.json");
-        if run_json.exists() {
-            return Err(ResultsError::file(
-                &run_json,
-                "the directory already holds a run; choose another output directory",
-            ));
-        }
-        pcie_output::create_dir(dir).map_err(|e| ResultsError::io(dir, e))?;
-        RunWriter::start(dir.to_path_buf(), info)
+        let out = OutDir::create(dir).map_err(|e| ResultsError::io(dir, e))?;
+        RunWriter::start(out, info)
     }
 
     /// Creates a new directory `<stem>`, or else `<stem>-2`, `<stem>-3`, … up to
@@ -57,9 +52,9 @@ impl RunWriter {
                 dir.push(format!("-{n}"));
             }
             let dir = PathBuf::from(dir);
-            match std::fs::create_dir(&dir) {
-                Ok(()) => return RunWriter::start(dir, info),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            match OutDir::create_new(&dir) {
+                Ok(Some(out)) => return RunWriter::start(out, info),
+                Ok(None) => continue,
                 Err(e) => return Err(ResultsError::io(&dir, e)),
             }
         }
@@ -69,7 +64,7 @@ impl RunWriter {
         ))
     }
 
-    fn start(dir: PathBuf, info: RunInfo) -> Result<RunWriter, ResultsError> {
+    fn start(dir: OutDir, info: RunInfo) -> Result<RunWriter, ResultsError> {
         let w = RunWriter {
             dir,
             info,
@@ -81,15 +76,22 @@ impl RunWriter {
 
     /// The run directory.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.dir.path()
+    }
+
+    /// Writes (or rewrites) the file `name` whole.
+    fn write(&self, name: &str, text: &str) -> Result<(), ResultsError> {
+        self.dir
+            .write(name, text.as_bytes())
+            .map_err(|e| ResultsError::io(&self.dir.path().join(name), e))
     }
 
     fn write_info(&self) -> Result<(), ResultsError> {
-        let path = self.dir.join("run.json");
+        let path = self.dir().join("run.json");
         let mut text =
             serde_json::to_string_pretty(&self.info).map_err(|e| ResultsError::file(&path, e.to_string()))?;
         text.push('\n');
-        write_file(&path, text.as_bytes()).map_err(|e| ResultsError::io(&path, e))
+        self.write("run.json", &text)
     }
 
     /// Adds one finished test of `group` and rewrites the group's base files: `<base>.csv`, and
@@ -100,7 +102,8 @@ impl RunWriter {
         params: &TestParams,
         outcome: Outcome,
     ) -> Result<Measurement, ResultsError> {
-        let csv_path = self.dir.join(format!("{}.csv", group.base));
+        let csv_name = format!("{}.csv", group.base);
+        let csv_path = self.dir().join(&csv_name);
         let err = |m: String| {
             let test = format!("{} size {} window {}", params.kind, params.size, params.window);
             ResultsError::file(&csv_path, format!("{test}: {m}"))
@@ -128,20 +131,19 @@ impl RunWriter {
             Outcome::Latency(samples) => {
                 // The raw samples go out in issue order before they are sorted in place.
                 if group.raw && !samples.cycles.is_empty() {
-                    let path = self.dir.join(format!("{}_raw.csv", group.base));
-                    append(&path, raw::HEADER, |w| raw::write_block(w, params, &samples))
-                        .map_err(|e| ResultsError::io(&path, e))?;
+                    let name = format!("{}_raw.csv", group.base);
+                    append(&self.dir, &name, raw::HEADER, |w| raw::write_block(w, params, &samples))
+                        .map_err(|e| ResultsError::io(&self.dir.path().join(&name), e))?;
                 }
                 let sorted = SortedLatencies::from_samples(samples).ok_or_else(|| err("no latency samples".into()))?;
                 let stats = sorted.stats();
-                let base = &mut self.bases[idx];
                 if group.cdf {
+                    let base = &mut self.bases[idx];
                     base.cdf.push_str(&cdf::format_section(&sorted.cdf()));
-                    let path = self.dir.join(format!("{}_cdf.csv", group.base));
                     let text = format!("{}\n{}", cdf::HEADER, base.cdf);
-                    write_file(&path, text.as_bytes()).map_err(|e| ResultsError::io(&path, e))?;
+                    self.write(&format!("{}_cdf.csv", group.base), &text)?;
                 }
-                base.rows.push_str(&latency::format_row(params, &stats));
+                self.bases[idx].rows.push_str(&latency::format_row(params, &stats));
                 Measurement::Latency(stats)
             }
             Outcome::Bandwidth(totals) => {
@@ -157,7 +159,7 @@ impl RunWriter {
             bandwidth::header()
         };
         let text = format!("{header}\n{}", base.rows);
-        write_file(&csv_path, text.as_bytes()).map_err(|e| ResultsError::io(&csv_path, e))?;
+        self.write(&csv_name, &text)?;
         Ok(measurement)
     }
 
@@ -174,10 +176,16 @@ impl RunWriter {
     }
 }
 
-/// Rewrites `path` as its old contents (or `header` for a new file) plus what `more` writes.
-fn append(path: &Path, header: &str, more: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
-    let mut out = Output::create(path)?;
-    match File::open(path) {
+/// Rewrites `name` in `dir` as its old contents (or `header` for a new file) plus what `more`
+/// writes.
+fn append(
+    dir: &OutDir,
+    name: &str,
+    header: &str,
+    more: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut out = dir.replace(name)?;
+    match dir.open(name) {
         Ok(old) => {
             io::copy(&mut BufReader::new(old), &mut out)?;
         }

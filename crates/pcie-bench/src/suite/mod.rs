@@ -212,21 +212,11 @@ impl Suite {
     }
 
     /// A suite file; errors name the file as given.
-    /// A file larger than [`MAX_SUITE_BYTES`] (or endless, like `/dev/zero`) is refused after
-    /// reading that much.
+    /// A file larger than a definition's 1 MiB limit, or no regular file (`/dev/zero`, a
+    /// FIFO), is refused without reading on (or, for a FIFO, waiting for a writer).
     pub fn load(path: &Path) -> Result<Suite, SuiteError> {
-        use std::io::Read;
-        let cannot = |e: std::io::Error| SuiteError::new(format!("{}: cannot read: {e}", path.display()));
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_SUITE_BYTES + 1).read_to_string(&mut text))
-            .map_err(cannot)?;
-        if text.len() as u64 > MAX_SUITE_BYTES {
-            return Err(SuiteError::new(format!(
-                "{}: larger than {MAX_SUITE_BYTES} bytes: not a suite file",
-                path.display()
-            )));
-        }
+        let text = pcie_output::read::read_text(path, pcie_output::read::Limit::DEFINITION)
+            .map_err(|e| SuiteError::new(format!("{}: cannot read: {e}", path.display())))?;
         Suite::parse(&text, &path.display().to_string())
     }
 

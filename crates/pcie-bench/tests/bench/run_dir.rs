@@ -261,12 +261,9 @@ fn interrupted_run_leaves_complete_files_for_finished_tests() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+    assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
     let e = RunWriter::create(&dir, info()).err().unwrap().to_string();
-    assert!(
-        e.ends_with("run.json: the directory already holds a run; choose another output directory"),
-        "{e}"
-    );
+    assert!(e.contains("exists and is not empty"), "{e}");
 }
 
 #[test]

@@ -385,7 +385,7 @@ fn endless_or_huge_suite_files_are_refused_after_a_bounded_read() {
     std::fs::write(&big, format!("{MINIMAL}{}", "#\n".repeat(1 << 20))).unwrap();
     let e = Suite::load(&big).unwrap_err().to_string();
     assert!(
-        e.ends_with("big.toml: larger than 1048576 bytes: not a suite file"),
+        e.ends_with("big.toml: cannot read: more than 1048576 bytes (the most a profile, suite or catalog has)"),
         "{e}"
     );
     std::fs::remove_dir_all(&dir).unwrap();

@@ -280,7 +280,8 @@ impl PmuHostProfile {
     /// A built-in profile by name, or a TOML file when `name` contains `/` or ends in `.toml`.
     pub fn load(name: &str) -> Result<PmuHostProfile, ProfileError> {
         let (file, text) = if name.contains('/') || name.ends_with(".toml") {
-            let text = std::fs::read_to_string(name).map_err(|e| ProfileError {
+            let limit = pcie_output::read::Limit::DEFINITION;
+            let text = pcie_output::read::read_text(std::path::Path::new(name), limit).map_err(|e| ProfileError {
                 file: name.to_string(),
                 message: format!("cannot read: {e}"),
             })?;

@@ -5,7 +5,7 @@
 
 use super::compare_tables::{comparison_tables, comparison_text, difference_table};
 use crate::error::CliError;
-use crate::output::{check_dir, check_files, shown, write_failed, write_file, Format};
+use crate::output::{check_dir, check_files, shown, write_dir, write_file, Format};
 use clap::Args;
 use pcie_bench::{run_letter, ChartSet, RunData};
 use std::path::{Path, PathBuf};
@@ -71,10 +71,11 @@ pub fn run(a: &ReportArgs) -> Result<String, CliError> {
     let (drawn, skipped, description, comparisons) = (&set.charts, &set.not_drawn, &set.description, &set.comparisons);
 
     if let Some(svg_dir) = &a.svg_dir {
-        pcie_output::create_dir(svg_dir).map_err(|e| write_failed(svg_dir, e))?;
-        for d in drawn {
-            write_file(&svg_dir.join(format!("{}.svg", d.name)), &d.chart.to_svg())?;
-        }
+        let files: Vec<_> = drawn
+            .iter()
+            .map(|d| (format!("{}.svg", d.name), d.chart.to_svg().into_bytes()))
+            .collect();
+        write_dir(svg_dir, &files)?;
     }
     let mut text = String::new();
     if let Some(path) = &a.html {

@@ -369,7 +369,8 @@ fn csv_files(out: &std::path::Path, summaries: &[BaseSummary]) -> Result<String,
             text.push_str(&format!("# {}\n", s.base));
         }
         text.push_str(
-            &std::fs::read_to_string(&path).map_err(|e| CliError::Runtime(format!("{}: {e}", path.display())))?,
+            &pcie_output::read::read_text(&path, pcie_output::read::Limit::RESULT_TABLE)
+                .map_err(|e| CliError::Runtime(format!("{}: {e}", path.display())))?,
         );
     }
     Ok(text)

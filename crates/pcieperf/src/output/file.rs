@@ -25,9 +25,20 @@ pub fn check_files(files: &[(&str, Option<&Path>)]) -> Result<(), CliError> {
     Ok(())
 }
 
-/// An output directory (`--out`, `--svg-dir`): existing, or a name that can be created.
+/// An output directory (`--out`, `--svg-dir`): a name that can be created, or an empty
+/// directory of the caller's.
 pub fn check_dir(opt: &str, path: &Path) -> Result<(), CliError> {
     pcie_output::check_dir(path).map_err(|e| refused(opt, path, e))
+}
+
+/// Makes the output directory `path` and writes each (file name, contents) into it, every file
+/// made inside it without following links (see `pcie_output::OutDir`).
+pub fn write_dir(path: &Path, files: &[(String, Vec<u8>)]) -> Result<(), CliError> {
+    let dir = pcie_output::OutDir::create(path).map_err(|e| write_failed(path, e))?;
+    for (name, bytes) in files {
+        dir.write(name, bytes).map_err(|e| write_failed(&path.join(name), e))?;
+    }
+    Ok(())
 }
 
 fn refused(opt: &str, path: &Path, e: io::Error) -> CliError {

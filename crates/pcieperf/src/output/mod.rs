@@ -5,7 +5,7 @@ mod file;
 mod table;
 pub mod terminal;
 
-pub use file::{check_dir, check_files, shown, write_failed, write_file};
+pub use file::{check_dir, check_files, shown, write_dir, write_failed, write_file};
 pub use table::{Cell, Table};
 
 use clap::ValueEnum;

@@ -277,14 +277,16 @@ fn bad_parameters_exit_2_naming_the_value() {
         (vec!["--handshake-timeout", "-1"], "-1"),
         (vec!["--handshake-timeout", "0"], "--handshake-timeout 0.0: must be"),
     ];
+    // The run directory: new (the suite's directory, not empty, would itself be refused).
+    let out = dir.join("run");
     for (args, message) in cases {
-        let mut all = vec!["bench", "run", "--out", dir.to_str().unwrap()];
+        let mut all = vec!["bench", "run", "--out", out.to_str().unwrap()];
         all.extend(&args);
         let o = pcieperf(&all);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(message), "{args:?}: {err}");
-        assert!(!dir.join("run.json").exists(), "{args:?} started a run");
+        assert!(!out.exists(), "{args:?} started a run");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -307,12 +307,11 @@ fn every_output_directory_option_against_every_kind_of_path() {
             (o.status.code(), stderr(&o))
         };
 
-        // A new name, a symlink to a directory and one to nothing: written in the directory
+        // A new name and a symlink to an empty directory of ours: written in the directory
         // (the target), the link staying a link.
         fs::create_dir(d.join("sub")).unwrap();
         symlink("sub", d.join("to-dir")).unwrap();
-        symlink("made", d.join("dangling")).unwrap();
-        for (path, dir) in [("new", "new"), ("to-dir", "sub"), ("dangling", "made")] {
+        for (path, dir) in [("new", "new"), ("to-dir", "sub")] {
             let (code, err) = go(&d.join(path));
             assert_eq!(code, Some(0), "{} {path}: {err}", opt.name);
             assert!(d.join(dir).join(opt.holds).is_file(), "{} {path}", opt.name);
@@ -321,6 +320,22 @@ fn every_output_directory_option_against_every_kind_of_path() {
                 assert!(is_link(&d.join(path)), "{}: {path}", opt.name);
             }
         }
+
+        // A dangling symlink is refused, its target not created; a directory holding anything
+        // (a user's CSV named like an output) is refused and left as it was.
+        symlink("made", d.join("dangling")).unwrap();
+        let (code, err) = go(&d.join("dangling"));
+        assert_eq!(code, Some(2), "{} dangling: {err}", opt.name);
+        assert!(err.contains("a dangling symlink"), "{}: {err}", opt.name);
+        assert!(!d.join("made").exists() && is_link(&d.join("dangling")), "{}", opt.name);
+        fs::create_dir(d.join("full")).unwrap();
+        let planted = d.join("full").join(Path::new(opt.holds).file_name().unwrap());
+        fs::write(&planted, "mine").unwrap();
+        let (code, err) = go(&d.join("full"));
+        assert_eq!(code, Some(2), "{} full: {err}", opt.name);
+        assert!(err.contains("exists and is not empty"), "{}: {err}", opt.name);
+        assert_eq!(text(&planted), "mine");
+        assert_eq!(fs::read_dir(d.join("full")).unwrap().count(), 1, "{}", opt.name);
 
         // A file, a FIFO (no reader: opening it would hang), `-` and a device: refused before
         // any work, each left as it was.
