@@ -9,6 +9,7 @@
 //! does. Same profile, workloads and seed give the same counts.
 
 pub mod bank;
+mod deadline;
 mod events;
 pub mod fault;
 pub mod link;
