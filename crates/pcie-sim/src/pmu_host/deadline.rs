@@ -86,3 +86,53 @@ impl Deadline {
         Some(r.io)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(d: &mut Deadline, t: Ps) -> Vec<usize> {
+        std::iter::from_fn(|| d.dispatch(t)).collect()
+    }
+
+    #[test]
+    fn reads_go_first_and_writes_get_a_batch_after_two_read_batches() {
+        let mut d = Deadline::default();
+        for i in 0..20 {
+            d.insert(i, true, i as u64 * 2048, 0);
+        }
+        for i in 0..40 {
+            d.insert(100 + i, false, i as u64 * 2048, 0);
+        }
+        let runs = drain(&mut d, 1)
+            .chunk_by(|a, b| (*a < 100) == (*b < 100))
+            .map(|r| (r[0] < 100, r.len()))
+            .collect::<Vec<_>>();
+        // Two batches of 16 reads (one run), 16 writes, the last 8 reads, the last 4 writes.
+        assert_eq!(runs, [(false, 32), (true, 16), (false, 8), (true, 4)]);
+    }
+
+    #[test]
+    fn a_batch_starts_from_the_oldest_and_goes_on_up_the_disk() {
+        let mut d = Deadline::default();
+        for (io, sector) in [(0, 30), (1, 10), (2, 20), (3, 40)] {
+            d.insert(io, true, sector, 0);
+        }
+        assert_eq!(drain(&mut d, 1), [0, 3, 1, 2]);
+        // After a full batch the next starts where it ended, unless the oldest request has
+        // waited beyond its deadline (500 ms for a read): then from the oldest.
+        let order = |t: Ps| {
+            let mut d = Deadline::default();
+            d.insert(0, false, 100, 0);
+            d.insert(1, false, 0, 1);
+            for io in 2..18 {
+                d.insert(io, false, 100 + 10 * io as u64, 2);
+            }
+            let first: Vec<usize> = (0..16).map(|_| d.dispatch(2).unwrap()).collect();
+            assert_eq!(first, [0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+            drain(&mut d, t)
+        };
+        assert_eq!(order(EXPIRE[0]), [17, 1]);
+        assert_eq!(order(EXPIRE[0] + 1), [1, 17]);
+    }
+}
