@@ -1,10 +1,10 @@
 //! A host with per-root-port PCIe PMUs (a Yitian 710 by default) running storage and NIC
 //! workloads.
 //!
-//! An event-driven simulation in picoseconds: fio-like jobs submit I/Os to the storage device
-//! behind a root port ([`storage`]: doorbells, command and scatter-list reads, data chunk by
-//! chunk as the media produces or takes it, completion entries, an MSI, reaping), and NICs move
-//! packets in batches ([`nic`]). Every TLP crosses the root port on a serialiser per direction ([`link`]), and each
+//! An event-driven simulation in picoseconds: fio-like jobs submit I/Os through the block
+//! layer's scheduler ([`deadline`]) to the storage device behind a root port ([`storage`]:
+//! doorbells, command and scatter-list reads, data chunk by chunk as the media produces or
+//! takes it, completion entries, an MSI, reaping), and NICs move packets in batches ([`nic`]). Every TLP crosses the root port on a serialiser per direction ([`link`]), and each
 //! port's DWC counters ([`bank`]) count the payload and TLPs as they cross, multiplexed as perf
 //! does. Same profile, workloads and seed give the same counts.
 
