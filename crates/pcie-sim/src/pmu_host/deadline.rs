@@ -40,6 +40,10 @@ pub(super) struct Deadline {
 }
 
 impl Deadline {
+    pub(super) fn is_empty(&self) -> bool {
+        self.fifo[0].is_empty() && self.fifo[1].is_empty()
+    }
+
     pub(super) fn insert(&mut self, io: usize, write: bool, sector: u64, t: Ps) {
         self.fifo[write as usize].push(Request { io, sector, arrived: t });
     }

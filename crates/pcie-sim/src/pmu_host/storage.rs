@@ -602,7 +602,9 @@ impl PmuHost {
         let port = self.sets[self.jobs[j].set].port;
         let s = self.ports[port].storage.as_mut().expect("storage port");
         s.slots += 1;
-        self.dispatch(port, t);
+        if !s.waiting.is_empty() {
+            self.dispatch(port, t);
+        }
         let s = self.ports[port].storage.as_mut().expect("storage port");
         match s.blocked.pop_front() {
             Some((woken, pending)) => {
