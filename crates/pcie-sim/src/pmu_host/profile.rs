@@ -124,7 +124,7 @@ pub struct StorageSpec {
     pub write_pause: Option<PauseSpec>,
     /// A drive whose channel is its own serial link (SATA): the rate its flash programs
     /// written data behind the link, one command at a time. Commands then wait in the drive's
-    /// queue and the link carries the oldest one whose data can move (NCQ), reads at
+    /// queue (NCQ) and the link carries their data in the order the drive took them, reads at
     /// `read_mbps` and writes at `write_mbps`, and `write_pause` stops the programming only.
     /// Absent: writes stream into the media units at `write_mbps`.
     pub program_mbps: Option<f64>,
