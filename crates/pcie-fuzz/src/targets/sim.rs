@@ -233,6 +233,7 @@ pub fn targets() -> Vec<FuzzTarget> {
                     "[[rciep]]",
                     "[device.nic]",
                     "program_mbps",
+                    "write_buffer_bytes",
                     "read_pause",
                     "write_pause",
                     "[[fault]]",

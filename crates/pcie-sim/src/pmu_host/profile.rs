@@ -124,10 +124,15 @@ pub struct StorageSpec {
     pub write_pause: Option<PauseSpec>,
     /// A drive whose channel is its own serial link (SATA): the rate its flash programs
     /// written data behind the link, one command at a time. Commands then wait in the drive's
-    /// queue and the link carries the oldest one whose data can move (NCQ), reads at
+    /// queue (NCQ) and the link carries their data in the order the drive took them, reads at
     /// `read_mbps` and writes at `write_mbps`, and `write_pause` stops the programming only.
     /// Absent: writes stream into the media units at `write_mbps`.
     pub program_mbps: Option<f64>,
+    /// With `program_mbps`: the drive's buffer for written data on its way to the flash, in
+    /// bytes. A write's data crosses the link once it fits (the flash draining the buffer as
+    /// it arrives); absent, the buffer holds no more than the data a program drains while it
+    /// arrives, and a write crosses as the previous program ends.
+    pub write_buffer_bytes: Option<u32>,
     /// Host-memory structures the device reads per command (AHCI command header and CFIS;
     /// NVMe submission entry), one read request each.
     pub command_reads: Vec<u32>,
@@ -517,6 +522,9 @@ fn check_storage(key: &str, s: &StorageSpec) -> Result<(), String> {
     between(&format!("{key}.write_mbps"), s.write_mbps, 10.0, 1e6, " MB/s")?;
     if let Some(p) = s.program_mbps {
         between(&format!("{key}.program_mbps"), p, 10.0, 1e6, " MB/s")?;
+    }
+    if let Some(b) = s.write_buffer_bytes {
+        count(&format!("{key}.write_buffer_bytes"), b, 0, 1 << 30)?;
     }
     spread(&format!("{key}.read_latency"), &s.read_latency, MAX_HOST_NS)?;
     spread(&format!("{key}.write_latency"), &s.write_latency, MAX_HOST_NS)?;

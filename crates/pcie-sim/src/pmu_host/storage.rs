@@ -2,6 +2,7 @@
 //! storage device's command fetches, media and data movement (steps 1 to 6 in
 //! simulator.md's "PMU host and storage models").
 
+use super::deadline::Deadline;
 use super::profile::{PauseSpec, StorageSpec};
 use super::workload::{Rw, StorageJob};
 use super::{Ev, HostCosts, PmuHost, Port, Slot};
@@ -16,9 +17,10 @@ use std::collections::VecDeque;
 pub(super) struct Storage {
     spec: StorageSpec,
     media: Pool,
-    /// Command slots free in the device's queues; requests beyond them wait in the host's queue.
+    /// Command slots free in the device's queues; requests beyond them wait in the host's
+    /// scheduler.
     slots: u32,
-    waiting: VecDeque<usize>,
+    waiting: Deadline,
     /// Requests the block layer may still allocate; jobs whose submission found none sleep in
     /// `blocked` (first come, first woken) with the I/O they were submitting.
     requests: u32,
@@ -37,13 +39,19 @@ pub(super) struct Storage {
 /// A drive whose one channel is its serial link (SATA): half duplex, one command's data at a
 /// time (Linux never enables the non-zero buffer offsets that would let a drive interleave
 /// commands' data), its flash programming behind it. Fetched commands wait in the drive's
-/// queue (NCQ's 32 tags); whenever the link is free it carries the oldest whose data can
-/// move: a read once its media has the data, a write once the flash can program it (the
-/// drive keeps no written data beyond the command it programs, so a write's data crosses the
-/// link as its program starts, and the link is free for reads for the rest of the program).
+/// queue (NCQ's 32 tags) and their data crosses in the order the drive took them: a read's
+/// once its media has it, a write's once the drive's write buffer has room for it. The flash
+/// programs the buffered data one command at a time, each program as soon as the previous
+/// one (and any pause after it) is over and its data has begun to arrive.
 struct Ncq {
     queue: VecDeque<Queued>,
     program_ps_per_byte: f64,
+    /// The drive's write buffer (`write_buffer_bytes`), and the share of a write's data that
+    /// fills it rather than passing on to the flash while it arrives (1 - program/link rate).
+    buffer_bytes: f64,
+    fill_share: f64,
+    /// The programs taken on and not yet over: start, end (before any pause) and bytes.
+    programs: VecDeque<(Ps, Ps, f64)>,
     /// When the flash finishes the program it has taken on (and any pause after it).
     program_free: Ps,
 }
@@ -56,11 +64,31 @@ struct Queued {
 }
 
 impl Ncq {
-    fn ready(&self, q: &Queued) -> Ps {
-        if q.write {
-            self.program_free
-        } else {
-            q.ready
+    /// When command `q`, of `bytes`, can start moving its data.
+    fn ready(&self, q: &Queued, bytes: f64) -> Ps {
+        if !q.write {
+            return q.ready;
+        }
+        // The data may start once the buffer will not overflow while it arrives: the bytes
+        // the programs ahead have left, plus what this write adds faster than the flash
+        // drains it, fit. The programs run back to back (pauses between them), so the bytes
+        // left fall over time: find when they first leave room enough.
+        let room = self.buffer_bytes - bytes * self.fill_share;
+        let mut after = 0.0;
+        for &(start, end, b) in self.programs.iter().rev() {
+            if after + b > room {
+                let share = ((room - after) / b).max(0.0);
+                return end - (share * (end - start) as f64) as Ps;
+            }
+            after += b;
+        }
+        0
+    }
+
+    /// Forget the programs that are over by `t`.
+    fn settle(&mut self, t: Ps) {
+        while self.programs.front().is_some_and(|p| p.1 <= t) {
+            self.programs.pop_front();
         }
     }
 }
@@ -109,7 +137,7 @@ impl Storage {
                 free: vec![0; s.channels as usize],
             },
             slots: s.queues * s.queue_depth,
-            waiting: VecDeque::new(),
+            waiting: Deadline::default(),
             requests: s.host_requests,
             blocked: VecDeque::new(),
             read_latency: Sampler::triangular(&s.read_latency),
@@ -119,18 +147,13 @@ impl Storage {
             ncq: s.program_mbps.map(|p| Ncq {
                 queue: VecDeque::new(),
                 program_ps_per_byte: 1e6 / p,
+                buffer_bytes: s.write_buffer_bytes.unwrap_or(0) as f64,
+                fill_share: (1.0 - p / s.write_mbps).clamp(0.0, 1.0),
+                programs: VecDeque::new(),
                 program_free: 0,
             }),
             spec: s,
         }
-    }
-
-    /// Media time per byte of a write: the flash's program behind a serial link, or the
-    /// media unit's.
-    fn write_media_ps_per_byte(&self) -> f64 {
-        self.ncq
-            .as_ref()
-            .map_or(self.write_ps_per_byte, |n| n.program_ps_per_byte)
     }
 }
 
@@ -198,6 +221,9 @@ pub(super) struct JobSet {
 pub(super) struct Job {
     set: usize,
     issued: u64,
+    /// Where its next read and write start: fio's sequential offsets, one per direction,
+    /// from the start of the file in every job.
+    next_offset: [u64; 2],
     stopped: bool,
     /// Issued and not reaped.
     in_flight: u32,
@@ -210,9 +236,13 @@ pub(super) struct Job {
 pub(super) struct Io {
     job: usize,
     write: bool,
+    /// Its offset in the file (the block layer sorts by it).
+    offset: u64,
     /// When the job issued it (fio's clat starts here).
     submitted: Ps,
     data_start: Ps,
+    /// When the media has taken all of a write's data.
+    media_end: Ps,
 }
 
 impl JobSet {
@@ -232,14 +262,24 @@ impl JobSet {
 }
 
 impl PmuHost {
-    /// The host rings the doorbell: the command goes to the device, or waits in the host's
-    /// queue while every command slot is taken.
+    /// The request enters the host's scheduler, which sends it (or an earlier one) to the
+    /// device when a command slot is free.
     pub(super) fn doorbell(&mut self, io: usize, t: Ps) {
         let p = self.port_of(io);
+        let (write, offset) = (self.ios[io].write, self.ios[io].offset);
         let s = self.ports[p].storage.as_mut().expect("jobs run on storage ports");
-        if s.slots == 0 {
-            s.waiting.push_back(io);
-        } else {
+        s.waiting.insert(io, write, offset, t);
+        self.dispatch(p, t);
+    }
+
+    /// The scheduler fills the device's free command slots.
+    fn dispatch(&mut self, p: usize, t: Ps) {
+        loop {
+            let s = self.ports[p].storage.as_mut().expect("storage port");
+            if s.slots == 0 {
+                return;
+            }
+            let Some(io) = s.waiting.dispatch(t) else { return };
             s.slots -= 1;
             self.start_command(io, t);
         }
@@ -262,6 +302,7 @@ impl PmuHost {
             self.jobs.push(Job {
                 set,
                 issued: 0,
+                next_offset: [0, 0],
                 stopped: false,
                 in_flight: 0,
                 completed: VecDeque::new(),
@@ -313,12 +354,16 @@ impl PmuHost {
         let job = &mut self.jobs[j];
         job.issued += bs;
         job.in_flight += 1;
+        let offset = job.next_offset[write as usize];
+        job.next_offset[write as usize] += bs;
         self.sets[job.set].outstanding += 1;
         let io = Io {
             job: j,
             write,
+            offset,
             submitted: t,
             data_start: 0,
+            media_end: 0,
         };
         let id = match self.free_ios.pop() {
             Some(i) => {
@@ -410,24 +455,24 @@ impl PmuHost {
         self.move_data(io, data_start);
     }
 
-    /// A serial link's turn at `t` (free, or a command may have become ready): it starts
-    /// carrying the oldest queued command whose data can move, or waits for the first to be.
+    /// A serial link's turn at `t` (free, or the next command may have become ready): it
+    /// starts carrying the oldest queued command's data, or waits until that can move.
     pub(super) fn link_turn(&mut self, p: usize, t: Ps) {
         let s = self.ports[p].storage.as_mut().expect("storage port");
         let n = s.ncq.as_mut().expect("link turns on serial drives");
         if s.media.free.iter().all(|&f| f > t) {
             return; // busy: the transfer's end has its own turn
         }
-        match n.queue.iter().position(|q| n.ready(q) <= t) {
-            Some(i) => {
-                let io = n.queue.remove(i).expect("found above").io;
-                self.move_data(io, t);
-            }
-            None => {
-                if let Some(next) = n.queue.iter().map(|q| n.ready(q)).min() {
-                    self.at(next, Ev::Link(p));
-                }
-            }
+        n.settle(t);
+        let Some(q) = n.queue.front() else { return };
+        let bs = self.sets[self.jobs[self.ios[q.io].job].set].job.bs as f64;
+        let ready = n.ready(q, bs);
+        if ready <= t {
+            let io = q.io;
+            n.queue.pop_front();
+            self.move_data(io, t);
+        } else {
+            self.at(ready, Ev::Link(p));
         }
     }
 
@@ -446,9 +491,14 @@ impl PmuHost {
         let pause = pauses.as_mut().and_then(|p| p.work(bs, rng));
         match s.ncq.as_mut() {
             Some(n) if write => {
-                n.program_free = data_start + (bs * n.program_ps_per_byte) as Ps + pause.unwrap_or(0);
+                let start = data_start.max(n.program_free);
+                let end = start + (bs * n.program_ps_per_byte) as Ps;
+                n.programs.push_back((start, end, bs));
+                n.program_free = end + pause.unwrap_or(0);
+                self.ios[io].media_end = end;
             }
             _ => {
+                self.ios[io].media_end = data_start + (bs * per) as Ps;
                 if let Some(pause) = pause {
                     // Every channel stops once the work it has taken on is done.
                     let end = s.media.free.iter().copied().max().unwrap_or(ready) + pause;
@@ -482,7 +532,7 @@ impl PmuHost {
     }
 
     pub(super) fn chunk(&mut self, io: usize, n: u32, t: Ps) {
-        let (write, data_start) = (self.ios[io].write, self.ios[io].data_start);
+        let (write, media_end) = (self.ios[io].write, self.ios[io].media_end);
         let bs = self.sets[self.jobs[self.ios[io].job].set].job.bs;
         let (c, l, port) = self.io_port(io);
         let (wire, mem) = (c.wire, c.memory_read.draw(&mut port.rng));
@@ -502,7 +552,6 @@ impl PmuHost {
             return;
         }
         let done = if write {
-            let media_end = data_start + (bs as f64 * s.write_media_ps_per_byte()) as Ps;
             let lat = s.write_latency.draw(&mut port.rng);
             moved.max(media_end) + lat
         } else {
@@ -552,9 +601,9 @@ impl PmuHost {
         let j = self.ios[io].job;
         let port = self.sets[self.jobs[j].set].port;
         let s = self.ports[port].storage.as_mut().expect("storage port");
-        match s.waiting.pop_front() {
-            Some(next) => self.start_command(next, t),
-            None => s.slots += 1,
+        s.slots += 1;
+        if !s.waiting.is_empty() {
+            self.dispatch(port, t);
         }
         let s = self.ports[port].storage.as_mut().expect("storage port");
         match s.blocked.pop_front() {

@@ -131,6 +131,21 @@ fn table_csv_and_json_carry_the_same_fio_figures() {
 }
 
 #[test]
+fn the_mixed_run_reproduces_the_studys_table() {
+    // The study's `fio --rw=readwrite` (issue 39): read 161 MiB/s, 3249 MiB, clat 710.83 ms;
+    // write 168 MiB/s, 3393 MiB, clat 803.25 ms.
+    let rows = validate(&["--source", "sim", "--port", "00:02.0", "--rw", "readwrite"]);
+    let near = |got: f64, want: f64, pct: f64| (got / want - 1.0).abs() * 100.0 <= pct;
+    for (r, mib_s, mib, clat) in [(&rows[0], 161.0, 3249.0, 710.83), (&rows[1], 168.0, 3393.0, 803.25)] {
+        assert!(near(num(r, "workload_mib_s"), mib_s, 5.0), "{r}");
+        assert!(near(num(r, "workload_bytes") / 1048576.0, mib, 5.0), "{r}");
+        assert!(near(num(r, "clat_avg_ms"), clat, 10.0), "{r}");
+    }
+    // Reads pass the writes in the host's scheduler (mq-deadline): they wait less.
+    assert!(num(&rows[0], "clat_avg_ms") < num(&rows[1], "clat_avg_ms"), "{rows:?}");
+}
+
+#[test]
 fn one_event_counts_the_data_and_exactly_the_protocol_payload() {
     // Per 1 MiB I/O on the AHCI port, besides the data: upstream an 8 B Set Device Bits FIS, a
     // 4 B MSI and two 4 B register reads answered (20 B); downstream two 4 B doorbells, the 32 B
