@@ -102,7 +102,7 @@ impl Subject<'_> {
 }
 
 /// How findings name a function: `0000:19:00.0 [10de:2330]`, the address alone without ids.
-fn display_name(bdf: pcie_sysfs::Bdf, id: Option<&str>) -> String {
+pub(crate) fn display_name(bdf: pcie_sysfs::Bdf, id: Option<&str>) -> String {
     match id {
         Some(id) => format!("{bdf} [{id}]"),
         None => bdf.to_string(),
@@ -180,6 +180,12 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         );
         s.add(Severity::Warning, Kind::NumaUnknown, None, None, msg);
     }
+    let atomics = crate::atomics::route(host.funcs, &chain);
+    s.findings.extend(
+        atomics
+            .as_ref()
+            .and_then(|r| crate::atomics::finding(host.funcs, &chain, r)),
+    );
     let record = FunctionHealth {
         bdf: f.bdf(),
         id,
@@ -208,6 +214,7 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         traffic,
         cannot_tell,
         skipped,
+        atomics,
     };
     (record, s.findings)
 }

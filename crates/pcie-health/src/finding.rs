@@ -54,10 +54,19 @@ pub enum Kind {
     /// Sampled payload (its block devices' and interfaces' counters) within [`crate::BUSY_PCT`]
     /// of what the model says its path carries: the link is the device's bottleneck.
     LinkBusy,
+    /// AtomicOps from the device cannot reach the root complex: a port on the path does not
+    /// route them, blocks them, or the root port does not complete them.
+    AtomicsBlocked,
+    /// ACS on a switch's downstream ports sends peer-to-peer traffic between devices below
+    /// it up through the root complex, across the switch's upstream link twice.
+    P2pRedirected,
+    /// A link's speed or width changed several times a minute while watched, or dropped while
+    /// its device was busy.
+    LinkUnstable,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 16] = [
         Kind::LinkSpeedDowngraded,
         Kind::LinkWidthDowngraded,
         Kind::LinkPowerSaving,
@@ -71,6 +80,9 @@ impl Kind {
         Kind::NumaUnknown,
         Kind::IommuTranslated,
         Kind::LinkBusy,
+        Kind::AtomicsBlocked,
+        Kind::P2pRedirected,
+        Kind::LinkUnstable,
     ];
 
     /// The JSON and CSV name (`link_speed_downgraded`).
@@ -89,6 +101,9 @@ impl Kind {
             Kind::NumaUnknown => "numa_unknown",
             Kind::IommuTranslated => "iommu_translated",
             Kind::LinkBusy => "link_busy",
+            Kind::AtomicsBlocked => "atomics_blocked",
+            Kind::P2pRedirected => "p2p_redirected",
+            Kind::LinkUnstable => "link_unstable",
         }
     }
 }

@@ -23,20 +23,24 @@
 //! `fixture` (feature) builds realistic host trees for tests.
 
 mod aer;
+mod atomics;
 mod checks;
 mod cost;
 mod finding;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
+mod p2p;
 mod path;
 mod read;
 mod report;
 mod traffic;
 
 pub use aer::{interval_rates, AerRates, Sampling, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
+pub use atomics::AtomicsRoute;
 pub use checks::{CONFIG_CHECKS, MIN_LOST_PCT, NEEDS_ROOT, WARN_LOST_PCT};
 pub use cost::{rate_name, read_rtt, DMA_BYTES, RTT_64B_NS, RTT_PER_LINE_NS};
 pub use finding::{Finding, Kind, Severity};
+pub use p2p::P2pPair;
 pub use report::{AerState, FunctionHealth, Hop, LinkEnd, Report, Skipped, Tags, Traffic};
 pub use traffic::BUSY_PCT;
 
@@ -125,6 +129,8 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
             findings.extend(checks::shared_link(&host, &functions, port, s));
         }
     }
+    let (p2p, redirected) = p2p::pairs(&funcs, &host.parents, &functions);
+    findings.extend(redirected);
     findings.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)
@@ -154,5 +160,6 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         aspm_policy: host.aspm_policy,
         numa_nodes,
         sampled_seconds,
+        p2p,
     })
 }

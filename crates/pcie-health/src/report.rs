@@ -2,7 +2,9 @@
 //! error state) and the findings, worst first. Serialised as the JSON contract of
 //! `pcieperf check --format json`.
 
+use crate::atomics::AtomicsRoute;
 use crate::finding::{Finding, Severity};
+use crate::p2p::P2pPair;
 use pcie_sysfs::Bdf;
 use serde::Serialize;
 
@@ -134,6 +136,8 @@ pub struct FunctionHealth {
     pub cannot_tell: Vec<String>,
     /// Checks not done for this function, each with its reason.
     pub skipped: Vec<String>,
+    /// Endpoints: whether their AtomicOps reach the root complex, and which port stops them.
+    pub atomics: Option<AtomicsRoute>,
 }
 
 /// Checks skipped on several functions for one reason.
@@ -158,6 +162,8 @@ pub struct Report {
     pub links: usize,
     /// Seconds the AER counters were sampled over (`None`: totals only).
     pub sampled_seconds: Option<f64>,
+    /// Each pair of GPUs, NICs and NVMe drives below one switch, and how they talk peer to peer.
+    pub p2p: Vec<P2pPair>,
 }
 
 impl Report {
