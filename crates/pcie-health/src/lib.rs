@@ -33,6 +33,7 @@ mod p2p;
 mod path;
 mod read;
 mod report;
+mod stability;
 mod traffic;
 
 pub use aer::{interval_rates, AerRates, Sampling, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
@@ -42,6 +43,7 @@ pub use cost::{rate_name, read_rtt, DMA_BYTES, RTT_64B_NS, RTT_PER_LINE_NS};
 pub use finding::{Finding, Kind, Severity};
 pub use p2p::P2pPair;
 pub use report::{AerState, FunctionHealth, Hop, LinkEnd, Report, Skipped, Tags, Traffic};
+pub use stability::{LinkChanges, BUSY_DROP_GBPS, UNSTABLE_PER_MIN};
 pub use traffic::BUSY_PCT;
 
 use pcie_sysfs::{PciDevice, SysfsError};
@@ -93,12 +95,17 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
     let funcs = PciDevice::discover_map(root, read::Func::read)?;
     let parents = path::parents(&funcs);
     let mut watch = traffic::Watch::start(root, &funcs, &parents)?;
+    let mut links = stability::Links::start(&funcs, &parents);
     let (rates, sampled_seconds) = match opts.sampling {
         Some(s) => {
-            let (r, secs) = aer::sample(&funcs, s, |secs| watch.interval(secs))?;
+            let (r, secs) = aer::sample(&funcs, s, |secs| links.interval(&funcs, &watch.interval(secs)?))?;
             (Some(r), Some(secs))
         }
         None => (None, None),
+    };
+    let (link_changes, unstable) = match sampled_seconds {
+        Some(secs) => links.finish(&funcs, secs),
+        None => (Vec::new(), Vec::new()),
     };
     let shared = watch.shared(sampled_seconds.is_some());
     let traffic = watch.finish(sampled_seconds);
@@ -131,6 +138,7 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
     }
     let (p2p, redirected) = p2p::pairs(&funcs, &host.parents, &functions);
     findings.extend(redirected);
+    findings.extend(unstable);
     findings.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)
@@ -161,5 +169,6 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         numa_nodes,
         sampled_seconds,
         p2p,
+        link_changes,
     })
 }

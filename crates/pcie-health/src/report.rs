@@ -5,6 +5,7 @@
 use crate::atomics::AtomicsRoute;
 use crate::finding::{Finding, Severity};
 use crate::p2p::P2pPair;
+use crate::stability::LinkChanges;
 use pcie_sysfs::Bdf;
 use serde::Serialize;
 
@@ -164,6 +165,8 @@ pub struct Report {
     pub sampled_seconds: Option<f64>,
     /// Each pair of GPUs, NICs and NVMe drives below one switch, and how they talk peer to peer.
     pub p2p: Vec<P2pPair>,
+    /// Watched (`-I`): the links whose speed or width changed, and how often.
+    pub link_changes: Vec<LinkChanges>,
 }
 
 impl Report {
