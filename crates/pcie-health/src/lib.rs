@@ -35,6 +35,8 @@ mod read;
 mod report;
 mod stability;
 mod traffic;
+#[cfg(unix)]
+mod wake;
 
 pub use aer::{interval_rates, AerRates, Sampling, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
 pub use atomics::AtomicsRoute;
@@ -45,6 +47,8 @@ pub use p2p::P2pPair;
 pub use report::{AerState, FunctionHealth, Hop, LinkEnd, Report, Skipped, Tags, Traffic};
 pub use stability::{LinkChanges, BUSY_DROP_GBPS, UNSTABLE_PER_MIN};
 pub use traffic::BUSY_PCT;
+#[cfg(unix)]
+pub use wake::{wake, GpuLoad, Wake, WakeOptions, NVME_MAX_BYTES, WAKE_SECONDS};
 
 use pcie_sysfs::{PciDevice, SysfsError};
 use std::fmt;
@@ -139,13 +143,7 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
     let (p2p, redirected) = p2p::pairs(&funcs, &host.parents, &functions);
     findings.extend(redirected);
     findings.extend(unstable);
-    findings.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then(b.lost_pct.unwrap_or(0.0).total_cmp(&a.lost_pct.unwrap_or(0.0)))
-            .then(a.bdf.cmp(&b.bdf))
-            .then(a.kind.cmp(&b.kind))
-    });
+    sort_findings(&mut findings);
     let needs_root: Vec<_> = functions
         .iter()
         .filter(|f| !f.skipped.is_empty())
@@ -170,5 +168,17 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         sampled_seconds,
         p2p,
         link_changes,
+        wake: Vec::new(),
     })
+}
+
+/// Worst first: severity, then cost, then address and kind.
+pub(crate) fn sort_findings(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(b.lost_pct.unwrap_or(0.0).total_cmp(&a.lost_pct.unwrap_or(0.0)))
+            .then(a.bdf.cmp(&b.bdf))
+            .then(a.kind.cmp(&b.kind))
+    });
 }

@@ -167,6 +167,9 @@ pub struct Report {
     pub p2p: Vec<P2pPair>,
     /// Watched (`-I`): the links whose speed or width changed, and how often.
     pub link_changes: Vec<LinkChanges>,
+    /// With `--wake`: what load did to each woken device's links.
+    #[cfg(unix)]
+    pub wake: Vec<crate::wake::Wake>,
 }
 
 impl Report {

@@ -378,7 +378,7 @@ mod tests {
             .acs(acs)
             .build();
         assert_eq!(AtomicOps::decode(&port), Some(atomics));
-        assert_eq!(PcieCapability::decode(&port).unwrap().tags10.unwrap().completer, true);
+        assert!(PcieCapability::decode(&port).unwrap().tags10.unwrap().completer);
         assert_eq!(Acs::decode(&port), Some(acs));
         assert_eq!(
             Acs::decode(&port).unwrap().enabled_names(),
