@@ -18,6 +18,14 @@
 //!   Serialised with serde as the JSON contract:
 //!   `{"functions": [...], "findings": [{"severity": "warning", "kind": "mps_below_path", ...}]}`.
 //!
+//! - Routing: each endpoint's [`AtomicsRoute`] (do its AtomicOps reach the root complex, which
+//!   port stops them), `Report::p2p` ([`P2pPair`]: GPUs, NICs, NVMe below one switch, inside it
+//!   or redirected by ACS through the root complex), and with sampling `Report::link_changes`
+//!   ([`LinkChanges`]: links whose speed or width changed).
+//! - [`wake`]`(root, &mut report, &`[`WakeOptions`]`)` puts slow-linked devices to work (NVMe:
+//!   direct reads; GPUs: the [`GpuLoad`] the caller passes, as this crate loads no GPU driver)
+//!   while re-reading their links, and tells power saving from a fault ([`Wake`]).
+//!
 //! How each kind is found and priced is in `docs/check.md`; the thresholds are constants here
 //! ([`WARN_LOST_PCT`], [`MIN_LOST_PCT`], [`CORRECTABLE_WARN_PER_S`], [`CORRECTABLE_ERROR_PER_S`]).
 //! `fixture` (feature) builds realistic host trees for tests.

@@ -1,6 +1,7 @@
 //! `pcieperf check`: every PCIe link of the host (or of a snapshot with `--sysfs`), its
 //! limiting hop, MPS/MRRS/tags, ASPM, AER, NUMA and power, each finding priced by the model
-//! (pcie-health does the work). Exit status 3 when something is at warning or above.
+//! (pcie-health does the work); `--wake` hands pcie-health the GPU load (pcie-bench's copies
+//! through the CUDA driver). Exit status 3 when something is at warning or above.
 //! `pcieperf snapshot`: the files those readers use, copied for offline use (pcie-sysfs).
 
 use crate::error::CliError;
