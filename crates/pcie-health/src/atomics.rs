@@ -6,25 +6,10 @@
 //! (bits 7 and 8: the root complex executes them). This is the same walk, naming the first port
 //! that stops them and the link it sits on.
 
-use crate::checks::display_name;
-use crate::finding::{Finding, Kind, Severity};
+use crate::finding::{display_name, Finding, Kind, Severity};
 use crate::read::Func;
+use crate::report::AtomicsRoute;
 use pcie_sysfs::{AtomicOps, Bdf, ConfigSpaceError, PortType};
-use serde::Serialize;
-
-/// Where a device's AtomicOps go (JSON: each function's `atomics`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AtomicsRoute {
-    /// Whether they reach the root complex; `None`: cannot tell (config space unread, a
-    /// port's registers unknown, or the port above is not in the tree, as on a virtual machine).
-    pub reach_root: Option<bool>,
-    /// The port that stops them (or whose registers are unknown), and why.
-    pub port: Option<Bdf>,
-    pub reason: Option<String>,
-    /// The device's own AtomicOp Requester Enable (Device Control 2 bit 6): on where a driver
-    /// enabled them after the walk succeeded.
-    pub requester_enabled: Option<bool>,
-}
 
 /// What one port does to AtomicOps going up through it.
 enum Verdict {

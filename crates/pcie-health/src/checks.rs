@@ -4,7 +4,7 @@
 
 use crate::aer::{AerRates, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
 use crate::cost::{lost_pct, rate_name, Prices, Setting, DEFAULT_MPS, DEFAULT_MRRS, DMA_BYTES};
-use crate::finding::{Finding, Kind, Severity};
+use crate::finding::{display_name, Finding, Kind, Severity};
 use crate::path;
 use crate::read::Func;
 use crate::report::{AerState, FunctionHealth, Hop, Tags, Traffic};
@@ -98,14 +98,6 @@ impl Subject<'_> {
             lost_pct: lost,
             message,
         });
-    }
-}
-
-/// How findings name a function: `0000:19:00.0 [10de:2330]`, the address alone without ids.
-pub(crate) fn display_name(bdf: pcie_sysfs::Bdf, id: Option<&str>) -> String {
-    match id {
-        Some(id) => format!("{bdf} [{id}]"),
-        None => bdf.to_string(),
     }
 }
 

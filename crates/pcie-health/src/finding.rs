@@ -120,3 +120,22 @@ pub struct Finding {
     pub lost_pct: Option<f64>,
     pub message: String,
 }
+
+/// How findings name a function: `0000:19:00.0 [10de:2330]`, the address alone without ids.
+pub(crate) fn display_name(bdf: Bdf, id: Option<&str>) -> String {
+    match id {
+        Some(id) => format!("{bdf} [{id}]"),
+        None => bdf.to_string(),
+    }
+}
+
+/// Worst first: severity, then cost, then address and kind.
+pub(crate) fn sort_findings(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(b.lost_pct.unwrap_or(0.0).total_cmp(&a.lost_pct.unwrap_or(0.0)))
+            .then(a.bdf.cmp(&b.bdf))
+            .then(a.kind.cmp(&b.kind))
+    });
+}

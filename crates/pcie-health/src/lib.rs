@@ -47,16 +47,16 @@ mod traffic;
 mod wake;
 
 pub use aer::{interval_rates, AerRates, Sampling, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
-pub use atomics::AtomicsRoute;
 pub use checks::{CONFIG_CHECKS, MIN_LOST_PCT, NEEDS_ROOT, WARN_LOST_PCT};
 pub use cost::{rate_name, read_rtt, DMA_BYTES, RTT_64B_NS, RTT_PER_LINE_NS};
 pub use finding::{Finding, Kind, Severity};
-pub use p2p::P2pPair;
-pub use report::{AerState, FunctionHealth, Hop, LinkEnd, Report, Skipped, Tags, Traffic};
-pub use stability::{LinkChanges, BUSY_DROP_GBPS, UNSTABLE_PER_MIN};
+pub use report::{
+    AerState, AtomicsRoute, FunctionHealth, Hop, LinkChanges, LinkEnd, P2pPair, Report, Skipped, Tags, Traffic, Wake,
+};
+pub use stability::{BUSY_DROP_GBPS, UNSTABLE_PER_MIN};
 pub use traffic::BUSY_PCT;
 #[cfg(unix)]
-pub use wake::{wake, GpuLoad, Wake, WakeOptions, NVME_MAX_BYTES, WAKE_SECONDS};
+pub use wake::{wake, GpuLoad, WakeOptions, NVME_MAX_BYTES, WAKE_SECONDS};
 
 use pcie_sysfs::{PciDevice, SysfsError};
 use std::fmt;
@@ -151,7 +151,7 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
     let (p2p, redirected) = p2p::pairs(&funcs, &host.parents, &functions);
     findings.extend(redirected);
     findings.extend(unstable);
-    sort_findings(&mut findings);
+    finding::sort_findings(&mut findings);
     let needs_root: Vec<_> = functions
         .iter()
         .filter(|f| !f.skipped.is_empty())
@@ -178,15 +178,4 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         link_changes,
         wake: Vec::new(),
     })
-}
-
-/// Worst first: severity, then cost, then address and kind.
-pub(crate) fn sort_findings(findings: &mut [Finding]) {
-    findings.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then(b.lost_pct.unwrap_or(0.0).total_cmp(&a.lost_pct.unwrap_or(0.0)))
-            .then(a.bdf.cmp(&b.bdf))
-            .then(a.kind.cmp(&b.kind))
-    });
 }

@@ -8,32 +8,11 @@
 //! model does not know it). Priced with the model: 4 KiB DMA writes both ways at once between
 //! the pair, through the switch and through the root complex.
 
-use crate::checks::display_name;
-use crate::finding::{Finding, Kind, Severity};
+use crate::finding::{display_name, Finding, Kind, Severity};
 use crate::path::chain;
 use crate::read::Func;
-use crate::report::FunctionHealth;
+use crate::report::{FunctionHealth, P2pPair};
 use pcie_sysfs::{Acs, Bdf, PortType};
-use serde::Serialize;
-
-/// One pair of devices below one switch (JSON: the report's `p2p`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct P2pPair {
-    pub a: Bdf,
-    pub b: Bdf,
-    /// The switch's upstream port, below which both sit.
-    pub switch: Bdf,
-    /// `switch` (inside it), `root_complex` (ACS redirects requests up), `unknown` (the
-    /// downstream ports' extended capabilities are unread: without root).
-    pub route: &'static str,
-    /// The downstream ports whose ACS P2P Request Redirect is enabled.
-    pub redirected_by: Vec<Bdf>,
-    /// The model's 4 KiB DMA write Gb/s each way with both ways at once: inside the switch
-    /// (the slower of the two devices' links below it) and through the root complex (also half
-    /// the upstream link, which carries both ways up and both ways down).
-    pub switch_gbps: Option<f64>,
-    pub root_complex_gbps: Option<f64>,
-}
 
 /// GPUs and accelerators, NICs (Ethernet, InfiniBand), NVMe drives: the devices that move data
 /// to each other.

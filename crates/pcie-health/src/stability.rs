@@ -5,36 +5,17 @@
 //! idle Blackwell GPUs); one that drops while the devices below it move data has a fault that
 //! load brings out. Both are `link_unstable` warnings.
 
-use crate::checks::display_name;
 use crate::cost::rate_name;
-use crate::finding::{Finding, Kind, Severity};
+use crate::finding::{display_name, Finding, Kind, Severity};
 use crate::read::Func;
-use pcie_sysfs::{Bdf, LinkSpeed, LinkWidth, PortType, SysfsError};
-use serde::Serialize;
+use crate::report::LinkChanges;
+use pcie_sysfs::{LinkSpeed, LinkWidth, PortType, SysfsError};
 
 /// Changes a minute (with at least this many changes) from which a link flaps.
 pub const UNSTABLE_PER_MIN: f64 = 3.0;
 /// Payload Gb/s (either direction, over one interval) below a link from which a drop in its
 /// speed or width counts as a drop while busy.
 pub const BUSY_DROP_GBPS: f64 = 1.0;
-
-/// What one watched link did (JSON: the report's `link_changes`, links that changed only).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LinkChanges {
-    /// The link's downstream function (the hop's name), and both ends as text.
-    pub bdf: Bdf,
-    pub link: String,
-    pub readings: u32,
-    pub changes: u32,
-    pub per_minute: f64,
-    /// The slowest and fastest (speed, width) read.
-    pub lowest: (Option<f64>, Option<u32>),
-    pub highest: (Option<f64>, Option<u32>),
-    /// Drops in speed or width in an interval its devices moved [`BUSY_DROP_GBPS`] or more.
-    pub drops_while_busy: u32,
-    /// The worst such drop, in words.
-    pub busy_drop: Option<String>,
-}
 
 type Rate = (Option<f64>, Option<u32>);
 

@@ -9,9 +9,8 @@
 
 use crate::cost::rate_name;
 use crate::finding::{Kind, Severity};
-use crate::report::{FunctionHealth, Report};
+use crate::report::{FunctionHealth, Report, Wake};
 use pcie_sysfs::{Bdf, LinkSpeed, LinkWidth, PciDevice};
-use serde::Serialize;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -36,27 +35,6 @@ pub struct WakeOptions<'a> {
     pub targets: Vec<Bdf>,
     pub duration: Duration,
     pub gpu: Option<GpuLoad<'a>>,
-}
-
-/// What load did to one device's path (JSON: the report's `wake`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Wake {
-    pub bdf: Bdf,
-    /// `cuda` (copies through the driver), `nvme` (direct reads), `none`.
-    pub load: &'static str,
-    /// What the load did, or why it did not run.
-    pub done: Option<String>,
-    pub error: Option<String>,
-    /// The path's slowest link idle (as checked), at its best while loaded, and capable.
-    pub idle_gts: Option<f64>,
-    pub idle_width: Option<u32>,
-    pub loaded_gts: Option<f64>,
-    pub loaded_width: Option<u32>,
-    pub capable_gts: Option<f64>,
-    pub capable_width: Option<u32>,
-    /// Whether every link of the path reached what its ends can do; `None`: not loaded.
-    pub trains: Option<bool>,
-    pub verdict: String,
 }
 
 fn min_opt<T: PartialOrd + Copy>(v: impl Iterator<Item = Option<T>>) -> Option<T> {
@@ -105,7 +83,7 @@ pub fn wake(root: &Path, report: &mut Report, opts: &WakeOptions) -> Result<(), 
         amend(report, &w);
         report.wake.push(w);
     }
-    crate::sort_findings(&mut report.findings);
+    crate::finding::sort_findings(&mut report.findings);
     Ok(())
 }
 
