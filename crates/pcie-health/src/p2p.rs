@@ -41,47 +41,56 @@ pub(crate) fn pairs(
         .filter(|&i| !funcs[i].dev.is_bridge() && peer_kind(&funcs[i]))
         .map(|i| (i, chain(parents, i)))
         .collect();
+    // Pairs share the top of their path: only devices below one root port are compared (a
+    // host of thousands of drives has a few below each).
+    let mut below_top: std::collections::BTreeMap<usize, Vec<&(usize, Vec<usize>)>> = Default::default();
+    for p in &peers {
+        below_top.entry(p.1[0]).or_default().push(p);
+    }
     let mut out = Vec::new();
-    for (x, (a, ca)) in peers.iter().enumerate() {
-        for (b, cb) in &peers[x + 1..] {
-            let common = ca.iter().zip(cb).take_while(|(p, q)| p == q).count();
-            // Both below one switch: their deepest common function is its upstream port.
-            let Some(&s) = ca.get(common.wrapping_sub(1)).filter(|_| common > 0) else {
-                continue;
-            };
-            if common >= ca.len() || common >= cb.len() {
-                continue;
+    for group in below_top.values() {
+        for (x, p) in group.iter().enumerate() {
+            for q in &group[x + 1..] {
+                let ((a, ca), (b, cb)) = ((p.0, &p.1), (q.0, &q.1));
+                let common = ca.iter().zip(cb).take_while(|(p, q)| p == q).count();
+                // Both below one switch: their deepest common function is its upstream port.
+                let Some(&s) = ca.get(common.wrapping_sub(1)).filter(|_| common > 0) else {
+                    continue;
+                };
+                if common >= ca.len() || common >= cb.len() {
+                    continue;
+                }
+                if funcs[s].cap.as_ref().map(|c| c.port_type) != Ok(PortType::UpstreamPort) {
+                    continue;
+                }
+                let (da, db) = (&funcs[ca[common]], &funcs[cb[common]]);
+                let unread = [da, db].iter().any(|p| p.cap.is_err() || p.has_aer.is_none());
+                let redirected_by: Vec<Bdf> = [da, db]
+                    .iter()
+                    .filter(|p| p.acs.is_some_and(|x| x.enabled(Acs::REQUEST_REDIRECT)))
+                    .map(|p| p.bdf())
+                    .collect();
+                let route = if !redirected_by.is_empty() {
+                    "root_complex"
+                } else if unread {
+                    "unknown"
+                } else {
+                    "switch"
+                };
+                let switch = funcs[s].bdf();
+                let (ha, hb) = (&health[a], &health[b]);
+                let inside = below(ha, switch).zip(below(hb, switch)).map(|(p, q)| p.min(q));
+                let uplink = ha.path.iter().find(|h| h.bdf == switch).and_then(|h| h.available_gbps);
+                out.push(P2pPair {
+                    a: funcs[a].bdf(),
+                    b: funcs[b].bdf(),
+                    switch,
+                    route,
+                    redirected_by,
+                    switch_gbps: inside,
+                    root_complex_gbps: inside.zip(uplink).map(|(i, u)| i.min(u / 2.0)),
+                });
             }
-            if funcs[s].cap.as_ref().map(|c| c.port_type) != Ok(PortType::UpstreamPort) {
-                continue;
-            }
-            let (da, db) = (&funcs[ca[common]], &funcs[cb[common]]);
-            let unread = [da, db].iter().any(|p| p.cap.is_err() || p.has_aer.is_none());
-            let redirected_by: Vec<Bdf> = [da, db]
-                .iter()
-                .filter(|p| p.acs.is_some_and(|x| x.enabled(Acs::REQUEST_REDIRECT)))
-                .map(|p| p.bdf())
-                .collect();
-            let route = if !redirected_by.is_empty() {
-                "root_complex"
-            } else if unread {
-                "unknown"
-            } else {
-                "switch"
-            };
-            let switch = funcs[s].bdf();
-            let (ha, hb) = (&health[*a], &health[*b]);
-            let inside = below(ha, switch).zip(below(hb, switch)).map(|(p, q)| p.min(q));
-            let uplink = ha.path.iter().find(|h| h.bdf == switch).and_then(|h| h.available_gbps);
-            out.push(P2pPair {
-                a: funcs[*a].bdf(),
-                b: funcs[*b].bdf(),
-                switch,
-                route,
-                redirected_by,
-                switch_gbps: inside,
-                root_complex_gbps: inside.zip(uplink).map(|(i, u)| i.min(u / 2.0)),
-            });
         }
     }
     let mut findings = Vec::new();
@@ -90,6 +99,7 @@ pub(crate) fn pairs(
         .filter(|p| p.route == "root_complex")
         .map(|p| p.switch)
         .collect();
+    switches.sort();
     switches.dedup();
     for s in switches {
         findings.push(redirected(funcs, health, &out, s));
