@@ -438,10 +438,7 @@ fn extra_sections(r: &Report) -> [Section; 3] {
                 (Some(i), _) => format!("; 4 KiB writes both ways at once: {i:.1} Gb/s each way"),
                 _ => String::new(),
             };
-            (
-                p.a,
-                format!("\u{2194} {} below switch {}: {route}{gbps}", p.b, p.switch),
-            )
+            (p.a, format!("with {} below switch {}: {route}{gbps}", p.b, p.switch))
         })
         .collect();
     let changes = r
@@ -452,8 +449,7 @@ fn extra_sections(r: &Report) -> [Section; 3] {
             (
                 c.bdf,
                 format!(
-                    "{}: {} changes in {} readings ({:.1}/min), {} to {}{busy}",
-                    c.link,
+                    "{} changes in {} readings ({:.1}/min), {} to {}{busy}",
                     c.changes,
                     c.readings,
                     c.per_minute,

@@ -266,5 +266,56 @@ fn an_lspci_dump_shows_where_atomics_stop_and_which_gpus_acs_sends_through_the_r
         "{p2p}"
     );
     let table = stdout(&pcieperf(&["check", "--lspci", file.to_str().unwrap()]));
-    assert!(table.contains("0000:03:00.0: \u{2194} 0000:04:00.0 below switch 0000:01:00.0: through the root complex (ACS ReqRedir+ at 0000:02:00.0, 0000:02:01.0)"), "{table}");
+    assert!(table.contains("0000:03:00.0: with 0000:04:00.0 below switch 0000:01:00.0: through the root complex (ACS ReqRedir+ at 0000:02:00.0, 0000:02:01.0)"), "{table}");
+}
+
+#[test]
+fn a_flapping_link_watched_with_i_is_reported_once_in_every_format() {
+    let (t, speed) = host("watch-flap");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flipper = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let gen5 = (start.elapsed().as_millis() / 150) % 2 == 1;
+                let tmp = speed.with_extension("tmp");
+                std::fs::write(&tmp, if gen5 { "32.0 GT/s PCIe\n" } else { "2.5 GT/s PCIe\n" }).unwrap();
+                std::fs::rename(&tmp, &speed).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(3));
+            }
+        })
+    };
+    let root = t.path().to_str().unwrap();
+    let json = pcieperf(&[
+        "check",
+        "--sysfs",
+        root,
+        "-I",
+        "100",
+        "--duration",
+        "1.2",
+        "--format",
+        "json",
+    ]);
+    let table = pcieperf(&["check", "--sysfs", root, "-I", "100", "--duration", "1.2"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    flipper.join().unwrap();
+    let v: Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let changes = v["link_changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{changes:#?}");
+    assert_eq!(changes[0]["link"], "c0de:c0:01.0 \u{2194} c0de:c1:00.0 [10de:2330]");
+    assert!(changes[0]["changes"].as_u64().unwrap() >= 3, "{changes:#?}");
+    let unstable: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "link_unstable")
+        .collect();
+    assert_eq!((unstable.len(), unstable[0]["severity"].as_str()), (1, Some("warning")));
+    let text = stdout(&table);
+    assert!(
+        text.contains("Links whose speed or width changed while watched") && text.contains("  c0de:c1:00.0: "),
+        "{text}"
+    );
 }
