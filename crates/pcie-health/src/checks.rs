@@ -4,7 +4,7 @@
 
 use crate::aer::{AerRates, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
 use crate::cost::{lost_pct, rate_name, Prices, Setting, DEFAULT_MPS, DEFAULT_MRRS, DMA_BYTES};
-use crate::finding::{Finding, Kind, Severity};
+use crate::finding::{display_name, Finding, Kind, Severity};
 use crate::path;
 use crate::read::Func;
 use crate::report::{AerState, FunctionHealth, Hop, Tags, Traffic};
@@ -130,14 +130,6 @@ impl Subject<'_> {
     }
 }
 
-/// How findings name a function: `0000:19:00.0 [10de:2330]`, the address alone without ids.
-fn display_name(bdf: pcie_sysfs::Bdf, id: Option<&str>) -> String {
-    match id {
-        Some(id) => format!("{bdf} [{id}]"),
-        None => bdf.to_string(),
-    }
-}
-
 /// The record and findings of function `i`.
 pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) {
     let f = &host.funcs[i];
@@ -224,6 +216,12 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         );
         s.add(Severity::Warning, Kind::NumaUnknown, None, None, msg);
     }
+    let atomics = crate::atomics::route(host.funcs, &chain);
+    s.findings.extend(
+        atomics
+            .as_ref()
+            .and_then(|r| crate::atomics::finding(host.funcs, &chain, r)),
+    );
     let record = FunctionHealth {
         bdf: f.bdf(),
         id,
@@ -252,6 +250,7 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         traffic,
         cannot_tell,
         skipped,
+        atomics,
     };
     (record, s.findings)
 }

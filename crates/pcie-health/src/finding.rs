@@ -54,10 +54,19 @@ pub enum Kind {
     /// Sampled payload (its block devices' and interfaces' counters) within [`crate::BUSY_PCT`]
     /// of what the model says its path carries: the link is the device's bottleneck.
     LinkBusy,
+    /// AtomicOps from the device cannot reach the root complex: a port on the path does not
+    /// route them, blocks them, or the root port does not complete them.
+    AtomicsBlocked,
+    /// ACS on a switch's downstream ports sends peer-to-peer traffic between devices below
+    /// it up through the root complex, across the switch's upstream link twice.
+    P2pRedirected,
+    /// A link's speed or width changed several times a minute while watched, or dropped while
+    /// its device was busy.
+    LinkUnstable,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 16] = [
         Kind::LinkSpeedDowngraded,
         Kind::LinkWidthDowngraded,
         Kind::LinkPowerSaving,
@@ -71,6 +80,9 @@ impl Kind {
         Kind::NumaUnknown,
         Kind::IommuTranslated,
         Kind::LinkBusy,
+        Kind::AtomicsBlocked,
+        Kind::P2pRedirected,
+        Kind::LinkUnstable,
     ];
 
     /// The JSON and CSV name (`link_speed_downgraded`).
@@ -89,6 +101,9 @@ impl Kind {
             Kind::NumaUnknown => "numa_unknown",
             Kind::IommuTranslated => "iommu_translated",
             Kind::LinkBusy => "link_busy",
+            Kind::AtomicsBlocked => "atomics_blocked",
+            Kind::P2pRedirected => "p2p_redirected",
+            Kind::LinkUnstable => "link_unstable",
         }
     }
 }
@@ -151,4 +166,23 @@ pub(crate) fn one_per_link(findings: Vec<Finding>) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// How findings name a function: `0000:19:00.0 [10de:2330]`, the address alone without ids.
+pub(crate) fn display_name(bdf: Bdf, id: Option<&str>) -> String {
+    match id {
+        Some(id) => format!("{bdf} [{id}]"),
+        None => bdf.to_string(),
+    }
+}
+
+/// Worst first: severity, then cost, then address and kind.
+pub(crate) fn sort_findings(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(b.lost_pct.unwrap_or(0.0).total_cmp(&a.lost_pct.unwrap_or(0.0)))
+            .then(a.bdf.cmp(&b.bdf))
+            .then(a.kind.cmp(&b.kind))
+    });
 }

@@ -18,27 +18,45 @@
 //!   Serialised with serde as the JSON contract:
 //!   `{"functions": [...], "findings": [{"severity": "warning", "kind": "mps_below_path", ...}]}`.
 //!
+//! - Routing: each endpoint's [`AtomicsRoute`] (do its AtomicOps reach the root complex, which
+//!   port stops them), `Report::p2p` ([`P2pPair`]: GPUs, NICs, NVMe below one switch, inside it
+//!   or redirected by ACS through the root complex), and with sampling `Report::link_changes`
+//!   ([`LinkChanges`]: links whose speed or width changed).
+//! - [`wake`]`(root, &mut report, &`[`WakeOptions`]`)` puts slow-linked devices to work (NVMe:
+//!   direct reads; GPUs: the [`GpuLoad`] the caller passes, as this crate loads no GPU driver)
+//!   while re-reading their links, and tells power saving from a fault ([`Wake`]).
+//!
 //! How each kind is found and priced is in `docs/check.md`; the thresholds are constants here
 //! ([`WARN_LOST_PCT`], [`MIN_LOST_PCT`], [`CORRECTABLE_WARN_PER_S`], [`CORRECTABLE_ERROR_PER_S`]).
 //! `fixture` (feature) builds realistic host trees for tests.
 
 mod aer;
+mod atomics;
 mod checks;
 mod cost;
 mod finding;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
+mod p2p;
 mod path;
 mod read;
 mod report;
+mod stability;
 mod traffic;
+#[cfg(unix)]
+mod wake;
 
 pub use aer::{interval_rates, AerRates, Sampling, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
 pub use checks::{CONFIG_CHECKS, MIN_LOST_PCT, NEEDS_ROOT, WARN_LOST_PCT};
 pub use cost::{rate_name, read_rtt, DMA_BYTES, RTT_64B_NS, RTT_PER_LINE_NS};
 pub use finding::{Finding, Kind, Severity};
-pub use report::{AerState, FunctionHealth, Hop, LinkEnd, Report, Skipped, Tags, Traffic};
+pub use report::{
+    AerState, AtomicsRoute, FunctionHealth, Hop, LinkChanges, LinkEnd, P2pPair, Report, Skipped, Tags, Traffic, Wake,
+};
+pub use stability::{BUSY_DROP_GBPS, UNSTABLE_PER_MIN};
 pub use traffic::BUSY_PCT;
+#[cfg(unix)]
+pub use wake::{wake, GpuLoad, WakeOptions, NVME_MAX_BYTES, WAKE_SECONDS};
 
 use pcie_sysfs::{PciDevice, SysfsError};
 use std::fmt;
@@ -89,12 +107,17 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
     let funcs = PciDevice::discover_map(root, read::Func::read)?;
     let parents = path::parents(&funcs);
     let mut watch = traffic::Watch::start(root, &funcs, &parents)?;
+    let mut links = stability::Links::start(&funcs, &parents);
     let (rates, sampled_seconds) = match opts.sampling {
         Some(s) => {
-            let (r, secs) = aer::sample(&funcs, s, |secs| watch.interval(secs))?;
+            let (r, secs) = aer::sample(&funcs, s, |secs| links.interval(&funcs, &watch.interval(secs)?))?;
             (Some(r), Some(secs))
         }
         None => (None, None),
+    };
+    let (link_changes, unstable) = match sampled_seconds {
+        Some(secs) => links.finish(&funcs, secs),
+        None => (Vec::new(), Vec::new()),
     };
     let shared = watch.shared(sampled_seconds.is_some());
     let traffic = watch.finish(sampled_seconds);
@@ -125,13 +148,10 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
             findings.extend(checks::shared_link(&host, &functions, port, s));
         }
     }
-    findings.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then(b.lost_pct.unwrap_or(0.0).total_cmp(&a.lost_pct.unwrap_or(0.0)))
-            .then(a.bdf.cmp(&b.bdf))
-            .then(a.kind.cmp(&b.kind))
-    });
+    let (p2p, redirected) = p2p::pairs(&funcs, &host.parents, &functions);
+    findings.extend(redirected);
+    findings.extend(unstable);
+    finding::sort_findings(&mut findings);
     let findings = finding::one_per_link(findings);
     let needs_root: Vec<_> = functions
         .iter()
@@ -155,5 +175,8 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         aspm_policy: host.aspm_policy,
         numa_nodes,
         sampled_seconds,
+        p2p,
+        link_changes,
+        wake: Vec::new(),
     })
 }

@@ -4,7 +4,8 @@
 
 use crate::report::LinkEnd;
 use pcie_sysfs::{
-    AerFiles, AerStatus, Bdf, ConfigSpaceError, LinkFiles, LinkSpeed, LinkWidth, PciDevice, PcieCapability, SysfsError,
+    Acs, AerFiles, AerStatus, AtomicOps, Bdf, ConfigSpaceError, LinkFiles, LinkSpeed, LinkWidth, PciDevice,
+    PcieCapability, SysfsError,
 };
 
 /// One function as read.
@@ -15,6 +16,9 @@ pub(crate) struct Func {
     pub has_aer: Option<bool>,
     /// The AER capability's status registers, where config space shows them.
     pub aer_status: Option<AerStatus>,
+    /// AtomicOp routing and controls (Device Capabilities/Control 2), and the ACS registers.
+    pub atomics: Option<AtomicOps>,
+    pub acs: Option<Acs>,
     pub power_state: Option<String>,
     pub runtime_status: Option<String>,
     /// The type of the function's IOMMU group (`DMA`, `DMA-FQ`: translated; `identity`).
@@ -36,6 +40,8 @@ impl Func {
             ),
             Err(e) => (Err(e.clone()), None, None),
         };
+        let bytes = config.as_deref().unwrap_or_default();
+        let (atomics, acs) = (AtomicOps::decode(bytes), Acs::decode(bytes));
         let short = |t: Option<String>| t.map(|t| t.chars().take(64).collect::<String>());
         Ok(Func {
             power_state: short(dir.attr("power_state")?),
@@ -47,6 +53,8 @@ impl Func {
             cap,
             has_aer,
             aer_status,
+            atomics,
+            acs,
             dev,
         })
     }

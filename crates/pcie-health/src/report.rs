@@ -134,6 +134,8 @@ pub struct FunctionHealth {
     pub cannot_tell: Vec<String>,
     /// Checks not done for this function, each with its reason.
     pub skipped: Vec<String>,
+    /// Endpoints: whether their AtomicOps reach the root complex, and which port stops them.
+    pub atomics: Option<AtomicsRoute>,
 }
 
 /// Checks skipped on several functions for one reason.
@@ -158,6 +160,12 @@ pub struct Report {
     pub links: usize,
     /// Seconds the AER counters were sampled over (`None`: totals only).
     pub sampled_seconds: Option<f64>,
+    /// Each pair of GPUs, NICs and NVMe drives below one switch, and how they talk peer to peer.
+    pub p2p: Vec<P2pPair>,
+    /// Watched (`-I`): the links whose speed or width changed, and how often.
+    pub link_changes: Vec<LinkChanges>,
+    /// With `--wake`: what load did to each woken device's links.
+    pub wake: Vec<Wake>,
 }
 
 impl Report {
@@ -170,4 +178,76 @@ impl Report {
     pub fn needs_attention(&self) -> bool {
         self.worst() >= Some(Severity::Warning)
     }
+}
+
+/// Where a device's AtomicOps go (JSON: each function's `atomics`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AtomicsRoute {
+    /// Whether they reach the root complex; `None`: cannot tell (config space unread, a
+    /// port's registers unknown, or the port above is not in the tree, as on a virtual machine).
+    pub reach_root: Option<bool>,
+    /// The port that stops them (or whose registers are unknown), and why.
+    pub port: Option<Bdf>,
+    pub reason: Option<String>,
+    /// The device's own AtomicOp Requester Enable (Device Control 2 bit 6): on where a driver
+    /// enabled them after the walk succeeded.
+    pub requester_enabled: Option<bool>,
+}
+
+/// One pair of devices below one switch (JSON: the report's `p2p`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct P2pPair {
+    pub a: Bdf,
+    pub b: Bdf,
+    /// The switch's upstream port, below which both sit.
+    pub switch: Bdf,
+    /// `switch` (inside it), `root_complex` (ACS redirects requests up), `unknown` (the
+    /// downstream ports' extended capabilities are unread: without root).
+    pub route: &'static str,
+    /// The downstream ports whose ACS P2P Request Redirect is enabled.
+    pub redirected_by: Vec<Bdf>,
+    /// The model's 4 KiB DMA write Gb/s each way with both ways at once: inside the switch
+    /// (the slower of the two devices' links below it) and through the root complex (also half
+    /// the upstream link, which carries both ways up and both ways down).
+    pub switch_gbps: Option<f64>,
+    pub root_complex_gbps: Option<f64>,
+}
+
+/// What one watched link did (JSON: the report's `link_changes`, links that changed only).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkChanges {
+    /// The link's downstream function (the hop's name), and both ends as text.
+    pub bdf: Bdf,
+    pub link: String,
+    pub readings: u32,
+    pub changes: u32,
+    pub per_minute: f64,
+    /// The slowest and fastest (speed, width) read.
+    pub lowest: (Option<f64>, Option<u32>),
+    pub highest: (Option<f64>, Option<u32>),
+    /// Drops in speed or width in an interval its devices moved [`crate::BUSY_DROP_GBPS`] or more.
+    pub drops_while_busy: u32,
+    /// The worst such drop, in words.
+    pub busy_drop: Option<String>,
+}
+
+/// What load did to one device's path (JSON: the report's `wake`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Wake {
+    pub bdf: Bdf,
+    /// `cuda` (copies through the driver), `nvme` (direct reads), `none`.
+    pub load: &'static str,
+    /// What the load did, or why it did not run.
+    pub done: Option<String>,
+    pub error: Option<String>,
+    /// The path's slowest link idle (as checked), at its best while loaded, and capable.
+    pub idle_gts: Option<f64>,
+    pub idle_width: Option<u32>,
+    pub loaded_gts: Option<f64>,
+    pub loaded_width: Option<u32>,
+    pub capable_gts: Option<f64>,
+    pub capable_width: Option<u32>,
+    /// Whether every link of the path reached what its ends can do; `None`: not loaded.
+    pub trains: Option<bool>,
+    pub verdict: String,
 }

@@ -73,8 +73,9 @@ impl<'a> Watch<'a> {
     }
 
     /// Reads the counters again, `secs` after the last reading: each function's rates over
-    /// the interval, and their sums at every port above it.
-    pub fn interval(&mut self, secs: f64) -> Result<(), SysfsError> {
+    /// the interval, and their sums at every port above it (returned: per function, the
+    /// (up, down) Gb/s of the functions below it).
+    pub fn interval(&mut self, secs: f64) -> Result<Vec<(f64, f64)>, SysfsError> {
         let now = per_function(self.funcs, &self.dirs, read_traffic(self.root)?);
         let mut below = vec![(0.0, 0.0); self.funcs.len()];
         for (i, (was, is)) in self.last.iter().zip(&now).enumerate() {
@@ -88,11 +89,11 @@ impl<'a> Watch<'a> {
                 }
             }
         }
-        for (p, b) in self.below_peak.iter_mut().zip(below) {
+        for (p, b) in self.below_peak.iter_mut().zip(&below) {
             *p = (p.0.max(b.0), p.1.max(b.1));
         }
         self.last = now;
-        Ok(())
+        Ok(below)
     }
 
     /// Per function, what two or more functions below it moved together, where the check

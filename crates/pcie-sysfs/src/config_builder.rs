@@ -3,7 +3,9 @@
 //! optionally the AER and Device Serial Number extended capabilities. A simulated host and
 //! fixture trees describe their functions with it, so the readers see what a real host shows.
 
-use crate::config_space::{speed_code_gts, AerStatus, Aspm, PortType, EXT_CAP_AER, EXT_CAP_DSN};
+use crate::config_space::{
+    speed_code_gts, Acs, AerStatus, Aspm, AtomicOps, PortType, EXT_CAP_ACS, EXT_CAP_AER, EXT_CAP_DSN,
+};
 
 /// A link as its registers hold it: rates in GT/s (2.5 ... 128), widths in lanes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,6 +50,11 @@ pub struct ConfigBuilder {
     target_gts: Option<f64>,
     aer: Option<AerStatus>,
     serial: Option<u64>,
+    atomics: Option<AtomicOps>,
+    acs: Option<Acs>,
+    /// The version-2 registers are not known (a paste without DevCap2): a version-1
+    /// capability, whose readers leave them unknown, unless a version-2 setting was given.
+    v2_unknown: bool,
 }
 
 fn size_code(bytes: u32) -> u32 {
@@ -84,6 +91,9 @@ impl ConfigBuilder {
             target_gts: None,
             aer: None,
             serial: None,
+            atomics: None,
+            acs: None,
+            v2_unknown: false,
         }
     }
 
@@ -149,6 +159,26 @@ impl ConfigBuilder {
         self
     }
 
+    /// AtomicOp routing, completer sizes and controls (Device Capabilities 2, Device Control 2).
+    pub fn atomics(mut self, atomics: AtomicOps) -> ConfigBuilder {
+        self.atomics = Some(atomics);
+        self
+    }
+
+    /// Device Capabilities 2 and Device Control 2 unknown: unless 10-bit tags, AtomicOps or a
+    /// Target Link Speed are given, the capability is written as version 1 (no such registers),
+    /// so readers say "unknown" rather than read zeros as "not supported".
+    pub fn v2_unknown(mut self) -> ConfigBuilder {
+        self.v2_unknown = true;
+        self
+    }
+
+    /// An Access Control Services extended capability holding `acs`.
+    pub fn acs(mut self, acs: Acs) -> ConfigBuilder {
+        self.acs = Some(acs);
+        self
+    }
+
     /// The 4096 bytes root reads from `config`.
     pub fn build(&self) -> Vec<u8> {
         let mut c = vec![0u8; 4096];
@@ -175,7 +205,8 @@ impl ConfigBuilder {
             PortType::EventCollector => 10,
             PortType::Other(t) => t as u16 & 0xf,
         };
-        let version = if self.tags10.is_some() || self.link.is_some() {
+        let v2_given = self.tags10.is_some() || self.atomics.is_some() || self.target_gts.is_some();
+        let version = if v2_given || (self.link.is_some() && !self.v2_unknown) {
             2
         } else {
             1
@@ -199,14 +230,13 @@ impl ConfigBuilder {
                 speed_code(self.target_gts.unwrap_or(l.max_gts)) as u16,
             );
         }
+        let (mut cap2, mut ctl2) = self.atomics.map_or((0, 0), |a| a.registers());
         if let Some((completer, requester, enabled)) = self.tags10 {
-            put32(
-                &mut c,
-                at + 0x24,
-                u32::from(completer) << 16 | u32::from(requester) << 17,
-            );
-            put16(&mut c, at + 0x28, u16::from(enabled) << 12);
+            cap2 |= u32::from(completer) << 16 | u32::from(requester) << 17;
+            ctl2 |= u16::from(enabled) << 12;
         }
+        put32(&mut c, at + 0x24, cap2);
+        put16(&mut c, at + 0x28, ctl2);
         let mut ext = Vec::new();
         if let Some(status) = self.aer {
             ext.push((EXT_CAP_AER, 0x100usize));
@@ -218,13 +248,18 @@ impl ConfigBuilder {
             put32(&mut c, 0x154, serial as u32);
             put32(&mut c, 0x158, (serial >> 32) as u32);
         }
+        if let Some(acs) = self.acs {
+            ext.push((EXT_CAP_ACS, 0x160));
+            put16(&mut c, 0x164, acs.capability);
+            put16(&mut c, 0x166, acs.control);
+        }
         for (i, &(id, at)) in ext.iter().enumerate() {
             let next = ext.get(i + 1).map_or(0, |&(_, n)| n as u32);
             put32(&mut c, at, id as u32 | 1 << 16 | next << 20);
         }
-        if ext.first().is_some_and(|&(_, at)| at != 0x100) {
+        if let Some(&(_, first)) = ext.first().filter(|&&(_, at)| at != 0x100) {
             // The extended list must start at 0x100: a null capability pointing on.
-            put32(&mut c, 0x100, 0x150 << 20);
+            put32(&mut c, 0x100, (first as u32) << 20);
         }
         c
     }
@@ -321,6 +356,60 @@ mod tests {
             None
         );
         assert_eq!(AerStatus::decode(&bytes[..0x108]), None);
+    }
+
+    #[test]
+    fn atomics_and_acs_read_back() {
+        let atomics = AtomicOps {
+            routing: true,
+            completer32: true,
+            completer64: true,
+            egress_blocked: true,
+            ..AtomicOps::default()
+        };
+        let acs = Acs {
+            capability: 0x5f,
+            control: Acs::REQUEST_REDIRECT | Acs::COMPLETION_REDIRECT | 1,
+        };
+        let port = ConfigBuilder::new(0x10b5, 0x8747, 0x060400, PortType::DownstreamPort)
+            .link(LinkSetup::at_max(8.0, 16))
+            .tags(true, true, Some((true, false, false)))
+            .atomics(atomics)
+            .acs(acs)
+            .build();
+        assert_eq!(AtomicOps::decode(&port), Some(atomics));
+        assert!(PcieCapability::decode(&port).unwrap().tags10.unwrap().completer);
+        assert_eq!(Acs::decode(&port), Some(acs));
+        assert_eq!(
+            Acs::decode(&port).unwrap().enabled_names(),
+            ["SrcValid", "ReqRedir", "CmpltRedir"]
+        );
+        // A control enabled without its capability bit is reserved: not enabled.
+        let odd = Acs {
+            capability: 0,
+            control: 0x7f,
+        };
+        assert!(odd.enabled_names().is_empty());
+        // Alone (the list starts with a null capability) and with AER and a serial number.
+        let both = ConfigBuilder::endpoint(1, 2, 0x030000).aer().serial(9).acs(acs).build();
+        assert_eq!(Acs::decode(&both), Some(acs));
+        assert_eq!(has_aer(&both), Some(true));
+        // Without root (256 bytes), or without the capability: unknown, or none.
+        assert_eq!(Acs::decode(&port[..256]), None);
+        assert_eq!(Acs::decode(&ConfigBuilder::endpoint(1, 2, 0x030000).build()), None);
+        // Version-2 registers of zeros: nothing routed or supported; not known (an lspci dump
+        // cut before DevCap2): unknown.
+        let zeros = ConfigBuilder::endpoint(1, 2, 0x030000).link(LinkSetup::at_max(8.0, 16));
+        assert_eq!(AtomicOps::decode(&zeros.clone().build()), Some(AtomicOps::default()));
+        let unknown = zeros.v2_unknown().build();
+        assert_eq!(AtomicOps::decode(&unknown), None);
+        assert!(PcieCapability::decode(&unknown).unwrap().link.is_some());
+        let v1 = ConfigBuilder::endpoint(1, 2, 0x030000).build();
+        assert_eq!(AtomicOps::decode(&v1), None);
+        // The piecewise reader reads the ACS registers too.
+        let (regs, read) = registers(&port, port.len());
+        assert_eq!(Acs::decode(&regs), Some(acs));
+        assert_eq!(read, 256 + 4 + 4 + 4);
     }
 
     #[test]

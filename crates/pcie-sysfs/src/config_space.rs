@@ -13,6 +13,8 @@ const EXTENDED: usize = 0x100;
 const CAP_PCIE: u8 = 0x10;
 pub const EXT_CAP_AER: u16 = 0x0001;
 pub const EXT_CAP_DSN: u16 = 0x0003;
+/// Access Control Services (PCIe 6.0 7.7.11).
+pub const EXT_CAP_ACS: u16 = 0x000d;
 
 /// MPS and MRRS in force (Device Control), and the largest MPS supported (Device
 /// Capabilities), in bytes.
@@ -392,6 +394,9 @@ pub fn read_registers(
         if id == EXT_CAP_AER {
             // Cut short or not, the list goes on from its header.
             fill(&mut bytes, at + 4, AER_STATUS_END - 4, &mut read_at)?;
+        } else if id == EXT_CAP_ACS {
+            // ACS Capability and Control: one dword.
+            fill(&mut bytes, at + 4, 4, &mut read_at)?;
         }
         at = next;
     }
@@ -487,6 +492,110 @@ impl AerStatus {
 
     pub fn uncorrectable_names(&self) -> Vec<&'static str> {
         AerStatus::names(self.uncorrectable, &UNCORRECTABLE_BITS)
+    }
+}
+
+/// AtomicOps as Device Capabilities 2 and Device Control 2 hold them (PCIe 6.0 7.5.3.15-16):
+/// whether a port routes them (bit 6), which sizes a completer (a root port: the root complex)
+/// executes (bits 7-9), and the controls: Requester Enable (bit 6) and Egress Blocking (bit 7).
+/// The kernel's `pci_enable_atomic_ops_to_root` (which amdgpu and ROCm need) walks the path with
+/// exactly these bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct AtomicOps {
+    pub routing: bool,
+    pub completer32: bool,
+    pub completer64: bool,
+    pub completer128: bool,
+    pub requester_enabled: bool,
+    pub egress_blocked: bool,
+}
+
+impl AtomicOps {
+    /// The bits in Device Capabilities 2 and Device Control 2.
+    pub fn from_registers(devcap2: u32, devctl2: u16) -> AtomicOps {
+        AtomicOps {
+            routing: devcap2 & 1 << 6 != 0,
+            completer32: devcap2 & 1 << 7 != 0,
+            completer64: devcap2 & 1 << 8 != 0,
+            completer128: devcap2 & 1 << 9 != 0,
+            requester_enabled: devctl2 & 1 << 6 != 0,
+            egress_blocked: devctl2 & 1 << 7 != 0,
+        }
+    }
+
+    /// The Device Capabilities 2 and Device Control 2 bits that say this.
+    pub fn registers(&self) -> (u32, u16) {
+        let cap = u32::from(self.routing) << 6
+            | u32::from(self.completer32) << 7
+            | u32::from(self.completer64) << 8
+            | u32::from(self.completer128) << 9;
+        let ctl = u16::from(self.requester_enabled) << 6 | u16::from(self.egress_blocked) << 7;
+        (cap, ctl)
+    }
+
+    /// The PCI Express capability's AtomicOp bits; `None` where they are unknown: a version-1
+    /// capability (PCIe 1.x, before AtomicOps; or an `lspci` paste cut before its DevCap2 line,
+    /// which pcie-sysfs lays out as one) or a dump that ends before the registers.
+    pub fn decode(config: &[u8]) -> Option<AtomicOps> {
+        let at = pcie_capability(config).ok()?;
+        let config = &config[..config.len().min(EXTENDED)];
+        let version = u16_at(config, at + 2)? & 0xf;
+        let (cap2, ctl2) = (u32_at(config, at + 0x24)?, u16_at(config, at + 0x28)?);
+        (version >= 2).then(|| AtomicOps::from_registers(cap2, ctl2))
+    }
+}
+
+/// The ACS controls (PCIe 6.0 7.7.11.2-3), each as supported (ACS Capability) and enabled (ACS
+/// Control): bit 0 Source Validation, 1 Translation Blocking, 2 P2P Request Redirect, 3 P2P
+/// Completion Redirect, 4 Upstream Forwarding, 5 P2P Egress Control, 6 Direct Translated P2P.
+/// On a switch's downstream port, Request Redirect sends a peer's requests up to the root
+/// complex instead of across the switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Acs {
+    pub capability: u16,
+    pub control: u16,
+}
+
+/// The ACS bits by the names lspci prints (`ACSCap:`, `ACSCtl:`).
+pub const ACS_BITS: [(u32, &str); 7] = [
+    (0, "SrcValid"),
+    (1, "TransBlk"),
+    (2, "ReqRedir"),
+    (3, "CmpltRedir"),
+    (4, "UpstreamFwd"),
+    (5, "EgressCtrl"),
+    (6, "DirectTrans"),
+];
+
+impl Acs {
+    pub const REQUEST_REDIRECT: u16 = 1 << 2;
+    pub const COMPLETION_REDIRECT: u16 = 1 << 3;
+    pub const EGRESS_CONTROL: u16 = 1 << 5;
+    pub const DIRECT_TRANSLATED: u16 = 1 << 6;
+
+    /// The ACS extended capability's registers; `None` without one, or where the dump does not
+    /// reach it (256 bytes or fewer: no root).
+    pub fn decode(config: &[u8]) -> Option<Acs> {
+        let ext = extended_capabilities(config).ok()?;
+        let &(_, at) = ext.iter().find(|&&(id, _)| id == EXT_CAP_ACS)?;
+        Some(Acs {
+            capability: u16_at(config, at + 4)?,
+            control: u16_at(config, at + 6)?,
+        })
+    }
+
+    /// Whether a control is enabled (and supported: a bit enabled without support is reserved).
+    pub fn enabled(&self, bit: u16) -> bool {
+        self.control & self.capability & bit != 0
+    }
+
+    /// The enabled controls by lspci's names (`ReqRedir CmpltRedir`).
+    pub fn enabled_names(&self) -> Vec<&'static str> {
+        ACS_BITS
+            .iter()
+            .filter(|(b, _)| self.enabled(1 << b))
+            .map(|(_, n)| *n)
+            .collect()
     }
 }
 

@@ -16,7 +16,9 @@
 //!   space (found by a capability walk that stops at loops and truncation): [`PortType`], MPS and
 //!   MRRS ([`DeviceControl`]), 8- and 10-bit tags, link capabilities, control and status, ASPM;
 //!   or why they are unknown ([`ConfigSpaceError`], e.g. the 64 bytes Linux shows without root).
-//!   [`has_aer`] and [`blank_serial`] look at the extended capabilities.
+//!   [`has_aer`] and [`blank_serial`] look at the extended capabilities; [`AtomicOps`] (Device
+//!   Capabilities/Control 2) and [`Acs`] (Access Control Services) say how AtomicOps and
+//!   peer-to-peer requests are routed.
 //! - [`LinkFiles`] ([`LinkSpeed`], [`LinkWidth`]: values or "cannot tell"), [`AerFiles`] (the
 //!   `aer_dev_*` counters), and [`host`]: the ASPM policy and the NUMA nodes.
 //! - [`read_traffic`]: the bytes block devices and network interfaces moved ([`DeviceTraffic`]),
@@ -69,8 +71,9 @@ pub use aer::{AerCounts, AerFiles};
 pub use bdf::{Bdf, BdfError};
 pub use config_builder::{ConfigBuilder, LinkSetup};
 pub use config_space::{
-    blank_serial, extended_capabilities, has_aer, read_registers, speed_code_gts, AerStatus, Aspm, ConfigSpaceError,
-    DeviceControl, LinkRegisters, PcieCapability, PortType, Tags10, CONFIG_SPACE, CORRECTABLE_BITS, UNCORRECTABLE_BITS,
+    blank_serial, extended_capabilities, has_aer, read_registers, speed_code_gts, Acs, AerStatus, Aspm, AtomicOps,
+    ConfigSpaceError, DeviceControl, LinkRegisters, PcieCapability, PortType, Tags10, ACS_BITS, CONFIG_SPACE,
+    CORRECTABLE_BITS, UNCORRECTABLE_BITS,
 };
 pub use device::{FunctionFiles, PciDevice, DEVICE_FILES, PCI_DEVICES};
 pub use error::SysfsError;

@@ -14,7 +14,7 @@
 
 use crate::bdf::Bdf;
 use crate::config_builder::{ConfigBuilder, LinkSetup};
-use crate::config_space::{AerStatus, Aspm, PortType, CORRECTABLE_BITS, UNCORRECTABLE_BITS};
+use crate::config_space::{Acs, AerStatus, Aspm, AtomicOps, PortType, CORRECTABLE_BITS, UNCORRECTABLE_BITS};
 use crate::host::NUMA_NODES;
 use crate::link_files::LinkSpeed;
 use crate::snapshot::SnapshotError;
@@ -22,6 +22,8 @@ use crate::tree::{function_dir, write_pci_function};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::Path;
+
+mod caps2;
 
 /// What lspci decoded of a function's capabilities.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +55,8 @@ pub struct Express {
     pub link: Option<LinkSetup>,
     /// `LnkCtl2: Target Link Speed` in GT/s.
     pub target_speed: Option<f64>,
+    /// `AtomicOpsCap` and `AtomicOpsCtl` (DevCap2, DevCtl2), where lspci prints them.
+    pub atomics: Option<AtomicOps>,
 }
 
 /// One function of the dump.
@@ -74,6 +78,8 @@ pub struct LspciFunction {
     /// The link of a paste trimmed to the Express capability's link lines (`LnkCap`, `LnkSta`
     /// without `DevCap`, `DevCtl`): its link files are written, its config space is not built.
     pub trimmed_link: Option<LinkSetup>,
+    /// The Access Control Services capability's `ACSCap` and `ACSCtl`, where the dump shows it.
+    pub acs: Option<Acs>,
 }
 
 /// Why a text is not an lspci dump we can read.
@@ -296,6 +302,7 @@ impl ExpressText {
                 .reg("LnkCtl2")
                 .and_then(|c| number_after(c, "Target Link Speed: "))
                 .filter(|&t| t > 0.0),
+            atomics: caps2::atomics(self.reg("DevCap2"), self.reg("DevCtl2")),
         })
     }
 }
@@ -385,6 +392,7 @@ enum Section {
     Express,
     PowerManagement,
     Aer,
+    Acs,
 }
 
 /// One function being read.
@@ -413,6 +421,7 @@ impl Reading {
                 capabilities: Capabilities::NotShown,
                 hex: Vec::new(),
                 trimmed_link: None,
+                acs: None,
             },
             express: None,
             section: Section::Other,
@@ -451,6 +460,9 @@ impl Reading {
                     _ => None,
                 };
             }
+        }
+        if let (Section::Acs, 2) = (self.section, depth) {
+            caps2::acs_line(&mut self.f.acs, text);
         }
         if let (Section::Aer, 2) = (self.section, depth) {
             // `CESta:\tRxErr+ BadTLP- ...`: the types marked +. Only these lines make the
@@ -505,6 +517,8 @@ impl Reading {
             self.section = Section::PowerManagement;
         } else if name.starts_with("Advanced Error Reporting") {
             self.section = Section::Aer;
+        } else if name.starts_with("Access Control Services") {
+            self.section = Section::Acs;
         }
     }
 
@@ -700,6 +714,7 @@ impl LspciFunction {
                     Some(l) => b.link(l),
                     None => b,
                 };
+                let b = caps2::atomics_into(b, x.atomics);
                 match x.target_speed {
                     Some(t) => b.target_speed(t),
                     None => b,
@@ -709,6 +724,10 @@ impl LspciFunction {
         };
         let b = match aer {
             Some(status) => b.aer_status(*status),
+            None => b,
+        };
+        let b = match self.acs {
+            Some(acs) => b.acs(acs),
             None => b,
         };
         (b.build(), ConfigFrom::Registers)

@@ -1,13 +1,17 @@
 //! `pcieperf check`: every PCIe link of the host (or of a snapshot with `--sysfs`), its
 //! limiting hop, MPS/MRRS/tags, ASPM, AER, NUMA and power, each finding priced by the model
-//! (pcie-health does the work). Exit status 3 when something is at warning or above.
+//! (pcie-health does the work); `--wake` hands pcie-health the GPU load (pcie-bench's copies
+//! through the CUDA driver). Exit status 3 when something is at warning or above.
 //! `pcieperf snapshot`: the files those readers use, copied for offline use (pcie-sysfs).
 
 use crate::error::CliError;
 use crate::output::{json, Cell, Format, Table};
 use crate::pmu::source::{SimArgs, SourceArgs};
 use clap::Args;
-use pcie_health::{rate_name, CheckError, FunctionHealth, Options, Report, Sampling, Traffic};
+use pcie_health::{
+    rate_name, CheckError, FunctionHealth, Options, Report, Sampling, Traffic, WakeOptions, WAKE_SECONDS,
+};
+use pcie_sysfs::Bdf;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -37,6 +41,11 @@ pub struct CheckArgs {
     /// Watch the AER and traffic counters for S seconds (one interval unless -I is given)
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub duration: Option<f64>,
+    /// Put each device (every one with a slow link when none is named) to work for a second
+    /// through its own driver and re-read its links: power saving or a fault. GPUs: copies
+    /// through the CUDA driver; NVMe: direct reads of its namespace (read-only); writes nothing
+    #[arg(long, value_name = "BDF", num_args = 0.., conflicts_with = "lspci")]
+    pub wake: Option<Vec<String>>,
 }
 
 #[derive(Debug, Args)]
@@ -97,16 +106,34 @@ pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
             crate::pmu::source::tree(&a.source, &sim)?
         }
     };
-    let report = pcie_health::check(&root, &opts).map_err(|e| match e {
+    let wake = a.wake.as_ref().map(|names| wake_targets(names)).transpose()?;
+    let mut report = pcie_health::check(&root, &opts).map_err(|e| match e {
         CheckError::NoRoot(_) => CliError::Usage(format!("--sysfs {e}")),
         CheckError::Sysfs(_) => CliError::Runtime(e.to_string()),
     })?;
+    if let Some(targets) = wake {
+        let gpu = |bdf: Bdf, most: Duration| pcie_bench::gpu::wake::busy_copies(&bdf.to_string(), most);
+        let opts = WakeOptions {
+            targets,
+            duration: Duration::from_secs_f64(WAKE_SECONDS),
+            gpu: Some(&gpu),
+        };
+        pcie_health::wake(&root, &mut report, &opts).map_err(|e| CliError::Usage(format!("--wake {e}")))?;
+    }
     let text = match a.format {
         Format::Table => human(&report),
         Format::Csv => csv(&report),
         Format::Json => json(&report),
     };
     Ok((text, if report.needs_attention() { EXIT_FINDINGS } else { 0 }))
+}
+
+/// The addresses `--wake` names.
+fn wake_targets(names: &[String]) -> Result<Vec<Bdf>, CliError> {
+    names
+        .iter()
+        .map(|n| n.parse().map_err(|e| CliError::Usage(format!("--wake {e}"))))
+        .collect()
 }
 
 /// The functions of the `lspci -vvv` dump in `file` (`-`: stdin).
@@ -339,6 +366,14 @@ fn human(r: &Report) -> String {
             out.push_str(&function_table(&TRAFFIC, &moving));
         }
     }
+    for (_, title, lines) in extra_sections(r) {
+        if !lines.is_empty() {
+            let _ = writeln!(out, "\n{title}:");
+            for (bdf, line) in lines {
+                let _ = writeln!(out, "  {bdf}: {line}");
+            }
+        }
+    }
     if !quiet.is_empty() {
         let _ = writeln!(
             out,
@@ -357,6 +392,99 @@ fn human(r: &Report) -> String {
         );
     }
     out
+}
+
+/// A section: its CSV record, title and lines.
+type Section = (&'static str, &'static str, Vec<(Bdf, String)>);
+
+/// Lines of the sections after the devices (the table's; CSV rows of their `record`): what
+/// --wake found, how the devices below each switch reach each other, which links changed
+/// while watched. Each: (CSV record, title, [(bdf, text)]).
+fn extra_sections(r: &Report) -> [Section; 3] {
+    let wake = r
+        .wake
+        .iter()
+        .map(|w| {
+            let how = w
+                .done
+                .as_deref()
+                .or(w.error.as_deref())
+                .map_or(String::new(), |d| format!(" ({d})"));
+            let verdict = if w.error.is_some() {
+                w.verdict.clone()
+            } else {
+                format!("{}{how}", w.verdict)
+            };
+            (w.bdf, verdict)
+        })
+        .collect();
+    let p2p = r
+        .p2p
+        .iter()
+        .map(|p| {
+            let route = match p.route {
+                "switch" => "inside the switch".to_string(),
+                "root_complex" => {
+                    let by: Vec<String> = p.redirected_by.iter().map(|b| b.to_string()).collect();
+                    format!("through the root complex (ACS ReqRedir+ at {})", by.join(", "))
+                }
+                _ => "unknown (ACS unread: run as root)".to_string(),
+            };
+            let gbps = match (p.switch_gbps, p.root_complex_gbps) {
+                (Some(i), Some(rc)) if p.route == "root_complex" => {
+                    format!("; 4 KiB writes both ways at once: {rc:.1} Gb/s each way, {i:.1} inside the switch")
+                }
+                (Some(i), _) => format!("; 4 KiB writes both ways at once: {i:.1} Gb/s each way"),
+                _ => String::new(),
+            };
+            (p.a, format!("with {} below switch {}: {route}{gbps}", p.b, p.switch))
+        })
+        .collect();
+    let changes = r
+        .link_changes
+        .iter()
+        .map(|c| {
+            let busy = c.busy_drop.as_deref().map_or(String::new(), |d| format!("; {d}"));
+            (
+                c.bdf,
+                format!(
+                    "{} changes in {} readings ({:.1}/min), {} to {}{busy}",
+                    c.changes,
+                    c.readings,
+                    c.per_minute,
+                    rate_name(c.lowest.0, c.lowest.1),
+                    rate_name(c.highest.0, c.highest.1)
+                ),
+            )
+        })
+        .collect();
+    [
+        (
+            "wake",
+            "Under load (--wake: each device put to work through its driver, its links re-read)",
+            wake,
+        ),
+        (
+            "p2p",
+            "Peer to peer below switches (GPUs, NICs, NVMe; the model's 4 KiB DMA writes)",
+            p2p,
+        ),
+        (
+            "link_change",
+            "Links whose speed or width changed while watched",
+            changes,
+        ),
+    ]
+}
+
+fn atomics_text(f: &FunctionHealth) -> Option<String> {
+    let a = f.atomics.as_ref()?;
+    let port = a.port.map_or(String::new(), |p| format!(" at {p}"));
+    Some(match a.reach_root {
+        Some(true) => "reach the root complex".to_string(),
+        Some(false) => format!("blocked{port}: {}", a.reason.as_deref().unwrap_or("")),
+        None => format!("unknown{port}: {}", a.reason.as_deref().unwrap_or("")),
+    })
 }
 
 /// A function's column: CSV name, heading, shown in the table, value.
@@ -409,7 +537,7 @@ const TRAFFIC: [Column; 9] = [
 ];
 
 /// The columns of a function, in the table (where marked) and in CSV.
-const COLUMNS: [Column; 24] = [
+const COLUMNS: [Column; 25] = [
     ("id", "Id", true, |f| opt(&f.id)),
     ("class", "Class", false, |f| opt(&f.class)),
     ("driver", "Driver", true, |f| opt(&f.driver)),
@@ -436,10 +564,13 @@ const COLUMNS: [Column; 24] = [
         Cell::text(f.cannot_tell.join("; "))
     }),
     ("skipped", "Skipped", false, |f| Cell::text(f.skipped.join(";"))),
+    ("atomics", "AtomicOps", false, |f| opt(&atomics_text(f))),
 ];
 
-/// One CSV: a row per finding (`record` = finding), then a row per function (`record` =
-/// function) with every column, so it carries everything the table shows.
+/// One CSV: a row per finding (`record` = finding), a row per line of the wake, peer-to-peer
+/// and link-change sections (`record` = wake, p2p, link_change: the line in `message`), then a
+/// row per function (`record` = function) with every column, so it carries everything the
+/// table shows.
 fn csv(r: &Report) -> String {
     let mut heads = vec![
         ("record", "record"),
@@ -468,6 +599,20 @@ fn csv(r: &Report) -> String {
             }
         }));
         t.push(row);
+    }
+    for (record, _, lines) in extra_sections(r) {
+        for (bdf, text) in lines {
+            let mut row = vec![
+                Cell::text(record),
+                Cell::Empty,
+                Cell::Empty,
+                Cell::Empty,
+                Cell::text(text),
+                Cell::text(bdf.to_string()),
+            ];
+            row.extend(COLUMNS.iter().chain(&TRAFFIC).map(|_| Cell::Empty));
+            t.push(row);
+        }
     }
     for f in &r.functions {
         let mut row = vec![

@@ -15,6 +15,7 @@ mod link;
 mod nvml;
 mod plan;
 mod ptx;
+pub mod wake;
 
 pub use plan::{Engine, SM_MIN_WINDOW};
 

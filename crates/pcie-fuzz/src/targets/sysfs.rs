@@ -5,8 +5,8 @@
 use crate::{refused, text, FuzzTarget, Verdict};
 use pcie_sysfs::lspci::{self, Capabilities, ConfigFrom};
 use pcie_sysfs::{
-    blank_serial, extended_capabilities, has_aer, read_registers, AerStatus, Aspm, ConfigBuilder, LinkSetup,
-    PcieCapability, PortType, CONFIG_SPACE,
+    blank_serial, extended_capabilities, has_aer, read_registers, Acs, AerStatus, Aspm, AtomicOps, ConfigBuilder,
+    LinkSetup, PcieCapability, PortType, CONFIG_SPACE,
 };
 use pcie_sysfs::{AerCounts, LinkSpeed, LinkWidth};
 
@@ -25,6 +25,18 @@ fn config_space(input: &[u8]) -> Verdict {
     if AerStatus::decode(input).is_some() && has_aer(input) != Some(true) {
         return Verdict::Wrong("AER status read without an AER capability".into());
     }
+    if let Some(acs) = Acs::decode(input) {
+        if acs.enabled_names().len() > 7 || acs.enabled_names().iter().any(|n| !acs_listed(acs, n)) {
+            return Verdict::Wrong(format!("ACS controls named beyond its capability: {acs:?}"));
+        }
+    }
+    if let Some(a) = AtomicOps::decode(input) {
+        if PcieCapability::decode(input).is_err() || AtomicOps::from_registers(a.registers().0, a.registers().1) != a {
+            return Verdict::Wrong(format!(
+                "AtomicOps {a:?} without a PCIe capability or not round-tripping"
+            ));
+        }
+    }
     let decoded = PcieCapability::decode(input);
     // What `check` reads of a `config` file, piece by piece, decodes as the whole file (its
     // first 4 KiB); also where the file ends before the size it gives.
@@ -37,6 +49,8 @@ fn config_space(input: &[u8]) -> Verdict {
         let same = PcieCapability::decode(&regs) == PcieCapability::decode(whole)
             && has_aer(&regs) == has_aer(whole)
             && AerStatus::decode(&regs) == AerStatus::decode(whole)
+            && Acs::decode(&regs) == Acs::decode(whole)
+            && AtomicOps::decode(&regs) == AtomicOps::decode(whole)
             && extended_capabilities(&regs) == extended_capabilities(whole);
         if !same {
             return Verdict::Wrong(format!(
@@ -65,6 +79,14 @@ fn config_space(input: &[u8]) -> Verdict {
         }
         Err(e) => refused(e.to_string()),
     }
+}
+
+/// Whether the ACS control `name` is both supported and enabled in `acs`.
+fn acs_listed(acs: Acs, name: &str) -> bool {
+    pcie_sysfs::ACS_BITS
+        .iter()
+        .find(|(_, n)| *n == name)
+        .is_some_and(|(b, _)| acs.capability & acs.control & (1 << b) != 0)
 }
 
 /// A link speed, link width or AER counter file's text.
@@ -129,6 +151,23 @@ fn lspci_dump(input: &[u8]) -> Verdict {
         if from != ConfigFrom::Registers {
             continue;
         }
+        // What lspci said of AtomicOps and ACS is what the built config space says.
+        if x.atomics.is_some() && AtomicOps::decode(&config) != x.atomics {
+            return Verdict::Wrong(format!(
+                "{}: AtomicOps {:?} built as {:?}",
+                f.bdf,
+                x.atomics,
+                AtomicOps::decode(&config)
+            ));
+        }
+        if Acs::decode(&config) != f.acs {
+            return Verdict::Wrong(format!(
+                "{}: ACS {:?} built as {:?}",
+                f.bdf,
+                f.acs,
+                Acs::decode(&config)
+            ));
+        }
         match PcieCapability::decode(&config) {
             Ok(c) => {
                 let d = c.control;
@@ -158,7 +197,13 @@ fn lspci_seeds() -> Vec<Vec<u8>> {
         &dump[at..end]
     };
     let hex = "00: 86 80 04 2f 07 04 10 00 02 00 04 06 10 00 81 00\n10: 00 00 00 00\n";
-    // Forms real pastes take (data/real-hosts): numeric headers of lspci without pci.ids, a
+    // The lines of a switch's downstream port that say how AtomicOps and peers are routed.
+    let routing = "\t\tDevCap2: Completion Timeout: Not Supported, TimeoutDis-, ARIFwd+\n\t\t\t AtomicOpsCap: Routing+ 32bit- 64bit- 128bitCAS-\n\
+                   \t\tDevCtl2: Completion Timeout: 50us to 50ms, TimeoutDis-, ARIFwd-\n\t\t\t AtomicOpsCtl: EgressBlck-\n\
+                   \tCapabilities: [f24 v1] Access Control Services\n\
+                   \t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl+ DirectTrans+\n\
+                   \t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n";
+        // Forms real pastes take (data/real-hosts): numeric headers of lspci without pci.ids, a
     // capability trimmed to its link lines, a quoted-printable mail, `-PP` paths, a space
     // before the tabs, a wrapped register line.
     let numeric = "06:00.0 Class 0300: Device 1002:67df (rev cf) (prog-if 00)\n\tCapabilities: [58] Express (v2) Legacy Endpoint, MSI 00\n\t\tLnkCap:\tPort #2, Speed 8GT/s, Width x8, ASPM L1\n\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x4 (downgraded)\n06:00.1 0403: 1002:aaf0\n";
@@ -170,6 +215,7 @@ fn lspci_seeds() -> Vec<Vec<u8>> {
         numeric.as_bytes().to_vec(),
         qp.as_bytes().to_vec(),
         pp.as_bytes().to_vec(),
+        format!("{}{routing}", function("00:02.0").trim_end()).into_bytes(),
     ]
 }
 
@@ -190,7 +236,21 @@ fn seeds() -> Vec<Vec<u8>> {
         .build();
     let rciep = ConfigBuilder::new(0x8086, 0x0b25, 0x088000, PortType::IntegratedEndpoint).build();
     let plain = ConfigBuilder::conventional(0x1af4, 0x1000, 0x020000).build();
+    let switch = ConfigBuilder::new(0x1000, 0xc030, 0x060400, PortType::DownstreamPort)
+        .link(LinkSetup::at_max(32.0, 16))
+        .atomics(AtomicOps {
+            routing: true,
+            egress_blocked: true,
+            ..AtomicOps::default()
+        })
+        .acs(Acs {
+            capability: 0x7f,
+            control: 0x1d,
+        })
+        .aer()
+        .build();
     vec![
+        switch[..0x180].to_vec(),
         gpu[..0x200].to_vec(),
         port[..0x100].to_vec(),
         rciep[..0x100].to_vec(),
@@ -208,6 +268,8 @@ pub fn targets() -> Vec<FuzzTarget> {
                 "\x10",
                 "\x01\x00\x01\x00",
                 "\x03\x00\x01\x00",
+                "\x0d\x00\x01\x00",
+                "\x40\x03",
                 "\x40",
                 "\x70",
                 "\x00\x01",
@@ -257,6 +319,11 @@ pub fn targets() -> Vec<FuzzTarget> {
                 " \t",
                 "LnkCap2: Supported Link Speeds: 2.5-",
                 "LnkCtl2: Target Link Speed: ",
+                "AtomicOpsCap: Routing+ 32bit+ 64bit- ",
+                "AtomicOpsCtl: ReqEn+ EgressBlck+",
+                "Capabilities: [220 v1] Access Control Services",
+                "ACSCap:\tSrcValid+ ReqRedir+ ",
+                "ACSCtl:\tReqRedir- CmpltRedir+ ",
             ],
             run: lspci_dump,
         },

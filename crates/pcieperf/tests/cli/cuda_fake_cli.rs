@@ -25,7 +25,7 @@ const SM_MHZ: f64 = 1980.0;
 
 /// The directory holding the fake `libcuda.so.1`, also as `libnvidia-ml.so.1` (built once per
 /// test run).
-fn driver_dir() -> &'static Path {
+pub(crate) fn driver_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fake-cuda");

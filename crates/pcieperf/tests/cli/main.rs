@@ -10,6 +10,8 @@ mod bench_cli;
 mod check_cli;
 #[path = "check_sim_cli.rs"]
 mod check_sim_cli;
+#[path = "check_wake_cli.rs"]
+mod check_wake_cli;
 #[path = "completions_man.rs"]
 mod completions_man;
 #[path = "cuda_cli.rs"]

@@ -18,7 +18,9 @@
 //!
 //! Built by the tests with `rustc --crate-type cdylib` (std only). Environment: `FAKE_CUDA_DEVICES`
 //! (devices, default 1), `FAKE_CUDA_FAIL=CALL:CODE[:AFTER]` (that call, a driver or an NVML one,
-//! returns the error CODE, after AFTER calls that succeed).
+//! returns the error CODE, after AFTER calls that succeed), `FAKE_CUDA_BUSY_LINK=FILE` (a
+//! fixture tree's `current_link_speed` of the GPU: a copy raises it to 32 GT/s, as a GPU leaves
+//! its idle link speed under load, and releasing the context drops it back to 2.5 GT/s).
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::cell::Cell;
@@ -464,7 +466,19 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut usize, _dev: c_int) 
 
 #[no_mangle]
 pub unsafe extern "C" fn cuDevicePrimaryCtxRelease_v2(_dev: c_int) -> CUresult {
+    busy_link("2.5 GT/s PCIe\n");
     SUCCESS
+}
+
+/// Writes the link speed `FAKE_CUDA_BUSY_LINK` names, whole (renamed into place).
+fn busy_link(speed: &str) {
+    if let Some(file) = std::env::var_os("FAKE_CUDA_BUSY_LINK") {
+        let file = std::path::PathBuf::from(file);
+        let tmp = file.with_extension("fake-cuda");
+        if std::fs::write(&tmp, speed).is_ok() {
+            let _ = std::fs::rename(&tmp, &file);
+        }
+    }
 }
 
 #[no_mangle]
@@ -704,6 +718,7 @@ unsafe fn copy_now(call: &str, dst: u64, src: u64, bytes: usize, device_side: u6
             return Err(INVALID_VALUE);
         }
         std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, bytes);
+        busy_link("32.0 GT/s PCIe\n");
         Ok(())
     }))
 }
