@@ -31,10 +31,7 @@ pub mod backend;
 pub mod charts;
 pub mod compare;
 pub mod exec;
-pub mod fit;
-pub mod gpu;
 pub mod host;
-pub mod open;
 pub mod params;
 pub mod results;
 pub mod runner;
@@ -46,17 +43,16 @@ pub use backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySa
 pub use charts::{run_letter, ChartSet, RunChart};
 pub use compare::{compare, diff_pct, CdfDistance, Difference, ErrorStats, GroupError, Metric, RunComparison};
 pub use exec::{ExecBackend, ExecOptions, ProgramLog};
-pub use gpu::{CudaBackend, CudaOptions, Engine};
-pub use open::{OpenError, OpenOptions, Opened};
 pub use params::{
     check_count, check_tags, CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams, BUFFER_BYTES,
     MAX_BANDWIDTH_COUNT, MAX_LATENCY_SAMPLES,
 };
 pub use results::{
-    read_raw, rfc3339, BandwidthRow, CdfSection, HostInfo, LatencyRow, RawSample, ResultData, ResultFile, ResultsError,
-    RowKey, RunData, RunInfo, RunWriter,
+    read_raw, rfc3339, BandwidthRow, CdfSection, Engine, HostInfo, LatencyRow, RawSample, ResultData, ResultFile,
+    ResultsError, RowKey, RunData, RunInfo, RunWriter, SM_MIN_WINDOW,
 };
 pub use runner::{run_tests, Finished, RunEvent};
-pub use sim_backend::{test_seed, workload, SimBackend};
+pub use runner::{test_seed, workload};
+pub use sim_backend::SimBackend;
 pub use stats::{ks_distance, BandwidthStats, CdfPoint, LatencyStats, Measurement, SortedLatencies, Summary};
 pub use suite::{parse_bytes, Group, OffsetSweep, Suite, SuiteError, SweepAxis, MAX_SUITE_TESTS};

@@ -23,10 +23,10 @@ pub mod profile_toml;
 pub mod score;
 pub mod search;
 
-use crate::params::Iommu;
-use crate::sim_backend::SimBackend;
 use keys::{FitKey, KEYS};
 use measured::{check_consistent, check_device, path_mps, Group, MeasuredRun};
+use pcie_bench::params::Iommu;
+use pcie_bench::sim_backend::SimBackend;
 use pcie_sim::{DeviceProfile, HostProfile};
 use score::{score, GroupScore, Verdict};
 use serde::Serialize;

@@ -3,12 +3,13 @@
 
 use super::keys::{self, FitKey};
 use super::FitError;
-use crate::host::KernelIommu;
-use crate::params::{Iommu, Numa, TestParams};
-use crate::results::{CdfSection, ResultData, RunData};
+use pcie_bench::host::cmdline_mode;
+use pcie_bench::params::{Iommu, Numa, TestParams};
+use pcie_bench::results::{CdfSection, ResultData, RunData};
 use pcie_model::Generation;
 use pcie_sim::DeviceProfile;
 use pcie_sysfs::lspci::{self, Capabilities, LspciFunction};
+use pcie_sysfs::KernelIommu;
 use pcie_sysfs::PortType;
 use std::path::Path;
 
@@ -67,7 +68,7 @@ impl MeasuredRun {
             Some(info) => (info.iommu, Some(info.host.cpu_model.clone())),
             // pcie-bench kept the kernel command line and /proc/cpuinfo beside its tables.
             None => (
-                read("sys-kernel-cmdline.txt").map_or(Iommu::Off, |c| KernelIommu::parse(&c, vec![]).cmdline_mode()),
+                read("sys-kernel-cmdline.txt").map_or(Iommu::Off, |c| cmdline_mode(&KernelIommu::parse(&c, vec![]))),
                 read("sys-cpuinfo.txt").and_then(|c| {
                     c.lines()
                         .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "model name"))
@@ -147,7 +148,7 @@ impl MeasuredRun {
         };
         let mut out = Vec::new();
         for f in &self.data.files {
-            let keys: Vec<(crate::results::RowKey, u64)> = match &f.data {
+            let keys: Vec<(pcie_bench::results::RowKey, u64)> = match &f.data {
                 ResultData::Latency(rows) => rows.iter().map(|r| (r.key, r.samples)).collect(),
                 ResultData::Bandwidth(rows) => rows.iter().map(|r| (r.key, r.trans)).collect(),
                 ResultData::Cdf(_) => continue,
@@ -324,7 +325,7 @@ fn sizes(data: &ResultData) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::TestKind;
+    use pcie_bench::params::TestKind;
 
     #[test]
     fn the_mps_comes_from_the_endpoints_at_the_device_link_where_they_agree() {

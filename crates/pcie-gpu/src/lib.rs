@@ -11,19 +11,19 @@
 //! GPU run one at a time.
 
 mod driver;
-mod link;
-mod nvml;
 mod plan;
 mod ptx;
 
-pub use plan::{Engine, SM_MIN_WINDOW};
+pub use pcie_bench::{Engine, SM_MIN_WINDOW};
 
-use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
-use crate::host::{node_cpus, Bdf, CacheSteps, DeviceRecord, DmaBuffer};
-use crate::params::{sample, CacheState, TestKind, TestParams, BUFFER_BYTES};
 use driver::{CopyDirection, DeviceBuffer, Function, Gate, GpuDevice, Mapped, Module, Streams};
-use link::{LinkRecord, Readers};
+use pcie_bench::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
+use pcie_bench::host::{node_cpus, CacheSteps, DmaBuffer};
+use pcie_bench::params::{sample, CacheState, TestKind, TestParams, BUFFER_BYTES};
 use pcie_model::LinkConfig;
+use pcie_nvml::link::{self, LinkRecord, Readers};
+use pcie_nvml::nvml;
+use pcie_sysfs::{Bdf, DeviceRecord};
 use plan::{Arg, Buffers};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -197,7 +197,7 @@ pub fn parse_spec(spec: &str) -> Result<i32, String> {
 
 fn err(test: &TestParams, e: impl std::fmt::Display) -> BackendError {
     BackendError {
-        test: crate::exec::test_name(test),
+        test: test.name(),
         message: e.to_string(),
     }
 }

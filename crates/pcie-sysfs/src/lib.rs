@@ -56,6 +56,7 @@ pub mod files;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
 pub mod host;
+mod host_facts;
 mod link_files;
 #[cfg(unix)]
 pub mod lspci;
@@ -74,5 +75,6 @@ pub use config_space::{
 };
 pub use device::{FunctionFiles, PciDevice, DEVICE_FILES, PCI_DEVICES};
 pub use error::SysfsError;
+pub use host_facts::{numa_layout, DeviceRecord, KernelIommu, NumaNode};
 pub use link_files::{LinkFiles, LinkSpeed, LinkWidth, MAX_WIDTH};
 pub use traffic::{read_traffic, CounterKind, DeviceTraffic};
