@@ -54,10 +54,13 @@ pub enum Kind {
     /// Sampled payload (its block devices' and interfaces' counters) within [`crate::BUSY_PCT`]
     /// of what the model says its path carries: the link is the device's bottleneck.
     LinkBusy,
+    /// An NVIDIA GPU replayed TLPs faster than its link would at the specification's bit error
+    /// ratio ([`crate::gpu::replay_limit_per_s`]).
+    GpuReplays,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::LinkSpeedDowngraded,
         Kind::LinkWidthDowngraded,
         Kind::LinkPowerSaving,
@@ -71,6 +74,7 @@ impl Kind {
         Kind::NumaUnknown,
         Kind::IommuTranslated,
         Kind::LinkBusy,
+        Kind::GpuReplays,
     ];
 
     /// The JSON and CSV name (`link_speed_downgraded`).
@@ -89,6 +93,7 @@ impl Kind {
             Kind::NumaUnknown => "numa_unknown",
             Kind::IommuTranslated => "iommu_translated",
             Kind::LinkBusy => "link_busy",
+            Kind::GpuReplays => "gpu_replays",
         }
     }
 }

@@ -28,6 +28,7 @@ mod cost;
 mod finding;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
+pub mod gpu;
 mod path;
 mod read;
 mod report;
@@ -37,6 +38,7 @@ pub use aer::{interval_rates, AerRates, Sampling, CORRECTABLE_ERROR_PER_S, CORRE
 pub use checks::{CONFIG_CHECKS, MIN_LOST_PCT, NEEDS_ROOT, WARN_LOST_PCT};
 pub use cost::{rate_name, read_rtt, DMA_BYTES, RTT_64B_NS, RTT_PER_LINE_NS};
 pub use finding::{Finding, Kind, Severity};
+pub use gpu::{GpuHealth, REPLAY_BER};
 pub use report::{AerState, FunctionHealth, Hop, LinkEnd, Report, Skipped, Tags, Traffic};
 pub use traffic::BUSY_PCT;
 
@@ -49,6 +51,9 @@ use std::path::{Path, PathBuf};
 pub struct Options {
     /// Watch the AER counters for rates (`-I MS --duration S`); `None`: totals only.
     pub sampling: Option<Sampling>,
+    /// Also read every NVIDIA GPU through NVML ([`gpu`]): for the live host only, as NVML
+    /// answers for the machine it runs on.
+    pub nvml: bool,
 }
 
 /// Why a host could not be checked at all.
@@ -89,6 +94,7 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
     let funcs = PciDevice::discover_map(root, read::Func::read)?;
     let parents = path::parents(&funcs);
     let mut watch = traffic::Watch::start(root, &funcs, &parents)?;
+    let gpus_before = if opts.nvml { Some(pcie_nvml::nvml::gpus()) } else { None };
     let (rates, sampled_seconds) = match opts.sampling {
         Some(s) => {
             let (r, secs) = aer::sample(&funcs, s, |secs| watch.interval(secs))?;
@@ -98,6 +104,7 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
     };
     let shared = watch.shared(sampled_seconds.is_some());
     let traffic = watch.finish(sampled_seconds);
+    let (gpus, nvml) = gpus_after(gpus_before, sampled_seconds);
     let numa_nodes = pcie_sysfs::host::numa_nodes(root)?;
     let mut occupied = vec![false; funcs.len()];
     for p in parents.iter().flatten() {
@@ -120,6 +127,7 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         functions.push(record);
         findings.append(&mut found);
     }
+    findings.extend(gpu::findings(&gpus));
     for (port, s) in shared.iter().enumerate() {
         if let Some(s) = s {
             findings.extend(checks::shared_link(&host, &functions, port, s));
@@ -154,5 +162,28 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         aspm_policy: host.aspm_policy,
         numa_nodes,
         sampled_seconds,
+        gpus,
+        nvml,
     })
+}
+
+/// The GPUs' health from NVML's readings before and after the sampling (none read: none),
+/// and why NVML could not list them, when it could not.
+fn gpus_after(
+    before: Option<Result<Option<Vec<pcie_nvml::nvml::GpuPcie>>, String>>,
+    seconds: Option<f64>,
+) -> (Vec<GpuHealth>, Option<String>) {
+    let Some(before) = before else {
+        return (Vec::new(), None);
+    };
+    // Without sampling the one reading is the end; with it, a second one closes the window.
+    let (start, end) = match seconds {
+        Some(_) => (before.ok().flatten(), pcie_nvml::nvml::gpus()),
+        None => (None, before),
+    };
+    match end {
+        Ok(Some(end)) => (gpu::health(start.as_deref(), &end, seconds), None),
+        Ok(None) => (Vec::new(), None),
+        Err(why) => (Vec::new(), Some(format!("NVML: {why}"))),
+    }
 }

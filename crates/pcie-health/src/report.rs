@@ -158,6 +158,10 @@ pub struct Report {
     pub links: usize,
     /// Seconds the AER counters were sampled over (`None`: totals only).
     pub sampled_seconds: Option<f64>,
+    /// NVIDIA GPUs as NVML reports them (with [`crate::Options::nvml`] on a host with NVML).
+    pub gpus: Vec<crate::GpuHealth>,
+    /// Why NVML could not list the GPUs, when it is there and failed.
+    pub nvml: Option<String>,
 }
 
 impl Report {

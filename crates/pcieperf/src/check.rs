@@ -38,6 +38,10 @@ pub struct CheckArgs {
     /// Watch the AER and traffic counters for S seconds (one interval unless -I is given)
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub duration: Option<f64>,
+    /// Read the NVIDIA GPUs through NVML (libnvidia-ml.so.1) even with --sysfs: link as the
+    /// GPU sees it, replays, PCIe bytes [default: on the live host only]
+    #[arg(long, conflicts_with = "lspci")]
+    pub nvml: bool,
 }
 
 #[derive(Debug, Args)]
@@ -71,7 +75,10 @@ fn sampling(a: &CheckArgs) -> Result<Option<Sampling>, CliError> {
 
 /// The report as text and the exit status (0, or 3 with a finding at warning or above).
 pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
-    let opts = Options { sampling: sampling(a)? };
+    let opts = Options {
+        sampling: sampling(a)?,
+        nvml: a.nvml || (a.lspci.is_none() && a.source.is_live_host()),
+    };
     let imported = match &a.lspci {
         Some(file) => {
             let functions = read_lspci(file)?;
@@ -348,6 +355,7 @@ fn human(r: &Report) -> String {
             quiet.len()
         );
     }
+    out.push_str(&crate::check_gpus::human(r));
     for s in &r.skipped {
         let _ = writeln!(
             out,
@@ -451,6 +459,9 @@ fn csv(r: &Report) -> String {
         ("bdf", "bdf"),
     ];
     heads.extend(COLUMNS.iter().chain(&TRAFFIC).map(|c| (c.0, c.0)));
+    let gpu_heads = crate::check_gpus::csv_heads(r);
+    let gpu_empty = || gpu_heads.iter().map(|_| Cell::Empty);
+    heads.extend(&gpu_heads);
     let mut t = Table::new(&heads);
     for f in &r.findings {
         let mut row = vec![
@@ -468,6 +479,7 @@ fn csv(r: &Report) -> String {
                 Cell::Empty
             }
         }));
+        row.extend(gpu_empty());
         t.push(row);
     }
     for f in &r.functions {
@@ -480,6 +492,14 @@ fn csv(r: &Report) -> String {
         ];
         row.push(Cell::text(f.bdf.to_string()));
         row.extend(COLUMNS.iter().chain(&TRAFFIC).map(|c| (c.3)(f)));
+        row.extend(gpu_empty());
+        t.push(row);
+    }
+    for g in &r.gpus {
+        let mut row = vec![Cell::text("gpu"), Cell::Empty, Cell::Empty, Cell::Empty, Cell::Empty];
+        row.push(Cell::text(g.bdf.as_str()));
+        row.extend(COLUMNS.iter().chain(&TRAFFIC).map(|_| Cell::Empty));
+        row.extend(crate::check_gpus::csv_cells(g));
         t.push(row);
     }
     t.to_csv()

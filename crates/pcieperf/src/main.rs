@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+mod check_gpus;
 mod error;
 mod model;
 mod output;

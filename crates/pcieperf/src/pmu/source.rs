@@ -25,6 +25,13 @@ pub struct SourceArgs {
     pub sysfs: PathBuf,
 }
 
+impl SourceArgs {
+    /// This host, live (not a snapshot or a simulated host): where NVML's answers belong.
+    pub fn is_live_host(&self) -> bool {
+        self.source == "perf" && self.sysfs == std::path::Path::new("/")
+    }
+}
+
 /// What a simulated host runs (flatten into commands that count).
 #[derive(Debug, Clone, Default, Args)]
 pub struct SimArgs {
