@@ -1,16 +1,22 @@
-//! The pcie-bench methodology: test kinds and parameters ([`TestParams`]), suites ([`Suite`],
-//! TOML data), the [`Backend`] interface with the simulator ([`SimBackend`]), external-program
-//! ([`ExecBackend`]) and NVIDIA GPU ([`CudaBackend`]) backends, one opened from its spec and a
-//! run's options ([`OpenOptions::open`]), the host-side services real devices need, statistics
-//! ([`LatencyStats`], [`BandwidthStats`], [`ks_distance`]), run directories ([`RunWriter`], [`RunData`], `run.json` as [`RunInfo`] with a typed link),
-//! how far one run is from another ([`compare`], [`ErrorStats`]) and the chart set of a run
-//! ([`ChartSet`], drawn with `pcie-report`), and a simulated host fitted to measurements
-//! ([`fit::fit`], `pcieperf sim fit`).
+//! The pcie-bench methodology. The core: test kinds and parameters ([`TestParams`], named by
+//! [`TestParams::name`]), suites ([`Suite`], TOML data), the [`Backend`] interface, the runner
+//! ([`run_tests`]) with each test's seed and the addresses it visits ([`test_seed`],
+//! [`workload`]), statistics ([`LatencyStats`], [`BandwidthStats`], [`ks_distance`]), run
+//! directories ([`RunWriter`], [`RunData`], `run.json` as [`RunInfo`] with a typed link and its
+//! vocabulary, such as a GPU's [`Engine`]), how far one run is from another ([`compare()`],
+//! [`ErrorStats`]), the chart set of a run ([`ChartSet`], drawn with `pcie-report`), and the
+//! host-side services real devices need ([`host`]: DMA buffer, cache steps, IOMMU mode).
 //!
-//! Also here, for programs built on it: a suite planned for a backend ([`suite::SuitePlan`], with
-//! each test's relative cost and the per-base summary `bench run` prints) and the device side
-//! of the exec protocol ([`exec::serve`] over an [`exec::Device`]; `pcieperf-refdev` serves
-//! [`exec::EmulatedDevice`]).
+//! Above the core, in this crate: the simulator backend ([`SimBackend`]) and the external-program
+//! backend ([`ExecBackend`]; the device side of its protocol, [`exec::serve`] over an
+//! [`exec::Device`], `pcieperf-refdev` serving [`exec::EmulatedDevice`]). The core imports
+//! neither (`scripts/import-tree.py`'s layer rule). Also here: a suite planned for a backend
+//! ([`suite::SuitePlan`], with each test's relative cost and the per-base summary `bench run`
+//! prints).
+//!
+//! Left to others: the CUDA backend (pcie-gpu), the simulator fit (pcie-fit), opening a backend
+//! from a `--backend` string (pcieperf), the simulator itself (pcie-sim) and the host's facts
+//! recorded in `run.json` (pcie-sysfs).
 //!
 //! ```no_run
 //! use pcie_bench::{ChartSet, RunData};

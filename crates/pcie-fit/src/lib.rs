@@ -16,6 +16,11 @@
 //! simulates one test per measured row of the key's groups, on the runner's threads. At the
 //! end, the base and the fitted host are both scored on every group (the held-out ones too) at
 //! the final count.
+//!
+//! Left to others: reading result directories and running tests (pcie-bench, whose simulator
+//! backend runs every candidate), the profiles and the simulator (pcie-sim), and the command
+//! line that prints the report and writes the profile (`pcieperf sim fit`). The examples
+//! `calibration` and `fit_check` print the hand calibration's and the fit's figures.
 
 pub mod keys;
 pub mod measured;

@@ -9,6 +9,13 @@
 //! The driver API (and NVML, for the link) is loaded at run time, so pcieperf builds and runs
 //! without CUDA; without a driver, opening the backend fails with dlopen's reason. Tests on one
 //! GPU run one at a time.
+//!
+//! Owned here: [`CudaBackend`] (a `pcie_bench::Backend`), what `run.json` records of the GPU
+//! ([`GpuInfo`]), the mapping of a test onto the GPU (`plan`: addresses, stores, launch
+//! geometry, copy batches), the driver calls (`driver`) and the PTX kernels (`ptx`). Left to
+//! others: the methodology, seeds and addresses, and the engine vocabulary of run.json
+//! (`pcie_bench::Engine`, `SM_MIN_WINDOW`), the GPU's link from sysfs and NVML (pcie-nvml),
+//! and choosing the backend from `--backend cuda[:N]` (pcieperf).
 
 mod driver;
 mod plan;

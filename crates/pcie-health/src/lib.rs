@@ -18,6 +18,10 @@
 //!   Serialised with serde as the JSON contract:
 //!   `{"functions": [...], "findings": [{"severity": "warning", "kind": "mps_below_path", ...}]}`.
 //!
+//! - [`gpu`]: with [`Options::nvml`], every NVIDIA GPU through NVML (pcie-nvml): its link as it
+//!   sees it, replays (a [`Kind::GpuReplays`] finding above [`gpu::replay_limit_per_s`]) and
+//!   PCIe bytes, in [`Report::gpus`].
+//!
 //! How each kind is found and priced is in `docs/check.md`; the thresholds are constants here
 //! ([`WARN_LOST_PCT`], [`MIN_LOST_PCT`], [`CORRECTABLE_WARN_PER_S`], [`CORRECTABLE_ERROR_PER_S`]).
 //! `fixture` (feature) builds realistic host trees for tests.
