@@ -288,6 +288,7 @@ impl FieldValue {
 
 /// `nvmlPciInfo_t` (nvml.h, the v3 layout).
 #[repr(C)]
+#[derive(Default)]
 struct PciInfo {
     bus_id_legacy: [c_char; 16],
     domain: c_uint,
@@ -296,20 +297,6 @@ struct PciInfo {
     pci_device_id: c_uint,
     pci_sub_system_id: c_uint,
     bus_id: [c_char; 32],
-}
-
-impl Default for PciInfo {
-    fn default() -> PciInfo {
-        PciInfo {
-            bus_id_legacy: [0; 16],
-            domain: 0,
-            bus: 0,
-            device: 0,
-            pci_device_id: 0,
-            pci_sub_system_id: 0,
-            bus_id: [0; 32],
-        }
-    }
 }
 
 impl PciInfo {

@@ -495,6 +495,15 @@ pub fn health(checked: &Result<Report, CheckError>, seconds: f64) -> String {
     out.0
 }
 
+/// One figure of a GPU, when known.
+type GpuFigure = fn(&GpuHealth) -> Option<f64>;
+
+/// Transfers per second of PCIe generation `gen` (1-7).
+fn gts(gen: Option<u32>) -> Option<f64> {
+    let g = pcie_model::Generation::ALL.get((gen? as usize).checked_sub(1)?)?;
+    Some(g.gt_per_s() * 1e9)
+}
+
 /// The NVIDIA GPUs' link as each GPU sees it and its replay counter (NVML; DCGM's
 /// DCGM_FI_DEV_PCIE_LINK_GEN/_WIDTH, DCGM_FI_DEV_PCIE_MAX_LINK_GEN/_WIDTH and
 /// DCGM_FI_DEV_PCIE_REPLAY_COUNTER), labelled as the PCI functions are.
@@ -507,30 +516,26 @@ fn gpu_families(out: &mut Families, gpus: &[(&GpuHealth, String)]) {
     for (g, l) in gpus {
         info.sample(format_args!("{l},name=\"{}\"", escaped(&g.name)), 1);
     }
-    let gts = |gen: Option<u32>| {
-        let g = pcie_model::Generation::ALL.get((gen? as usize).checked_sub(1)?)?;
-        Some(g.gt_per_s() * 1e9)
-    };
-    let each: [(&str, &str, &dyn Fn(&GpuHealth) -> Option<f64>); 4] = [
+    let each: [(&str, &str, GpuFigure); 4] = [
         (
             "pcieperf_gpu_current_link_transfers_per_second",
             "The GPU's link's current speed (T/s) as the GPU reports it (NVML); idle GPUs lower it.",
-            &|g| gts(g.current_gen),
+            |g| gts(g.current_gen),
         ),
         (
             "pcieperf_gpu_max_link_transfers_per_second",
             "The GPU's link's maximum speed (T/s) as the GPU reports it (NVML).",
-            &|g| gts(g.max_gen),
+            |g| gts(g.max_gen),
         ),
         (
             "pcieperf_gpu_current_link_width",
             "The GPU's link's current width (lanes) as the GPU reports it (NVML).",
-            &|g| g.current_width.map(f64::from),
+            |g| g.current_width.map(f64::from),
         ),
         (
             "pcieperf_gpu_max_link_width",
             "The GPU's link's maximum width (lanes) as the GPU reports it (NVML).",
-            &|g| g.max_width.map(f64::from),
+            |g| g.max_width.map(f64::from),
         ),
     ];
     for (name, help, get) in each {
