@@ -8,7 +8,7 @@ mod buffer;
 mod cache;
 mod iommu;
 
-pub use affinity::{node_cpus, parse_cpulist, pinned};
+pub use affinity::{node_cpus, pinned};
 pub use buffer::{choose_node, choose_page, DmaBuffer};
 pub use cache::CacheSteps;
 pub use iommu::{cmdline_mode, HostIommu};
