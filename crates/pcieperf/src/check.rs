@@ -1,16 +1,14 @@
 //! `pcieperf check`: every PCIe link of the host (or of a snapshot with `--sysfs`), its
 //! limiting hop, MPS/MRRS/tags, ASPM, AER, NUMA and power, each finding priced by the model
 //! (pcie-health does the work). Exit status 3 when something is at warning or above.
-//! `pcieperf snapshot`: the files those readers use, copied for offline use (pcie-sysfs).
 
 use crate::error::CliError;
+use crate::host_selection::{read_lspci, SimArgs, SourceArgs};
 use crate::output::{json, Cell, Format, Table};
-use crate::pmu::source::{SimArgs, SourceArgs};
 use clap::Args;
 use pcie_health::{rate_name, CheckError, FunctionHealth, Options, Report, Sampling, Traffic};
 use std::fmt::Write;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Args)]
@@ -42,20 +40,6 @@ pub struct CheckArgs {
     /// GPU sees it, replays, PCIe bytes [default: on the live host only]
     #[arg(long, conflicts_with = "lspci")]
     pub nvml: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct SnapshotArgs {
-    /// The new (or empty) directory to write the snapshot into
-    #[arg(short = 'o', long = "output", value_name = "DIR")]
-    pub output: PathBuf,
-    /// Root of the tree to copy (/ on this host)
-    #[arg(long, value_name = "ROOT", default_value = "/")]
-    pub sysfs: PathBuf,
-    /// Lay out the host an `lspci -vvv` dump describes (FILE, or - for stdin) instead of
-    /// copying files
-    #[arg(long, value_name = "FILE", conflicts_with = "sysfs")]
-    pub lspci: Option<PathBuf>,
 }
 
 /// Exit status of a check that found something at warning or above.
@@ -102,7 +86,7 @@ pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
                 fast: false,
                 seed: 1,
             };
-            crate::pmu::source::tree(&a.source, &sim)?
+            crate::host_selection::tree(&a.source, &sim)?
         }
     };
     let report = pcie_health::check(&root, &opts).map_err(|e| match e {
@@ -115,60 +99,6 @@ pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
         Format::Json => json(&report),
     };
     Ok((text, if report.needs_attention() { EXIT_FINDINGS } else { 0 }))
-}
-
-/// The functions of the `lspci -vvv` dump in `file` (`-`: stdin).
-fn read_lspci(file: &Path) -> Result<Vec<pcie_sysfs::lspci::LspciFunction>, CliError> {
-    let mut bytes = Vec::new();
-    let read = if file == Path::new("-") {
-        std::io::stdin().lock().read_to_end(&mut bytes)
-    } else {
-        std::fs::File::open(file).and_then(|mut f| f.read_to_end(&mut bytes))
-    };
-    read.map_err(|e| CliError::Usage(format!("--lspci {}: {e}", file.display())))?;
-    pcie_sysfs::lspci::parse(&String::from_utf8_lossy(&bytes))
-        .map_err(|e| CliError::Usage(format!("--lspci {}: {e}", file.display())))
-}
-
-pub fn snapshot(a: &SnapshotArgs) -> Result<String, CliError> {
-    use pcie_sysfs::snapshot::SnapshotError;
-    crate::output::check_dir("-o", &a.output)?;
-    let refused = |e: SnapshotError| match e {
-        SnapshotError::NotEmpty(_) => CliError::Usage(format!("-o {e}")),
-        SnapshotError::Io(..) => CliError::Runtime(e.to_string()),
-    };
-    if let Some(file) = &a.lspci {
-        let functions = read_lspci(file)?;
-        let s = pcie_sysfs::lspci::write_snapshot(&functions, &a.output).map_err(refused)?;
-        if let Some(gaps) = s.gaps() {
-            eprintln!("warning: {gaps}");
-        }
-        return Ok(format!(
-            "{}: {} PCI functions from {} (config space: {} from hex dumps, {} from decoded registers, \
-             {} header only); read it with --sysfs {}\n",
-            a.output.display(),
-            s.functions,
-            file.display(),
-            s.dumped,
-            s.decoded,
-            s.header_only,
-            a.output.display()
-        ));
-    }
-    let s = pcie_sysfs::snapshot::snapshot(&a.sysfs, &a.output).map_err(refused)?;
-    for u in &s.unreadable {
-        eprintln!("warning: not copied: {u}");
-    }
-    Ok(format!(
-        "{}: {} PCI functions, {} PMUs, {} block devices and interfaces, {} files ({} serial numbers blanked); read it with --sysfs {}\n",
-        a.output.display(),
-        s.functions,
-        s.pmus,
-        s.devices,
-        s.files,
-        s.serials_blanked,
-        a.output.display()
-    ))
 }
 
 fn opt<T: ToString>(v: &Option<T>) -> Cell {

@@ -1,13 +1,16 @@
 //! Where PMUs and counts come from: `--source perf` (this host's kernel: PMUs discovered under
 //! `--sysfs`, counted with perf_event_open) or `--source sim[:PROFILE]` (a simulated host,
 //! `yitian710` by default, with `--workload` storage jobs, paced to wall-clock time unless
-//! `--fast`). Every `pmu` command that counts opens its source through [`open`].
+//! `--fast`). Every `pmu` command that counts opens its source through [`open`]; `check` and
+//! `pmu serve` read the tree of the host chosen ([`tree`]), and `check` and `snapshot` an
+//! `lspci -vvv` dump (`--lspci`, [`read_lspci`]).
 
 use crate::error::CliError;
 use clap::Args;
 use pcie_pmu::sim::{builtin_pmu_hosts, HostWorkload, PmuHostProfile, SimHost, WorkloadError};
 use pcie_pmu::{CounterSource, PerfEvents, PmuError, System};
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -197,6 +200,19 @@ pub fn open(a: &SourceArgs, sim: &SimArgs) -> Result<(System, Box<dyn CounterSou
             Ok((sys, Box::new(host)))
         }
     }
+}
+
+/// The functions of the `lspci -vvv` dump in `file` (`-`: stdin).
+pub fn read_lspci(file: &Path) -> Result<Vec<pcie_sysfs::lspci::LspciFunction>, CliError> {
+    let mut bytes = Vec::new();
+    let read = if file == Path::new("-") {
+        std::io::stdin().lock().read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(file).and_then(|mut f| f.read_to_end(&mut bytes))
+    };
+    read.map_err(|e| CliError::Usage(format!("--lspci {}: {e}", file.display())))?;
+    pcie_sysfs::lspci::parse(&String::from_utf8_lossy(&bytes))
+        .map_err(|e| CliError::Usage(format!("--lspci {}: {e}", file.display())))
 }
 
 #[cfg(test)]
