@@ -9,9 +9,30 @@ each other in a circle; a parent's own file may use what its submodules define (
 them). Prints each crate's file and edge counts and every circle with the edges that make it;
 exits 1 when there is one. `-v` also lists every edge.
 
-usage: scripts/import-tree.py [REPO] [-v]
+The layer rule: every crate sits in one layer of LAYERS and depends (Cargo.toml's dependencies,
+dev- and build-dependencies) only on crates of lower layers; within a crate, its core (every
+module but those BACKENDS names) imports no backend module. A crate missing from LAYERS, a
+dependency on a crate of its own or a higher layer, or a core file importing a backend is
+printed with the line at fault and exits 1. `--self-test` checks the rule itself on a copy of
+the repository: it passes as it is, and fails on a planted back-import and a planted upward
+dependency.
+
+usage: scripts/import-tree.py [REPO] [-v] [--self-test]
 """
-import os, re, sys
+import os, re, shutil, subprocess, sys, tempfile
+
+# The layers, lowest first (docs/architecture.md draws them): a crate uses only crates below it.
+LAYERS = [
+    ('ground', ['pcie-model', 'pcie-report', 'pcie-output']),
+    ('sysfs reader', ['pcie-sysfs']),
+    ('GPU reader (reads the sysfs device record too)', ['pcie-nvml']),
+    ('simulation, health', ['pcie-sim', 'pcie-health']),
+    ('methodology', ['pcie-bench']),
+    ('backends, fit, PMU', ['pcie-gpu', 'pcie-fit', 'pcie-pmu']),
+    ('command line', ['pcieperf', 'pcie-fuzz']),
+]
+# Modules of a crate that are backends above its core (files below src/, without `.rs`).
+BACKENDS = {'pcie-bench': ['sim_backend', 'exec']}
 
 def strip_comments(src):
     src = re.sub(r'/\*.*?\*/', '', src, flags=re.S)
@@ -201,6 +222,88 @@ def level_cycles(files, edges):
             found.append((d or '(crate)', comp, [(a, b) for k in comp for (n, a, b) in sorted(e.get(k, ())) if n in comp]))
     return found
 
+def layer_of(crate):
+    for i, (_, crates) in enumerate(LAYERS):
+        if crate in crates:
+            return i
+    return None
+
+def cargo_deps(manifest):
+    """(section, dependency name) of every pcie crate a Cargo.toml's dependency tables name."""
+    out, section = [], None
+    for line in open(manifest):
+        h = re.match(r'^\s*\[([^\]]+)\]', line)
+        if h:
+            section = h.group(1).strip()
+            continue
+        if section and re.search(r'(^|\.)(dev-|build-)?dependencies$', section):
+            m = re.match(r'^\s*(pcie[\w-]*)\s*[.=]', line)
+            if m:
+                out.append((section, m.group(1)))
+    return out
+
+def layer_faults(root, crate, files, edges):
+    """What breaks the layer rule in one crate, as printable lines."""
+    faults = []
+    mine = layer_of(crate)
+    if mine is None:
+        return [f'{crate} is in no layer of scripts/import-tree.py\'s LAYERS']
+    manifest = os.path.join(root, 'crates', crate, 'Cargo.toml')
+    for section, dep in cargo_deps(manifest) if os.path.isfile(manifest) else []:
+        if dep == crate and 'dev-' in section:
+            continue  # its own features, for its tests
+        theirs = layer_of(dep)
+        if theirs is None or theirs >= mine:
+            where = 'no layer' if theirs is None else f'layer "{LAYERS[theirs][0]}"'
+            faults.append(f'{crate} (layer "{LAYERS[mine][0]}") depends on {dep} ({where}) in [{section}]')
+    backends = BACKENDS.get(crate, [])
+    def is_backend(rel):
+        return modpath_of(rel)[:1] and modpath_of(rel)[0] in backends
+    for a in sorted(edges):
+        if is_backend(a) or a == 'lib.rs':
+            continue
+        for b in sorted(edges[a]):
+            if is_backend(b):
+                faults.append(f'{crate}: the core imports a backend: {a} -> {b}')
+    return faults
+
+def self_test():
+    """The rule passes on the repository and fails on a planted back-import and upward
+    dependency, each named."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
+    script = os.path.abspath(__file__)
+    def run(tree):
+        p = subprocess.run([sys.executable, script, tree], capture_output=True, text=True)
+        return p.returncode, p.stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        for crate in os.listdir(os.path.join(here, 'crates')):
+            src = os.path.join(here, 'crates', crate)
+            if os.path.isdir(os.path.join(src, 'src')):
+                shutil.copytree(os.path.join(src, 'src'), os.path.join(tmp, 'crates', crate, 'src'))
+                shutil.copy(os.path.join(src, 'Cargo.toml'), os.path.join(tmp, 'crates', crate))
+        rc, out = run(tmp)
+        assert rc == 0, 'the repository breaks the rule:\n' + out
+        stats = os.path.join(tmp, 'crates/pcie-bench/src/stats.rs')
+        clean = open(stats).read()
+        open(stats, 'w').write('use crate::exec::ExecBackend;\n' + clean)
+        rc, out = run(tmp)
+        assert rc == 1 and 'the core imports a backend: stats.rs -> exec/mod.rs' in out, out
+        open(stats, 'w').write('fn f() { let _ = crate::sim_backend::SimBackend::from_spec("sim"); }\n' + clean)
+        rc, out = run(tmp)
+        assert rc == 1 and 'stats.rs -> sim_backend.rs' in out, out
+        open(stats, 'w').write(clean)
+        manifest = os.path.join(tmp, 'crates/pcie-bench/Cargo.toml')
+        text = open(manifest).read()
+        open(manifest, 'w').write(text.replace('[dependencies]\n', '[dependencies]\npcie-gpu.workspace = true\n', 1))
+        rc, out = run(tmp)
+        assert rc == 1 and 'pcie-bench (layer "methodology") depends on pcie-gpu (layer "backends, fit, PMU")' in out, out
+        open(manifest, 'w').write(text)
+        assert run(tmp)[0] == 0
+    print('import-tree self-test: passes on the repository, fails on a planted back-import and upward dependency')
+
+if '--self-test' in sys.argv:
+    self_test()
+    sys.exit(0)
 args = [a for a in sys.argv[1:] if a != '-v']
 root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
 verbose = '-v' in sys.argv
@@ -209,6 +312,9 @@ for crate in sorted(os.listdir(os.path.join(root, 'crates'))):
     src = os.path.join(root, 'crates', crate, 'src')
     if not os.path.isdir(src): continue
     files, edges = analyse(src)
+    for fault in layer_faults(root, crate, files, edges):
+        bad += 1
+        print(f'  layer rule: {fault}')
     n = sum(len(v) for v in edges.values())
     cs = level_cycles(files, edges)
     print(f'{crate}: {len(files)} files, {n} import edges between files, {len(cs)} circles')

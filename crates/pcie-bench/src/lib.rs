@@ -1,16 +1,22 @@
-//! The pcie-bench methodology: test kinds and parameters ([`TestParams`]), suites ([`Suite`],
-//! TOML data), the [`Backend`] interface with the simulator ([`SimBackend`]), external-program
-//! ([`ExecBackend`]) and NVIDIA GPU ([`CudaBackend`]) backends, one opened from its spec and a
-//! run's options ([`OpenOptions::open`]), the host-side services real devices need, statistics
-//! ([`LatencyStats`], [`BandwidthStats`], [`ks_distance`]), run directories ([`RunWriter`], [`RunData`], `run.json` as [`RunInfo`] with a typed link),
-//! how far one run is from another ([`compare`], [`ErrorStats`]) and the chart set of a run
-//! ([`ChartSet`], drawn with `pcie-report`), and a simulated host fitted to measurements
-//! ([`fit::fit`], `pcieperf sim fit`).
+//! The pcie-bench methodology. The core: test kinds and parameters ([`TestParams`], named by
+//! [`TestParams::name`]), suites ([`Suite`], TOML data), the [`Backend`] interface, the runner
+//! ([`run_tests`]) with each test's seed and the addresses it visits ([`test_seed`],
+//! [`workload`]), statistics ([`LatencyStats`], [`BandwidthStats`], [`ks_distance`]), run
+//! directories ([`RunWriter`], [`RunData`], `run.json` as [`RunInfo`] with a typed link and its
+//! vocabulary, such as a GPU's [`Engine`]), how far one run is from another ([`compare()`],
+//! [`ErrorStats`]), the chart set of a run ([`ChartSet`], drawn with `pcie-report`), and the
+//! host-side services real devices need ([`host`]: DMA buffer, cache steps, IOMMU mode).
 //!
-//! Also here, for programs built on it: a suite planned for a backend ([`suite::SuitePlan`], with
-//! each test's relative cost and the per-base summary `bench run` prints) and the device side
-//! of the exec protocol ([`exec::serve`] over an [`exec::Device`]; `pcieperf-refdev` serves
-//! [`exec::EmulatedDevice`]).
+//! Above the core, in this crate: the simulator backend ([`SimBackend`]) and the external-program
+//! backend ([`ExecBackend`]; the device side of its protocol, [`exec::serve`] over an
+//! [`exec::Device`], `pcieperf-refdev` serving [`exec::EmulatedDevice`]). The core imports
+//! neither (`scripts/import-tree.py`'s layer rule). Also here: a suite planned for a backend
+//! ([`suite::SuitePlan`], with each test's relative cost and the per-base summary `bench run`
+//! prints).
+//!
+//! Left to others: the CUDA backend (pcie-gpu), the simulator fit (pcie-fit), opening a backend
+//! from a `--backend` string (pcieperf), the simulator itself (pcie-sim) and the host's facts
+//! recorded in `run.json` (pcie-sysfs).
 //!
 //! ```no_run
 //! use pcie_bench::{ChartSet, RunData};
@@ -31,10 +37,7 @@ pub mod backend;
 pub mod charts;
 pub mod compare;
 pub mod exec;
-pub mod fit;
-pub mod gpu;
 pub mod host;
-pub mod open;
 pub mod params;
 pub mod results;
 pub mod runner;
@@ -46,17 +49,16 @@ pub use backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySa
 pub use charts::{run_letter, ChartSet, RunChart};
 pub use compare::{compare, diff_pct, CdfDistance, Difference, ErrorStats, GroupError, Metric, RunComparison};
 pub use exec::{ExecBackend, ExecOptions, ProgramLog};
-pub use gpu::{CudaBackend, CudaOptions, Engine};
-pub use open::{OpenError, OpenOptions, Opened};
 pub use params::{
     check_count, check_tags, CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams, BUFFER_BYTES,
     MAX_BANDWIDTH_COUNT, MAX_LATENCY_SAMPLES,
 };
 pub use results::{
-    read_raw, rfc3339, BandwidthRow, CdfSection, HostInfo, LatencyRow, RawSample, ResultData, ResultFile, ResultsError,
-    RowKey, RunData, RunInfo, RunWriter,
+    read_raw, rfc3339, BandwidthRow, CdfSection, Engine, HostInfo, LatencyRow, RawSample, ResultData, ResultFile,
+    ResultsError, RowKey, RunData, RunInfo, RunWriter, SM_MIN_WINDOW,
 };
 pub use runner::{run_tests, Finished, RunEvent};
-pub use sim_backend::{test_seed, workload, SimBackend};
+pub use runner::{test_seed, workload};
+pub use sim_backend::SimBackend;
 pub use stats::{ks_distance, BandwidthStats, CdfPoint, LatencyStats, Measurement, SortedLatencies, Summary};
 pub use suite::{parse_bytes, Group, OffsetSweep, Suite, SuiteError, SweepAxis, MAX_SUITE_TESTS};

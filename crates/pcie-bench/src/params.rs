@@ -309,6 +309,21 @@ pub struct TestParams {
 }
 
 impl TestParams {
+    /// How error messages name a test: `LAT_RD size 64 window 8192 host offset 0 device offset
+    /// 0 rand hwarm`.
+    pub fn name(&self) -> String {
+        format!(
+            "{} size {} window {} host offset {} device offset {} {} {}",
+            self.kind,
+            self.size,
+            self.window,
+            self.host_offset,
+            self.device_offset,
+            self.pattern.csv_name().to_ascii_lowercase(),
+            self.cache.csv_name().to_ascii_lowercase()
+        )
+    }
+
     /// pcie-bench's unit: transfer plus host offset, rounded up to 64 B cache lines.
     pub fn unit(&self) -> u64 {
         (self.size as u64 + self.host_offset as u64).next_multiple_of(64)
@@ -446,7 +461,7 @@ impl std::error::Error for ParamError {}
 
 /// A typical test point: 64 B, 8 KB window, random, host-warm (unit tests, and the GPU's
 /// dry run of its latency loop).
-pub(crate) fn sample(kind: TestKind, count: u64) -> TestParams {
+pub fn sample(kind: TestKind, count: u64) -> TestParams {
     TestParams {
         kind,
         size: 64,

@@ -1,9 +1,11 @@
 //! Runs independent tests on several threads and hands the results back in suite order, so
-//! files and output do not depend on the number of threads or on timing.
+//! files and output do not depend on the number of threads or on timing. Also the methodology
+//! every backend shares: a test's seed ([`test_seed`]) and the addresses it visits, as the
+//! workload the simulator and the GPU's address tables read ([`workload`]).
 
 use crate::backend::{Backend, BackendError, Outcome};
-use crate::params::TestParams;
-use crate::sim_backend::test_seed;
+use crate::params::{CacheState, Iommu, Pattern, TestKind, TestParams};
+use pcie_sim::{mix_seed, CachePrep, TestOp, Workload};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Condvar, Mutex};
@@ -131,11 +133,91 @@ pub fn run_tests(
     });
 }
 
+/// The workload a pcie-bench test describes.
+pub fn workload(t: &TestParams) -> Workload {
+    Workload {
+        op: match t.kind {
+            TestKind::LatRd => TestOp::LatRead,
+            TestKind::LatWrRd => TestOp::LatWriteRead,
+            TestKind::LatCmdRd => TestOp::LatCmdRead,
+            TestKind::LatCmdWrRd => TestOp::LatCmdWriteRead,
+            TestKind::BwRd => TestOp::BwRead,
+            TestKind::BwWr => TestOp::BwWrite,
+            TestKind::BwRdWr => TestOp::BwReadWrite,
+        },
+        size: t.size,
+        window: t.window,
+        host_offset: t.host_offset,
+        device_offset: t.device_offset,
+        random: t.pattern == Pattern::Rand,
+        prep: match t.cache {
+            CacheState::Cold => CachePrep::Cold,
+            CacheState::DThrash => CachePrep::DeviceThrash,
+            CacheState::DWarm => CachePrep::DeviceWarm,
+            CacheState::HWarm => CachePrep::HostWarm,
+        },
+        count: t.count,
+        remote_memory: t.numa.remote_memory(),
+        remote_cpu: t.numa.cpu != t.numa.dev,
+        iommu_page: t.iommu.page_bytes(),
+    }
+}
+
+/// A test's seed: the run seed mixed with every parameter, so it does not depend on the test's
+/// position, the suite or the number of threads.
+pub fn test_seed(run_seed: u64, t: &TestParams) -> u64 {
+    let iommu = match t.iommu {
+        Iommu::Off => 0,
+        Iommu::Super2M => 1,
+        Iommu::Pages4K => 2,
+    };
+    mix_seed(&[
+        run_seed,
+        t.kind as u64,
+        t.size as u64,
+        t.window,
+        t.host_offset as u64,
+        t.device_offset as u64,
+        t.pattern as u64,
+        t.cache as u64,
+        t.count,
+        ((t.numa.dev as u64) << 16) | ((t.numa.mem as u64) << 8) | t.numa.cpu as u64,
+        iommu,
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::{BackendInfo, LatencySamples};
     use crate::params::{sample, TestKind};
-    use crate::sim_backend::SimBackend;
+
+    /// A device whose samples are its seed and the test's size, so every test's outcome is its
+    /// own; with `slow_first`, the 64-byte test takes 200 ms.
+    struct Fake {
+        slow_first: bool,
+    }
+
+    impl Backend for Fake {
+        fn info(&self) -> BackendInfo {
+            BackendInfo {
+                name: "fake".into(),
+                description: serde_json::Value::Null,
+                max_transfer: 4096,
+            }
+        }
+
+        fn run(&self, t: &TestParams, seed: u64) -> Result<Outcome, BackendError> {
+            if self.slow_first && t.size == 64 {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            Ok(Outcome::Latency(LatencySamples {
+                cycles: vec![seed as u32, t.size],
+                cycle_ps: 1000.0,
+                total_cycles: seed.wrapping_add(t.size as u64),
+            }))
+        }
+    }
 
     fn tests() -> Vec<TestParams> {
         [64, 128, 256, 512, 1024, 2048]
@@ -150,7 +232,7 @@ mod tests {
     }
 
     fn collect(threads: usize) -> Vec<(usize, Outcome)> {
-        let backend = SimBackend::from_spec("sim").unwrap();
+        let backend = Fake { slow_first: false };
         let mut out = Vec::new();
         run_tests(&backend, &tests(), 5, threads, &AtomicBool::new(false), |e| {
             if let RunEvent::Finished(f) = e {
@@ -170,7 +252,7 @@ mod tests {
 
     #[test]
     fn stopping_delivers_what_finished_and_nothing_after() {
-        let backend = SimBackend::from_spec("sim").unwrap();
+        let backend = Fake { slow_first: false };
         let mut seen = Vec::new();
         run_tests(&backend, &tests(), 5, 2, &AtomicBool::new(false), |e| {
             if let RunEvent::Finished(f) = e {
@@ -183,29 +265,6 @@ mod tests {
     }
 
     /// Long latency tests whose first is slow: the others may not pile up behind it.
-    struct SlowFirst;
-
-    impl Backend for SlowFirst {
-        fn info(&self) -> crate::backend::BackendInfo {
-            crate::backend::BackendInfo {
-                name: "slow-first".into(),
-                description: serde_json::Value::Null,
-                max_transfer: 4096,
-            }
-        }
-
-        fn run(&self, t: &TestParams, _seed: u64) -> Result<Outcome, BackendError> {
-            if t.size == 64 {
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-            Ok(Outcome::Latency(crate::backend::LatencySamples {
-                cycles: vec![1],
-                cycle_ps: 1000.0,
-                total_cycles: 1,
-            }))
-        }
-    }
-
     #[test]
     fn long_latency_tests_run_ahead_one_per_thread() {
         // Eight tests of pcie-bench's long count; the look-ahead by tests alone would start
@@ -217,7 +276,7 @@ mod tests {
             })
             .collect();
         let (mut delivered, mut ahead) = (0, 0);
-        run_tests(&SlowFirst, &long, 5, 2, &AtomicBool::new(false), |e| {
+        run_tests(&Fake { slow_first: true }, &long, 5, 2, &AtomicBool::new(false), |e| {
             match e {
                 RunEvent::Started(i) => ahead = ahead.max(i + 1 - delivered),
                 RunEvent::Finished(_) => delivered += 1,

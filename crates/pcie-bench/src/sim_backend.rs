@@ -2,8 +2,9 @@
 //! the NFP-6000 it was measured with.
 
 use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
-use crate::params::{check_tags, CacheState, Iommu, Numa, ParamError, Pattern, TestKind, TestParams};
-use pcie_sim::{mix_seed, CachePrep, DeviceProfile, HostProfile, Measured, ProfileError, Simulator, TestOp, Workload};
+use crate::params::{check_tags, Numa, ParamError, TestParams};
+use crate::runner::{test_seed, workload};
+use pcie_sim::{DeviceProfile, HostProfile, Measured, ProfileError, Simulator};
 
 pub const DEFAULT_HOST: &str = "e5-2637v3";
 pub const DEFAULT_DEVICE: &str = "nfp6000";
@@ -88,59 +89,6 @@ impl SimBackend {
     }
 }
 
-/// The workload a pcie-bench test describes.
-pub fn workload(t: &TestParams) -> Workload {
-    Workload {
-        op: match t.kind {
-            TestKind::LatRd => TestOp::LatRead,
-            TestKind::LatWrRd => TestOp::LatWriteRead,
-            TestKind::LatCmdRd => TestOp::LatCmdRead,
-            TestKind::LatCmdWrRd => TestOp::LatCmdWriteRead,
-            TestKind::BwRd => TestOp::BwRead,
-            TestKind::BwWr => TestOp::BwWrite,
-            TestKind::BwRdWr => TestOp::BwReadWrite,
-        },
-        size: t.size,
-        window: t.window,
-        host_offset: t.host_offset,
-        device_offset: t.device_offset,
-        random: t.pattern == Pattern::Rand,
-        prep: match t.cache {
-            CacheState::Cold => CachePrep::Cold,
-            CacheState::DThrash => CachePrep::DeviceThrash,
-            CacheState::DWarm => CachePrep::DeviceWarm,
-            CacheState::HWarm => CachePrep::HostWarm,
-        },
-        count: t.count,
-        remote_memory: t.numa.remote_memory(),
-        remote_cpu: t.numa.cpu != t.numa.dev,
-        iommu_page: t.iommu.page_bytes(),
-    }
-}
-
-/// A test's seed: the run seed mixed with every parameter, so it does not depend on the test's
-/// position, the suite or the number of threads.
-pub fn test_seed(run_seed: u64, t: &TestParams) -> u64 {
-    let iommu = match t.iommu {
-        Iommu::Off => 0,
-        Iommu::Super2M => 1,
-        Iommu::Pages4K => 2,
-    };
-    mix_seed(&[
-        run_seed,
-        t.kind as u64,
-        t.size as u64,
-        t.window,
-        t.host_offset as u64,
-        t.device_offset as u64,
-        t.pattern as u64,
-        t.cache as u64,
-        t.count,
-        ((t.numa.dev as u64) << 16) | ((t.numa.mem as u64) << 8) | t.numa.cpu as u64,
-        iommu,
-    ])
-}
-
 impl Backend for SimBackend {
     fn info(&self) -> BackendInfo {
         let describe = |name: &str, description: &str, sources: &[String]| serde_json::json!({ "name": name, "description": description, "sources": sources });
@@ -206,7 +154,7 @@ impl Backend for SimBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::sample;
+    use crate::params::{sample, TestKind};
 
     fn params(kind: TestKind) -> TestParams {
         sample(kind, 2000)

@@ -63,10 +63,13 @@ pub enum Kind {
     /// A link's speed or width changed several times a minute while watched, or dropped while
     /// its device was busy.
     LinkUnstable,
+    /// An NVIDIA GPU replayed TLPs faster than its link would at the specification's bit error
+    /// ratio ([`crate::gpu::replay_limit_per_s`]).
+    GpuReplays,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 17] = [
         Kind::LinkSpeedDowngraded,
         Kind::LinkWidthDowngraded,
         Kind::LinkPowerSaving,
@@ -83,6 +86,7 @@ impl Kind {
         Kind::AtomicsBlocked,
         Kind::P2pRedirected,
         Kind::LinkUnstable,
+        Kind::GpuReplays,
     ];
 
     /// The JSON and CSV name (`link_speed_downgraded`).
@@ -104,6 +108,7 @@ impl Kind {
             Kind::AtomicsBlocked => "atomics_blocked",
             Kind::P2pRedirected => "p2p_redirected",
             Kind::LinkUnstable => "link_unstable",
+            Kind::GpuReplays => "gpu_replays",
         }
     }
 }

@@ -25,6 +25,9 @@
 //! - [`wake`]`(root, &mut report, &`[`WakeOptions`]`)` puts slow-linked devices to work (NVMe:
 //!   direct reads; GPUs: the [`GpuLoad`] the caller passes, as this crate loads no GPU driver)
 //!   while re-reading their links, and tells power saving from a fault ([`Wake`]).
+//! - [`gpu`]: with [`Options::nvml`], every NVIDIA GPU through NVML (pcie-nvml): its link as it
+//!   sees it, replays (a [`Kind::GpuReplays`] finding above [`gpu::replay_limit_per_s`]) and
+//!   PCIe bytes, in [`Report::gpus`].
 //!
 //! How each kind is found and priced is in `docs/check.md`; the thresholds are constants here
 //! ([`WARN_LOST_PCT`], [`MIN_LOST_PCT`], [`CORRECTABLE_WARN_PER_S`], [`CORRECTABLE_ERROR_PER_S`]).
@@ -38,6 +41,7 @@ mod finding;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
 mod p2p;
+pub mod gpu;
 mod path;
 mod read;
 mod report;
@@ -50,6 +54,7 @@ pub use aer::{interval_rates, AerRates, Sampling, CORRECTABLE_ERROR_PER_S, CORRE
 pub use checks::{CONFIG_CHECKS, MIN_LOST_PCT, NEEDS_ROOT, WARN_LOST_PCT};
 pub use cost::{rate_name, read_rtt, DMA_BYTES, RTT_64B_NS, RTT_PER_LINE_NS};
 pub use finding::{Finding, Kind, Severity};
+pub use gpu::{GpuHealth, REPLAY_BER};
 pub use report::{
     AerState, AtomicsRoute, FunctionHealth, Hop, LinkChanges, LinkEnd, P2pPair, Report, Skipped, Tags, Traffic, Wake,
 };
@@ -67,6 +72,9 @@ use std::path::{Path, PathBuf};
 pub struct Options {
     /// Watch the AER counters for rates (`-I MS --duration S`); `None`: totals only.
     pub sampling: Option<Sampling>,
+    /// Also read every NVIDIA GPU through NVML ([`gpu`]): for the live host only, as NVML
+    /// answers for the machine it runs on.
+    pub nvml: bool,
 }
 
 /// Why a host could not be checked at all.
@@ -108,6 +116,7 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
     let parents = path::parents(&funcs);
     let mut watch = traffic::Watch::start(root, &funcs, &parents)?;
     let mut links = stability::Links::start(&funcs, &parents);
+    let gpus_before = if opts.nvml { Some(pcie_nvml::nvml::gpus()) } else { None };
     let (rates, sampled_seconds) = match opts.sampling {
         Some(s) => {
             let (r, secs) = aer::sample(&funcs, s, |secs| links.interval(&funcs, &watch.interval(secs)?))?;
@@ -121,6 +130,7 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
     };
     let shared = watch.shared(sampled_seconds.is_some());
     let traffic = watch.finish(sampled_seconds);
+    let (gpus, nvml) = gpus_after(gpus_before, sampled_seconds);
     let numa_nodes = pcie_sysfs::host::numa_nodes(root)?;
     let mut occupied = vec![false; funcs.len()];
     for p in parents.iter().flatten() {
@@ -143,6 +153,7 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         functions.push(record);
         findings.append(&mut found);
     }
+    findings.extend(gpu::findings(&gpus));
     for (port, s) in shared.iter().enumerate() {
         if let Some(s) = s {
             findings.extend(checks::shared_link(&host, &functions, port, s));
@@ -178,5 +189,28 @@ pub fn check(root: &Path, opts: &Options) -> Result<Report, CheckError> {
         p2p,
         link_changes,
         wake: Vec::new(),
+        gpus,
+        nvml,
     })
+}
+
+/// The GPUs' health from NVML's readings before and after the sampling (none read: none),
+/// and why NVML could not list them, when it could not.
+fn gpus_after(
+    before: Option<Result<Option<Vec<pcie_nvml::nvml::GpuPcie>>, String>>,
+    seconds: Option<f64>,
+) -> (Vec<GpuHealth>, Option<String>) {
+    let Some(before) = before else {
+        return (Vec::new(), None);
+    };
+    // Without sampling the one reading is the end; with it, a second one closes the window.
+    let (start, end) = match seconds {
+        Some(_) => (before.ok().flatten(), pcie_nvml::nvml::gpus()),
+        None => (None, before),
+    };
+    match end {
+        Ok(Some(end)) => (gpu::health(start.as_deref(), &end, seconds), None),
+        Ok(None) => (Vec::new(), None),
+        Err(why) => (Vec::new(), Some(format!("NVML: {why}"))),
+    }
 }

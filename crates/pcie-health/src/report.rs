@@ -166,6 +166,10 @@ pub struct Report {
     pub link_changes: Vec<LinkChanges>,
     /// With `--wake`: what load did to each woken device's links.
     pub wake: Vec<Wake>,
+    /// NVIDIA GPUs as NVML reports them (with [`crate::Options::nvml`] on a host with NVML).
+    pub gpus: Vec<crate::GpuHealth>,
+    /// Why NVML could not list the GPUs, when it is there and failed.
+    pub nvml: Option<String>,
 }
 
 impl Report {

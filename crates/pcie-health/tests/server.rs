@@ -64,6 +64,7 @@ fn watched_while_reading(t: &Tree, stats: Vec<PathBuf>, (read, written): (u64, u
         &t.0,
         &Options {
             sampling: Some(sampling),
+            ..Options::default()
         },
     );
     stop.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -77,6 +77,7 @@ fn watched(t: &Tree, step: impl Fn(Duration) + Send + 'static) -> Report {
         &t.0,
         &Options {
             sampling: Some(sampling),
+            ..Options::default()
         },
     );
     stop.store(true, Ordering::Relaxed);

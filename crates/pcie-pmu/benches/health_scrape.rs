@@ -88,7 +88,7 @@ fn main() {
         let r = checked.as_ref().expect("the tree checks");
         assert_eq!(r.functions.len() as u32, PORTS * (FUNCTIONS + 1));
         bytes = timed(&mut renders, || health(&checked, 0.0).len());
-        let (text, err) = timed(&mut refreshes, || check_health(&root));
+        let (text, err) = timed(&mut refreshes, || check_health(&root, false));
         assert!(err.is_none() && text.len() >= bytes);
     }
     show("check (read + findings)", &checks);

@@ -1,12 +1,12 @@
 //! What a metrics scrape sees of a running monitor: per-event totals since start and the last
 //! interval's rates ([`Snapshot`]), and the Prometheus text exposition format of them; and the
 //! host's link health ([`health`]: pcie-health's report as metrics, one series set per PCI
-//! function, labelled like node_exporter's pcidevice collector). The transport (HTTP) is the
-//! front end's.
+//! function, labelled like node_exporter's pcidevice collector, and the NVIDIA GPUs' own view
+//! of their links through NVML). The transport (HTTP) is the front end's.
 
 use crate::monitor::{add_interval, Row, Target, Trend};
 use crate::PmuMetric;
-use pcie_health::{AerState, CheckError, FunctionHealth, Kind, LinkEnd, Report, Severity, Traffic};
+use pcie_health::{AerState, CheckError, FunctionHealth, GpuHealth, Kind, LinkEnd, Report, Severity, Traffic};
 use pcie_sysfs::Bdf;
 use serde::Serialize;
 use std::fmt::{self, Write as _};
@@ -249,11 +249,16 @@ fn bytes_per_s(gbps: f64) -> f64 {
     gbps * 1e9 / 8.0
 }
 
-/// Check the link health of the tree below `root` ([`pcie_health::check`], reading only) and
-/// write it as metrics ([`health`]); the check's error too, for the front end to tell.
-pub fn check_health(root: &Path) -> (String, Option<CheckError>) {
+/// Check the link health of the tree below `root` ([`pcie_health::check`], reading only; the
+/// NVIDIA GPUs through NVML too with `nvml`) and write it as metrics ([`health`]); the check's
+/// error too, for the front end to tell.
+pub fn check_health(root: &Path, nvml: bool) -> (String, Option<CheckError>) {
     let start = Instant::now();
-    let checked = pcie_health::check(root, &pcie_health::Options::default());
+    let opts = pcie_health::Options {
+        nvml,
+        ..pcie_health::Options::default()
+    };
+    let checked = pcie_health::check(root, &opts);
     let text = health(&checked, start.elapsed().as_secs_f64());
     (text, checked.err())
 }
@@ -405,11 +410,27 @@ pub fn health(checked: &Result<Report, CheckError>, seconds: f64) -> String {
     let mut payload = out.family(
         "pcieperf_pcidevice_payload_bytes_total",
         "counter",
-        "Payload the function's block devices and network interfaces counted since they appeared (rx: written into host memory, block reads and received bytes; tx: read from it).",
+        "Payload the function's block devices and network interfaces counted since they appeared, or an NVIDIA GPU's PCIe byte counters since its driver loaded (rx: written into host memory, block reads, received bytes, the GPU's TX; tx: read from it).",
     );
     for (t, l) in &moving {
         payload.sample(format_args!("{l},direction=\"rx\""), t.upstream_bytes);
         payload.sample(format_args!("{l},direction=\"tx\""), t.downstream_bytes);
+    }
+    // A GPU's TX is what it writes upstream (rx here), its RX what it reads (tx).
+    let gpu_labels: Vec<(&GpuHealth, String)> = r
+        .gpus
+        .iter()
+        .filter_map(|g| Some((g, bdf_labels(&g.bdf.parse().ok()?))))
+        .collect();
+    for (g, l) in &gpu_labels {
+        if funcs.iter().any(|x| x.traffic.is_some() && bdf_labels(&x.bdf) == *l) {
+            continue;
+        }
+        for (dir, bytes) in [("rx", g.tx_bytes), ("tx", g.rx_bytes)] {
+            if let Some(b) = bytes {
+                payload.sample(format_args!("{l},direction=\"{dir}\""), b);
+            }
+        }
     }
     let mut capacity = out.family(
         "pcieperf_pcidevice_payload_capacity_bytes_per_second",
@@ -470,7 +491,81 @@ pub fn health(checked: &Result<Report, CheckError>, seconds: f64) -> String {
             lost.sample(l, p / 100.0);
         }
     }
+    gpu_families(&mut out, &gpu_labels);
     out.0
+}
+
+/// One figure of a GPU, when known.
+type GpuFigure = fn(&GpuHealth) -> Option<f64>;
+
+/// Transfers per second of PCIe generation `gen` (1-7).
+fn gts(gen: Option<u32>) -> Option<f64> {
+    let g = pcie_model::Generation::ALL.get((gen? as usize).checked_sub(1)?)?;
+    Some(g.gt_per_s() * 1e9)
+}
+
+/// The NVIDIA GPUs' link as each GPU sees it and its replay counter (NVML; DCGM's
+/// DCGM_FI_DEV_PCIE_LINK_GEN/_WIDTH, DCGM_FI_DEV_PCIE_MAX_LINK_GEN/_WIDTH and
+/// DCGM_FI_DEV_PCIE_REPLAY_COUNTER), labelled as the PCI functions are.
+fn gpu_families(out: &mut Families, gpus: &[(&GpuHealth, String)]) {
+    let mut info = out.family(
+        "pcieperf_gpu_info",
+        "gauge",
+        "An NVIDIA GPU NVML reports, with its name; always 1.",
+    );
+    for (g, l) in gpus {
+        info.sample(format_args!("{l},name=\"{}\"", escaped(&g.name)), 1);
+    }
+    let each: [(&str, &str, GpuFigure); 4] = [
+        (
+            "pcieperf_gpu_current_link_transfers_per_second",
+            "The GPU's link's current speed (T/s) as the GPU reports it (NVML); idle GPUs lower it.",
+            |g| gts(g.current_gen),
+        ),
+        (
+            "pcieperf_gpu_max_link_transfers_per_second",
+            "The GPU's link's maximum speed (T/s) as the GPU reports it (NVML).",
+            |g| gts(g.max_gen),
+        ),
+        (
+            "pcieperf_gpu_current_link_width",
+            "The GPU's link's current width (lanes) as the GPU reports it (NVML).",
+            |g| g.current_width.map(f64::from),
+        ),
+        (
+            "pcieperf_gpu_max_link_width",
+            "The GPU's link's maximum width (lanes) as the GPU reports it (NVML).",
+            |g| g.max_width.map(f64::from),
+        ),
+    ];
+    for (name, help, get) in each {
+        let mut fam = out.family(name, "gauge", help);
+        for (g, l) in gpus {
+            if let Some(v) = get(g) {
+                fam.sample(l, v);
+            }
+        }
+    }
+    let mut replays = out.family(
+        "pcieperf_gpu_pcie_replays_total",
+        "counter",
+        "TLPs the GPU's link layer replayed since its driver loaded (NVML's PCIe replay counter, DCGM_FI_DEV_PCIE_REPLAY_COUNTER).",
+    );
+    for (g, l) in gpus {
+        if let Some(n) = g.replays {
+            replays.sample(l, n);
+        }
+    }
+    let mut limit = out.family(
+        "pcieperf_gpu_pcie_replay_limit_per_second",
+        "gauge",
+        "Replays per second above which check warns: what the link at its current generation and width would replay at the PCIe bit error ratio of 1e-12 carrying its full raw rate.",
+    );
+    for (g, l) in gpus {
+        if let Some(v) = g.replay_limit_per_s {
+            limit.sample(l, v);
+        }
+    }
 }
 
 #[cfg(test)]

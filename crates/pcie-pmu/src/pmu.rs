@@ -250,9 +250,8 @@ impl Pmu {
             .map_err(|_| parse_err(&type_path, format!("{type_text:?} is not a PMU type number")))?;
         let cpumask_path = dir.join("cpumask");
         let cpumask = match read_attr(&cpumask_path)? {
-            Some(t) => {
-                sysfs::parse_cpu_list(&t).ok_or_else(|| parse_err(&cpumask_path, format!("{t:?} is not a CPU list")))?
-            }
+            Some(t) => pcie_sysfs::host::parse_cpu_list(&t)
+                .ok_or_else(|| parse_err(&cpumask_path, format!("{t:?} is not a CPU list")))?,
             None => Vec::new(),
         };
         let mut formats = Vec::new();

@@ -89,30 +89,6 @@ pub(crate) fn check_len(text: &str) -> Result<(), String> {
     }
 }
 
-/// The most CPUs a list may name (Linux's NR_CPUS is at most 8192; a longer list is corrupt).
-const MAX_CPUS: usize = 65536;
-
-/// A CPU list such as `0`, `0,28` or `0-3,8`, naming at most [`MAX_CPUS`] CPUs.
-pub(crate) fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
-    let mut cpus = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if b < a || (b - a) as usize >= MAX_CPUS - cpus.len().min(MAX_CPUS) {
-                    return None;
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().ok()?),
-        }
-        if cpus.len() > MAX_CPUS {
-            return None;
-        }
-    }
-    Some(cpus)
-}
-
 /// The CPU model, from `/proc/cpuinfo`: x86 vendor/family/model, or the Arm implementer/part.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CpuModel {
@@ -158,19 +134,6 @@ impl CpuModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0,28"), Some(vec![0, 28]));
-        assert_eq!(parse_cpu_list("0-2,8"), Some(vec![0, 1, 2, 8]));
-        assert_eq!(parse_cpu_list(""), Some(vec![]));
-        assert_eq!(parse_cpu_list("3-1"), None);
-        assert_eq!(parse_cpu_list("0-65535").map(|c| c.len()), Some(65536));
-        assert_eq!(parse_cpu_list("0-65535,0"), None, "more CPUs than any kernel has");
-        assert_eq!(parse_cpu_list(&vec!["0-4095"; 17].join(",")), None);
-        assert_eq!(parse_cpu_list("4294967296"), None);
-        assert_eq!(parse_cpu_list("0-4294967295"), None, "refused before it is expanded");
-    }
 
     #[test]
     fn cpuinfo_first_processor() {

@@ -1,5 +1,5 @@
 //! Host-wide files the link checks read beside the PCI functions: the kernel's ASPM policy
-//! and the NUMA nodes.
+//! and the NUMA nodes; and the kernel's CPU lists, bounded ([`parse_cpu_list`]).
 
 use crate::error::SysfsError;
 use crate::files::{list_dir, read_attr};
@@ -29,9 +29,46 @@ pub fn numa_nodes(root: &Path) -> Result<Vec<u32>, SysfsError> {
     Ok(nodes)
 }
 
+/// The most CPUs a list may name (Linux's NR_CPUS is at most 8192; a longer list is corrupt).
+const MAX_CPUS: usize = 65536;
+
+/// A CPU list such as `0`, `0,28` or `0-3,8`, naming at most [`MAX_CPUS`] CPUs.
+pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
+    let mut cpus = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if b < a || (b - a) as usize >= MAX_CPUS - cpus.len().min(MAX_CPUS) {
+                    return None;
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().ok()?),
+        }
+        if cpus.len() > MAX_CPUS {
+            return None;
+        }
+    }
+    Some(cpus)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0,28"), Some(vec![0, 28]));
+        assert_eq!(parse_cpu_list("0-2,8"), Some(vec![0, 1, 2, 8]));
+        assert_eq!(parse_cpu_list(""), Some(vec![]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("0-65535").map(|c| c.len()), Some(65536));
+        assert_eq!(parse_cpu_list("0-65535,0"), None, "more CPUs than any kernel has");
+        assert_eq!(parse_cpu_list(&vec!["0-4095"; 17].join(",")), None);
+        assert_eq!(parse_cpu_list("4294967296"), None);
+        assert_eq!(parse_cpu_list("0-4294967295"), None, "refused before it is expanded");
+    }
 
     #[test]
     fn policy_and_nodes() {

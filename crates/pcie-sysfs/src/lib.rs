@@ -1,5 +1,5 @@
-//! One reader of PCI devices in a Linux sysfs tree, shared by pcie-bench (the host information
-//! of a run), pcie-pmu (which devices sit below the root ports a PMU watches) and pcie-health
+//! One reader of PCI devices in a Linux sysfs tree and of the host's facts, shared by pcie-bench
+//! (the host information of a run), pcie-nvml (a GPU's sysfs record), pcie-pmu (which devices sit below the root ports a PMU watches) and pcie-health
 //! (the link checks).
 //!
 //! Every reader takes a root directory: `/` on a host, a temporary directory in tests, where
@@ -21,6 +21,9 @@
 //!   peer-to-peer requests are routed.
 //! - [`LinkFiles`] ([`LinkSpeed`], [`LinkWidth`]: values or "cannot tell"), [`AerFiles`] (the
 //!   `aer_dev_*` counters), and [`host`]: the ASPM policy and the NUMA nodes.
+//! - The host's facts as a benchmark run records them: the NUMA layout ([`numa_layout`]: CPUs
+//!   and memory per node), the kernel's IOMMU settings ([`KernelIommu`]) and a device's record
+//!   ([`DeviceRecord`]: link, MPS/MRRS or why not, IOMMU group type).
 //! - [`read_traffic`]: the bytes block devices and network interfaces moved ([`DeviceTraffic`]),
 //!   each with its directory below its PCI function's: a link's payload where no PMU counts it.
 //! - [`ConfigBuilder`]: realistic config spaces for fixture trees and simulated hosts.
@@ -58,6 +61,7 @@ pub mod files;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
 pub mod host;
+mod host_facts;
 mod link_files;
 #[cfg(unix)]
 pub mod lspci;
@@ -77,5 +81,6 @@ pub use config_space::{
 };
 pub use device::{FunctionFiles, PciDevice, DEVICE_FILES, PCI_DEVICES};
 pub use error::SysfsError;
+pub use host_facts::{numa_layout, DeviceRecord, KernelIommu, NumaNode};
 pub use link_files::{LinkFiles, LinkSpeed, LinkWidth, MAX_WIDTH};
 pub use traffic::{read_traffic, CounterKind, DeviceTraffic};

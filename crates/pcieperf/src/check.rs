@@ -1,19 +1,18 @@
 //! `pcieperf check`: every PCIe link of the host (or of a snapshot with `--sysfs`), its
 //! limiting hop, MPS/MRRS/tags, ASPM, AER, NUMA and power, each finding priced by the model
-//! (pcie-health does the work); `--wake` hands pcie-health the GPU load (pcie-bench's copies
+//! (pcie-health does the work); `--wake` hands pcie-health the GPU load (pcie-gpu's copies
 //! through the CUDA driver). Exit status 3 when something is at warning or above.
-//! `pcieperf snapshot`: the files those readers use, copied for offline use (pcie-sysfs).
 
 use crate::error::CliError;
+use crate::host_selection::{read_lspci, SimArgs, SourceArgs};
 use crate::output::{json, Cell, Format, Table};
-use crate::pmu::source::{SimArgs, SourceArgs};
 use clap::Args;
 use pcie_health::{
     rate_name, CheckError, FunctionHealth, Options, Report, Sampling, Traffic, WakeOptions, WAKE_SECONDS,
 };
 use pcie_sysfs::Bdf;
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Args)]
@@ -41,25 +40,15 @@ pub struct CheckArgs {
     /// Watch the AER and traffic counters for S seconds (one interval unless -I is given)
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub duration: Option<f64>,
+    /// Read the NVIDIA GPUs through NVML (libnvidia-ml.so.1) even with --sysfs: link as the
+    /// GPU sees it, replays, PCIe bytes [default: on the live host only]
+    #[arg(long, conflicts_with = "lspci")]
+    pub nvml: bool,
     /// Put each device (every one with a slow link when none is named) to work for a second
     /// through its own driver and re-read its links: power saving or a fault. GPUs: copies
     /// through the CUDA driver; NVMe: direct reads of its namespace (read-only); writes nothing
     #[arg(long, value_name = "BDF", num_args = 0.., conflicts_with = "lspci")]
     pub wake: Option<Vec<String>>,
-}
-
-#[derive(Debug, Args)]
-pub struct SnapshotArgs {
-    /// The new (or empty) directory to write the snapshot into
-    #[arg(short = 'o', long = "output", value_name = "DIR")]
-    pub output: PathBuf,
-    /// Root of the tree to copy (/ on this host)
-    #[arg(long, value_name = "ROOT", default_value = "/")]
-    pub sysfs: PathBuf,
-    /// Lay out the host an `lspci -vvv` dump describes (FILE, or - for stdin) instead of
-    /// copying files
-    #[arg(long, value_name = "FILE", conflicts_with = "sysfs")]
-    pub lspci: Option<PathBuf>,
 }
 
 /// Exit status of a check that found something at warning or above.
@@ -79,7 +68,10 @@ fn sampling(a: &CheckArgs) -> Result<Option<Sampling>, CliError> {
 
 /// The report as text and the exit status (0, or 3 with a finding at warning or above).
 pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
-    let opts = Options { sampling: sampling(a)? };
+    let opts = Options {
+        sampling: sampling(a)?,
+        nvml: a.nvml || (a.lspci.is_none() && a.source.is_live_host()),
+    };
     let imported = match &a.lspci {
         Some(file) => {
             let functions = read_lspci(file)?;
@@ -103,7 +95,7 @@ pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
                 fast: false,
                 seed: 1,
             };
-            crate::pmu::source::tree(&a.source, &sim)?
+            crate::host_selection::tree(&a.source, &sim)?
         }
     };
     let wake = a.wake.as_ref().map(|names| wake_targets(names)).transpose()?;
@@ -112,7 +104,7 @@ pub fn run(a: &CheckArgs) -> Result<(String, u8), CliError> {
         CheckError::Sysfs(_) => CliError::Runtime(e.to_string()),
     })?;
     if let Some(targets) = wake {
-        let gpu = |bdf: Bdf, most: Duration| pcie_bench::gpu::wake::busy_copies(&bdf.to_string(), most);
+        let gpu = |bdf: Bdf, most: Duration| pcie_gpu::wake::busy_copies(&bdf.to_string(), most);
         let opts = WakeOptions {
             targets,
             duration: Duration::from_secs_f64(WAKE_SECONDS),
@@ -134,60 +126,6 @@ fn wake_targets(names: &[String]) -> Result<Vec<Bdf>, CliError> {
         .iter()
         .map(|n| n.parse().map_err(|e| CliError::Usage(format!("--wake {e}"))))
         .collect()
-}
-
-/// The functions of the `lspci -vvv` dump in `file` (`-`: stdin).
-fn read_lspci(file: &Path) -> Result<Vec<pcie_sysfs::lspci::LspciFunction>, CliError> {
-    use pcie_output::read::{self, Limit};
-    let bytes = if file == Path::new("-") {
-        read::read_stream(std::io::stdin().lock(), Limit::LSPCI_DUMP)
-    } else {
-        read::read(file, Limit::LSPCI_DUMP)
-    }
-    .map_err(|e| CliError::Usage(format!("--lspci {}: {e}", file.display())))?;
-    pcie_sysfs::lspci::parse(&String::from_utf8_lossy(&bytes))
-        .map_err(|e| CliError::Usage(format!("--lspci {}: {e}", file.display())))
-}
-
-pub fn snapshot(a: &SnapshotArgs) -> Result<String, CliError> {
-    use pcie_sysfs::snapshot::SnapshotError;
-    crate::output::check_dir("-o", &a.output)?;
-    let refused = |e: SnapshotError| match e {
-        SnapshotError::Refused(..) => CliError::Usage(format!("-o {e}")),
-        SnapshotError::Io(..) => CliError::Runtime(e.to_string()),
-    };
-    if let Some(file) = &a.lspci {
-        let functions = read_lspci(file)?;
-        let s = pcie_sysfs::lspci::write_snapshot(&functions, &a.output).map_err(refused)?;
-        if let Some(gaps) = s.gaps() {
-            eprintln!("warning: {gaps}");
-        }
-        return Ok(format!(
-            "{}: {} PCI functions from {} (config space: {} from hex dumps, {} from decoded registers, \
-             {} header only); read it with --sysfs {}\n",
-            a.output.display(),
-            s.functions,
-            file.display(),
-            s.dumped,
-            s.decoded,
-            s.header_only,
-            a.output.display()
-        ));
-    }
-    let s = pcie_sysfs::snapshot::snapshot(&a.sysfs, &a.output).map_err(refused)?;
-    for u in &s.unreadable {
-        eprintln!("warning: not copied: {u}");
-    }
-    Ok(format!(
-        "{}: {} PCI functions, {} PMUs, {} block devices and interfaces, {} files ({} serial numbers blanked); read it with --sysfs {}\n",
-        a.output.display(),
-        s.functions,
-        s.pmus,
-        s.devices,
-        s.files,
-        s.serials_blanked,
-        a.output.display()
-    ))
 }
 
 fn opt<T: ToString>(v: &Option<T>) -> Cell {
@@ -382,6 +320,7 @@ fn human(r: &Report) -> String {
             quiet.len()
         );
     }
+    out.push_str(&crate::check_gpus::human(r));
     for s in &r.skipped {
         let _ = writeln!(
             out,
@@ -581,6 +520,9 @@ fn csv(r: &Report) -> String {
         ("bdf", "bdf"),
     ];
     heads.extend(COLUMNS.iter().chain(&TRAFFIC).map(|c| (c.0, c.0)));
+    let gpu_heads = crate::check_gpus::csv_heads(r);
+    let gpu_empty = || gpu_heads.iter().map(|_| Cell::Empty);
+    heads.extend(&gpu_heads);
     let mut t = Table::new(&heads);
     for f in &r.findings {
         let mut row = vec![
@@ -598,6 +540,7 @@ fn csv(r: &Report) -> String {
                 Cell::Empty
             }
         }));
+        row.extend(gpu_empty());
         t.push(row);
     }
     for (record, _, lines) in extra_sections(r) {
@@ -624,6 +567,14 @@ fn csv(r: &Report) -> String {
         ];
         row.push(Cell::text(f.bdf.to_string()));
         row.extend(COLUMNS.iter().chain(&TRAFFIC).map(|c| (c.3)(f)));
+        row.extend(gpu_empty());
+        t.push(row);
+    }
+    for g in &r.gpus {
+        let mut row = vec![Cell::text("gpu"), Cell::Empty, Cell::Empty, Cell::Empty, Cell::Empty];
+        row.push(Cell::text(g.bdf.as_str()));
+        row.extend(COLUMNS.iter().chain(&TRAFFIC).map(|_| Cell::Empty));
+        row.extend(crate::check_gpus::csv_cells(g));
         t.push(row);
     }
     t.to_csv()

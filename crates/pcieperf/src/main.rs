@@ -2,13 +2,16 @@
 
 mod bench;
 mod check;
+mod check_gpus;
 mod error;
+mod host_selection;
 mod model;
 mod output;
 mod pmu;
 mod shell;
 mod signals;
 mod sim;
+mod snapshot;
 
 use clap::{Parser, Subcommand};
 use error::CliError;
@@ -44,7 +47,7 @@ enum Command {
     /// at warning or above)
     Check(check::CheckArgs),
     /// Copy the sysfs/procfs files pcieperf reads into a new directory, for --sysfs DIR
-    Snapshot(check::SnapshotArgs),
+    Snapshot(snapshot::SnapshotArgs),
     /// Print a shell completion script (bash, zsh or fish) on stdout
     Completions(shell::CompletionsArgs),
     /// Print the man page (roff) of pcieperf or of one of its commands on stdout
@@ -60,7 +63,7 @@ fn run(cli: &Cli) -> Result<(String, u8), CliError> {
         Command::Pmu(cmd) => pmu::run(cmd).map(done),
         Command::Sim(cmd) => sim::run(cmd).map(done),
         Command::Check(args) => check::run(args),
-        Command::Snapshot(args) => check::snapshot(args).map(done),
+        Command::Snapshot(args) => snapshot::run(args).map(done),
         Command::Completions(args) => shell::completions(args).map(done),
         Command::Man(args) => shell::man(args).map(done),
     }

@@ -11,7 +11,7 @@ mod sweeps;
 pub use overlay::run_letter;
 
 use crate::compare::{compare, RunComparison};
-use crate::gpu::{Engine, SM_MIN_WINDOW};
+use crate::results::{Engine, SM_MIN_WINDOW};
 use crate::results::{LatencyRow, ResultData, RunData};
 use cdf::cdf_chart;
 use pcie_model::{LinkConfig, LinkParams};

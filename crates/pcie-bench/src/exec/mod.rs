@@ -226,20 +226,6 @@ fn handshake(argv: &[String], offer: &BufferOffer, options: &ExecOptions) -> Res
     }
 }
 
-/// How error messages name a test.
-pub fn test_name(t: &TestParams) -> String {
-    format!(
-        "{} size {} window {} host offset {} device offset {} {} {}",
-        t.kind,
-        t.size,
-        t.window,
-        t.host_offset,
-        t.device_offset,
-        t.pattern.csv_name().to_ascii_lowercase(),
-        t.cache.csv_name().to_ascii_lowercase()
-    )
-}
-
 impl Session {
     fn run(&mut self, id: u64, t: &TestParams, seed: u64, cycle_ps: f64, timeout: Duration) -> Result<Outcome, String> {
         if let Some(why) = &self.broken {
@@ -254,7 +240,7 @@ impl Session {
         };
         let request = Request::Test {
             id,
-            name: test_name(t),
+            name: t.name(),
             params: WireParams::from(t),
             seed,
             host_cache_done,
@@ -309,7 +295,7 @@ impl Backend for ExecBackend {
 
     fn run(&self, t: &TestParams, seed: u64) -> Result<Outcome, BackendError> {
         let err = |message: String| BackendError {
-            test: test_name(t),
+            test: t.name(),
             message: format!("{}: {message}", self.argv[0]),
         };
         t.check(self.hello.max_transfer).map_err(|e| err(e.to_string()))?;

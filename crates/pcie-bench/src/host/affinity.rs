@@ -3,30 +3,19 @@
 //! lines.
 
 use super::buffer::choose_node;
+use pcie_sysfs::files::read_attr;
+use pcie_sysfs::host::parse_cpu_list;
 use std::path::Path;
-
-/// CPUs as the kernel lists them: `0-3,8-11`.
-pub fn parse_cpulist(s: &str) -> Result<Vec<usize>, String> {
-    let bad = || format!("cpu list {s:?}: must be like 0-3,8-11");
-    let mut cpus = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
-        let (lo, hi): (usize, usize) = (lo.parse().map_err(|_| bad())?, hi.parse().map_err(|_| bad())?);
-        if lo > hi {
-            return Err(bad());
-        }
-        cpus.extend(lo..=hi);
-    }
-    Ok(cpus)
-}
 
 /// The CPUs of NUMA node `node` under `root`, or why there are none.
 pub fn node_cpus(root: &Path, node: u32) -> Result<Vec<usize>, String> {
     let node = choose_node(root, node)?;
     let path = root.join(format!("sys/devices/system/node/node{node}/cpulist"));
-    let text = pcie_output::read::read_text(&path, pcie_output::read::Limit::ATTRIBUTE)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    match parse_cpulist(&text)? {
+    let text = read_attr(&path)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("{}: no such file", path.display()))?;
+    let cpus = parse_cpu_list(&text).ok_or_else(|| format!("cpu list {text:?}: must be like 0-3,8-11"))?;
+    match cpus.into_iter().map(|c| c as usize).collect::<Vec<_>>() {
         cpus if cpus.is_empty() => Err(format!("NUMA node {node} has no CPUs")),
         cpus => Ok(cpus),
     }
@@ -59,20 +48,13 @@ mod tests {
     use crate::host::fake_root;
 
     #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpulist("0-3,8-9,12\n").unwrap(), vec![0, 1, 2, 3, 8, 9, 12]);
-        assert_eq!(parse_cpulist("").unwrap(), Vec::<usize>::new());
-        assert!(parse_cpulist("3-1").unwrap_err().contains("must be like 0-3,8-11"));
-        assert!(parse_cpulist("a-b").is_err());
-    }
-
-    #[test]
     fn node_cpus_from_sysfs() {
         let root = fake_root(
             "nodecpus",
             &[
                 ("sys/devices/system/node/node0/cpulist", "0-1\n"),
                 ("sys/devices/system/node/node1/cpulist", "\n"),
+                ("sys/devices/system/node/node3/cpulist", "3-1\n"),
             ],
         );
         assert_eq!(node_cpus(&root, 0).unwrap(), vec![0, 1]);
@@ -80,6 +62,10 @@ mod tests {
         assert!(node_cpus(&root, 2)
             .unwrap_err()
             .starts_with("NUMA node 2 does not exist"));
+        assert_eq!(
+            node_cpus(&root, 3).unwrap_err(),
+            "cpu list \"3-1\": must be like 0-3,8-11"
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -3,7 +3,7 @@
 //! super-page runs), bound to the NUMA node the test places memory on. Anything missing
 //! degrades to the plain case with one warning that names what is missing.
 
-use super::sysinfo::dir_names;
+use pcie_sysfs::files::list_dir;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
@@ -53,7 +53,7 @@ pub fn choose_page(root: &Path, bytes: u64) -> Result<u64, String> {
             )),
         }
     }
-    if dir_names(&base).is_empty() {
+    if list_dir(&base).unwrap_or_default().is_empty() {
         return Err(format!(
             "the kernel offers no huge pages ({} is missing)",
             base.display()
@@ -66,7 +66,8 @@ pub fn choose_page(root: &Path, bytes: u64) -> Result<u64, String> {
 /// `sys/devices/system/node`.
 pub fn choose_node(root: &Path, node: u32) -> Result<u32, String> {
     let base = root.join("sys/devices/system/node");
-    let nodes: Vec<String> = dir_names(&base)
+    let nodes: Vec<String> = list_dir(&base)
+        .unwrap_or_default()
         .into_iter()
         .filter(|n| n.strip_prefix("node").is_some_and(|id| id.parse::<u32>().is_ok()))
         .collect();

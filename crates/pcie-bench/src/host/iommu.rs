@@ -7,8 +7,8 @@
 //! contiguous, so no 2 MB IO page can map them); otherwise 2 MB super pages are what the
 //! IOMMU uses by default, and 4 KB is what a driver may still choose.
 
-use super::KernelIommu;
 use crate::params::Iommu;
+use pcie_sysfs::KernelIommu;
 
 /// The modes this host allows a device's DMAs, the first the one to record by default, and
 /// what showed them.
@@ -18,26 +18,27 @@ pub struct HostIommu {
     pub why: String,
 }
 
-impl KernelIommu {
-    /// The mode a kernel command line alone sets (a pcie-bench data directory's): on with
-    /// `sp_off` is 4 KB pages, on otherwise 2 MB super pages, off when not on or in passthrough.
-    pub fn cmdline_mode(&self) -> Iommu {
-        if self.enabled != Some(true) || self.passthrough == Some(true) {
-            Iommu::Off
-        } else if self.super_pages_off() {
-            Iommu::Pages4K
-        } else {
-            Iommu::Super2M
-        }
+/// The mode a kernel command line alone sets (a pcie-bench data directory's): on with `sp_off`
+/// is 4 KB pages, on otherwise 2 MB super pages, off when not on or in passthrough.
+pub fn cmdline_mode(k: &KernelIommu) -> Iommu {
+    if k.enabled != Some(true) || k.passthrough == Some(true) {
+        Iommu::Off
+    } else if super_pages_off(k) {
+        Iommu::Pages4K
+    } else {
+        Iommu::Super2M
     }
+}
 
-    fn super_pages_off(&self) -> bool {
-        self.params.values().any(|v| v.split(',').any(|f| f == "sp_off"))
-    }
+fn super_pages_off(k: &KernelIommu) -> bool {
+    k.params.values().any(|v| v.split(',').any(|f| f == "sp_off"))
+}
 
+impl HostIommu {
     /// The modes a device in an IOMMU group of `group_type` (sysfs `iommu_group/type`, when
-    /// known) can meet on this host, its DMA buffer on pages of `buffer_page_bytes`.
-    pub fn host_modes(&self, group_type: Option<&str>, buffer_page_bytes: u64) -> HostIommu {
+    /// known) can meet on a host of kernel settings `k`, its DMA buffer on pages of
+    /// `buffer_page_bytes`.
+    pub fn of(k: &KernelIommu, group_type: Option<&str>, buffer_page_bytes: u64) -> HostIommu {
         let off = |why: String| HostIommu {
             allowed: vec![Iommu::Off],
             why,
@@ -45,14 +46,14 @@ impl KernelIommu {
         let translated = match group_type {
             Some("identity") => return off("the device's IOMMU group is identity-mapped (no translation)".into()),
             Some(t) if t.starts_with("DMA") => format!("the device's IOMMU group translates (type {t})"),
-            _ if self.passthrough == Some(true) => {
+            _ if k.passthrough == Some(true) => {
                 return off("the kernel command line puts the IOMMU in passthrough".into())
             }
-            _ if self.enabled == Some(false) => return off("the kernel command line turns the IOMMU off".into()),
-            _ if self.units.is_empty() => return off("no IOMMU unit is registered in sys/class/iommu".into()),
-            _ => format!("IOMMU units {} translate", self.units.join(", ")),
+            _ if k.enabled == Some(false) => return off("the kernel command line turns the IOMMU off".into()),
+            _ if k.units.is_empty() => return off("no IOMMU unit is registered in sys/class/iommu".into()),
+            _ => format!("IOMMU units {} translate", k.units.join(", ")),
         };
-        if self.super_pages_off() {
+        if super_pages_off(k) {
             HostIommu {
                 allowed: vec![Iommu::Pages4K],
                 why: format!("{translated}, super pages off (sp_off)"),
@@ -69,9 +70,7 @@ impl KernelIommu {
             }
         }
     }
-}
 
-impl HostIommu {
     /// The mode the run records: `asked` when the host allows it, by default the host's.
     pub fn choose(&self, asked: Option<Iommu>) -> Result<Iommu, String> {
         match asked {
@@ -103,7 +102,7 @@ mod tests {
 
     #[test]
     fn pcie_bench_s_command_lines_give_its_directories_modes() {
-        let cmdline = |c: &str| KernelIommu::parse(c, vec![]).cmdline_mode();
+        let cmdline = |c: &str| cmdline_mode(&KernelIommu::parse(c, vec![]));
         assert_eq!(cmdline("ro intel_iommu=on,sp_off quiet"), Iommu::Pages4K);
         assert_eq!(cmdline("intel_iommu=on"), Iommu::Super2M);
         assert_eq!(cmdline("intel_iommu=on iommu=pt"), Iommu::Off);
@@ -113,7 +112,7 @@ mod tests {
     #[test]
     fn a_live_host_allows_what_its_groups_units_and_buffer_pages_allow() {
         let huge = 2 << 20;
-        let modes = |k: &KernelIommu, group: Option<&str>, page: u64| k.host_modes(group, page).allowed;
+        let modes = |k: &KernelIommu, group: Option<&str>, page: u64| HostIommu::of(k, group, page).allowed;
         // Translation off, by each of the signs.
         let none = KernelIommu::parse("quiet", vec![]);
         assert_eq!(modes(&none, None, huge), [Iommu::Off]);
@@ -124,7 +123,7 @@ mod tests {
         assert_eq!(modes(&on("iommu=pt"), Some("DMA-FQ"), 4096), [Iommu::Pages4K]);
         assert_eq!(modes(&on("intel_iommu=on,sp_off"), None, huge), [Iommu::Pages4K]);
         assert_eq!(modes(&on("quiet"), Some("DMA"), huge), [Iommu::Super2M, Iommu::Pages4K]);
-        let why = on("quiet").host_modes(None, 4096).why;
+        let why = HostIommu::of(&on("quiet"), None, 4096).why;
         assert_eq!(
             why,
             "IOMMU units dmar0, dmar1 translate; the DMA buffer is on 4 KiB pages, so are its IO pages"
@@ -133,7 +132,7 @@ mod tests {
 
     #[test]
     fn the_option_may_state_the_host_s_mode_not_change_it() {
-        let host = on("quiet").host_modes(Some("DMA"), 2 << 20);
+        let host = HostIommu::of(&on("quiet"), Some("DMA"), 2 << 20);
         assert_eq!(host.choose(None), Ok(Iommu::Super2M));
         assert_eq!(host.choose(Some(Iommu::Pages4K)), Ok(Iommu::Pages4K));
         let e = host.choose(Some(Iommu::Off)).unwrap_err();
@@ -141,7 +140,7 @@ mod tests {
             e.starts_with("iommu off: a real device runs under the host's IOMMU, which allows 2m or 4k here (the device's IOMMU group translates (type DMA); "),
             "{e}"
         );
-        let none = KernelIommu::parse("quiet", vec![]).host_modes(None, 4096);
+        let none = HostIommu::of(&KernelIommu::parse("quiet", vec![]), None, 4096);
         let e = none.choose(Some(Iommu::Pages4K)).unwrap_err();
         assert!(
             e.contains("which allows off here (no IOMMU unit is registered in sys/class/iommu)"),

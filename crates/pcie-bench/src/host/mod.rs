@@ -1,20 +1,17 @@
 //! Host-side services a real device backend needs: the DMA buffer (huge pages, NUMA
-//! binding), the host's cache steps, and system information for `run.json`. Readers take a
-//! root directory so tests use fake sysfs/procfs trees.
+//! binding), the host's cache steps and the IOMMU mode its DMAs meet. The host's facts
+//! themselves (NUMA nodes, kernel IOMMU settings, the device record) are pcie-sysfs's. Readers
+//! take a root directory so tests use fake sysfs/procfs trees.
 
 mod affinity;
 mod buffer;
 mod cache;
 mod iommu;
-mod sysinfo;
 
-pub use affinity::{node_cpus, parse_cpulist, pinned};
+pub use affinity::{node_cpus, pinned};
 pub use buffer::{choose_node, choose_page, DmaBuffer};
 pub use cache::CacheSteps;
-pub use iommu::HostIommu;
-/// The address [`DeviceRecord::read`] takes, parsed from text with `str::parse`.
-pub use pcie_sysfs::Bdf;
-pub use sysinfo::{numa_nodes, DeviceRecord, KernelIommu, NumaNode};
+pub use iommu::{cmdline_mode, HostIommu};
 
 /// A temporary directory holding `files` (path relative to it, contents).
 #[cfg(test)]

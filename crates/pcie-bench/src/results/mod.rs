@@ -5,6 +5,7 @@
 mod bandwidth;
 mod cdf;
 mod csv;
+mod engine;
 mod key;
 mod latency;
 mod netfpga;
@@ -16,6 +17,7 @@ mod writer;
 
 pub use bandwidth::BandwidthRow;
 pub use cdf::CdfSection;
+pub use engine::{Engine, SM_MIN_WINDOW};
 pub use key::RowKey;
 pub use latency::LatencyRow;
 pub use raw::{read_raw, RawSample};

@@ -129,7 +129,6 @@ mod tests {
     use super::*;
     use crate::params::{Iommu, Numa};
     use crate::results::HostInfo;
-    use crate::Backend;
     use pcie_model::LinkConfig;
 
     #[test]
@@ -142,7 +141,11 @@ mod tests {
             command_line: vec![],
             suite: "quick".into(),
             seed: 0,
-            backend: crate::SimBackend::from_spec("sim").unwrap().info(),
+            backend: crate::BackendInfo {
+                name: "sim".into(),
+                description: serde_json::Value::Null,
+                max_transfer: 4096,
+            },
             link: LinkConfig::new(&pcie_model::LinkParams::default()).ok(),
             numa: Numa::default(),
             iommu: Iommu::default(),

@@ -2,9 +2,9 @@
 //! kept the same facts in its `sys-*.txt` files).
 
 use crate::backend::BackendInfo;
-use crate::host::{numa_nodes, DeviceRecord, KernelIommu, NumaNode};
 use crate::params::{Iommu, Numa};
 use pcie_model::LinkConfig;
+use pcie_sysfs::{numa_layout, DeviceRecord, KernelIommu, NumaNode};
 use serde::{Deserialize, Serialize, Serializer};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -112,7 +112,7 @@ impl HostInfo {
                 .count(),
             kernel_cmdline: read("proc/cmdline").trim().to_string(),
             iommu: KernelIommu::read(root),
-            numa_nodes: numa_nodes(root),
+            numa_nodes: numa_layout(root),
             device: None,
         }
     }

@@ -1,10 +1,6 @@
 //! pcie-bench's integration tests in one binary: each file below used to be a test binary of
 //! its own, each linking the same libraries.
 
-#[path = "fit.rs"]
-mod fit;
-#[path = "fit_e3.rs"]
-mod fit_e3;
 #[path = "hostile_input.rs"]
 mod hostile_input;
 #[path = "netfpga_dat.rs"]

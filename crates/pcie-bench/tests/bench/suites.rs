@@ -68,16 +68,12 @@ fn the_gpu_suite_is_the_quick_one_with_windows_a_gpu_s_threads_measure() {
             assert_eq!(format!("{q:?}"), format!("{g:?}"), "{}", g.base);
             continue;
         }
-        assert!(
-            g.windows.iter().all(|&w| w >= pcie_bench::gpu::SM_MIN_WINDOW),
-            "{}",
-            g.base
-        );
+        assert!(g.windows.iter().all(|&w| w >= pcie_bench::SM_MIN_WINDOW), "{}", g.base);
         let over: Vec<u64> = q
             .windows
             .iter()
             .copied()
-            .filter(|&w| w >= pcie_bench::gpu::SM_MIN_WINDOW)
+            .filter(|&w| w >= pcie_bench::SM_MIN_WINDOW)
             .collect();
         assert!(
             over.iter().all(|w| g.windows.contains(w)),

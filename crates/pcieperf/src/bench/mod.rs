@@ -1,6 +1,7 @@
 //! `pcieperf bench ...`: the pcie-bench methodology on the simulator or a real device.
 
 mod compare_tables;
+mod open;
 mod progress;
 mod report;
 mod run;

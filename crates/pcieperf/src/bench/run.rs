@@ -1,17 +1,18 @@
 //! `pcieperf bench run`: expand a suite (or one test), run it on a backend in parallel, write
 //! the run directory as tests finish, and summarise.
 
+use super::open::{is_device, OpenOptions, Opened};
 use super::progress::Progress;
 use crate::error::CliError;
 use crate::output::{check_dir, Cell, Format, Table};
 use crate::signals::cancel_on_signals;
 use clap::Args;
-use pcie_bench::host::DeviceRecord;
 use pcie_bench::suite::{work, BaseSummary, SuitePlan};
 use pcie_bench::{
-    parse_bytes, rfc3339, run_tests, Backend, CacheState, Group, HostInfo, Iommu, Numa, OpenOptions, Opened, Pattern,
-    ProgramLog, RunEvent, RunInfo, RunWriter, Suite, TestKind, TestParams,
+    parse_bytes, rfc3339, run_tests, Backend, CacheState, Group, HostInfo, Iommu, Numa, Pattern, ProgramLog, RunEvent,
+    RunInfo, RunWriter, Suite, TestKind, TestParams,
 };
+use pcie_sysfs::DeviceRecord;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -173,7 +174,7 @@ pub fn run(a: &RunArgs) -> Result<String, CliError> {
     let iommu: Option<Iommu> = parsed(&a.iommu)?;
     // One device: tests run one at a time unless asked otherwise (then one program per thread).
     let threads = a.threads.unwrap_or_else(|| {
-        if pcie_bench::open::is_device(&a.backend) {
+        if is_device(&a.backend) {
             1
         } else {
             std::thread::available_parallelism().map_or(1, |n| n.get())

@@ -2,8 +2,8 @@
 //! functions on root buses no PMU watches, for people; for programs the same as one JSON
 //! document ([`Listing`]), or one CSV row per PMU event.
 
-use super::source::SourceArgs;
 use crate::error::CliError;
+use crate::host_selection::SourceArgs;
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
 use pcie_pmu::catalog::Origin;
@@ -226,7 +226,7 @@ fn human(root: &std::path::Path, l: &Listing) -> String {
 }
 
 pub fn run(a: &ListArgs) -> Result<String, CliError> {
-    let sys = super::source::discover(&a.source)?;
+    let sys = crate::host_selection::discover(&a.source)?;
     for p in &sys.problems {
         eprintln!("warning: skipped a PMU: {p}");
     }

@@ -6,7 +6,6 @@ mod list;
 mod record;
 mod rows;
 mod serve;
-pub mod source;
 mod stat;
 mod top;
 mod validate;

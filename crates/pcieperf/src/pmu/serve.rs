@@ -29,6 +29,10 @@ pub struct ServeArgs {
     /// Stop after S seconds (default: until Ctrl-C)
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     duration: Option<f64>,
+    /// Serve the NVIDIA GPUs' link, replays and PCIe bytes read through NVML even with
+    /// --sysfs [default: on the live host only]
+    #[arg(long)]
+    nvml: bool,
 }
 
 const HISTORY: usize = 120;
@@ -213,11 +217,11 @@ fn bind(listen: &str) -> Result<TcpListener, CliError> {
 /// time when that is longer (a tree of 10,000 functions takes most of a CPU second, read on
 /// several threads: checking stays under a tenth of a core), publishing its metrics; a failed
 /// check is told once on stderr (its metrics say so each time).
-fn watch_health(root: PathBuf, every: Duration, shared: Shared) {
+fn watch_health(root: PathBuf, nvml: bool, every: Duration, shared: Shared) {
     let mut told = false;
     loop {
         let (start, cpu) = (Instant::now(), process_cpu());
-        let (text, err) = check_health(&root);
+        let (text, err) = check_health(&root, nvml);
         if let (Some(e), false) = (err, told) {
             eprintln!("warning: link health: {e}");
             told = true;
@@ -253,7 +257,8 @@ pub fn run(a: &ServeArgs) -> Result<String, CliError> {
         .map_err(|e| CliError::Runtime(format!("--listen {}: {e}", a.listen)))?;
     let every = Duration::from_millis(a.watch.interval);
     let for_health = Arc::clone(&shared);
-    std::thread::spawn(move || watch_health(root, every, for_health));
+    let nvml = a.nvml || a.watch.source.is_live_host();
+    std::thread::spawn(move || watch_health(root, nvml, every, for_health));
     let for_server = Arc::clone(&shared);
     std::thread::spawn(move || listen(listener, for_server));
     eprintln!("pcieperf pmu serve: listening on http://{local}/ (Prometheus metrics on /metrics)");

@@ -3,9 +3,9 @@
 //! Ctrl-C; `-I MS` prints one row per event per interval as it goes.
 
 use super::rows::{csv_lines, json_lines};
-use super::source::{self, SimArgs, SourceArgs};
 use super::watch::{check_duration, check_interval, warn_command, warn_wraps};
 use crate::error::CliError;
+use crate::host_selection::{self as source, SimArgs, SourceArgs};
 use crate::output::{json, Cell, Format, Table};
 use crate::signals::cancel_on_signals;
 use clap::Args;

@@ -6,9 +6,9 @@
 //! ([`pcie_pmu::fio`]) and the PMU the kernel's; on `--source sim` both are simulated, as fast
 //! as the simulation runs.
 
-use super::source::{self, Source, SourceArgs};
 use super::watch::check_interval;
 use crate::error::CliError;
+use crate::host_selection::{self as source, Source, SourceArgs};
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
 use pcie_pmu::fio::{self, FioRun, FioStats};

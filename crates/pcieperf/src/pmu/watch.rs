@@ -2,8 +2,8 @@
 //! ([`WatchArgs`]), the `-I` / `--duration` checks, and the messages the monitor's findings
 //! print as (wrap warnings, a failed command, a host without payload events).
 
-use super::source::{self, SimArgs, SourceArgs};
 use crate::error::CliError;
+use crate::host_selection::{self as source, SimArgs, SourceArgs};
 use clap::Args;
 use pcie_pmu::monitor::{payload_events, resolve_events, Monitor, MonitorError, Plan, Requested, RunSummary};
 use pcie_pmu::{CounterError, CounterSource};

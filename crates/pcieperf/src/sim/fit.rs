@@ -1,12 +1,12 @@
 //! `pcieperf sim fit`: parses the options, shows the fit's progress, prints its errors before
-//! and after, and writes the fitted profile (`pcie_bench::fit` does the work).
+//! and after, and writes the fitted profile (`pcie_fit` does the work).
 
 use crate::error::CliError;
 use crate::output::{check_files, json, write_file, Cell, Format, Table};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pcie_bench::compare::ErrorStats;
-use pcie_bench::fit::{fit, FitError, FitOptions, FitReport};
+use pcie_fit::{fit, FitError, FitOptions, FitReport};
 use pcie_sim::{DeviceProfile, HostProfile};
 use std::path::PathBuf;
 
@@ -207,7 +207,7 @@ fn human(r: &FitReport, output: &std::path::Path) -> String {
         ));
     }
     out.push_str(&keys.to_human());
-    let met = |v: &[pcie_bench::fit::score::Verdict]| v.iter().filter(|v| v.met).count();
+    let met = |v: &[pcie_fit::score::Verdict]| v.iter().filter(|v| v.met).count();
     out.push_str(&format!(
         "\ncriteria met: {} of {} before, {} after; {} simulations ({} samples per test searching, {} comparing)\n",
         met(&r.verdicts_before),

@@ -8,6 +8,8 @@ mod common;
 mod bench_cli;
 #[path = "check_cli.rs"]
 mod check_cli;
+#[path = "check_nvml_cli.rs"]
+mod check_nvml_cli;
 #[path = "check_sim_cli.rs"]
 mod check_sim_cli;
 #[path = "check_wake_cli.rs"]

@@ -118,11 +118,17 @@ impl Drop for Server {
 /// first line naming it; stderr is then drained so the server never blocks on a full pipe or
 /// fails on a closed one.
 pub fn serve(args: &[&str]) -> Server {
+    serve_with(args, &[])
+}
+
+/// [`serve`] with environment variables set for the server.
+pub fn serve_with(args: &[&str], env: &[(&str, &str)]) -> Server {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let mut child = Command::new(env!("CARGO_BIN_EXE_pcieperf"))
         .args(["pmu", "serve", "--listen", "127.0.0.1:0"])
         .args(args)
+        .envs(env.iter().copied())
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()

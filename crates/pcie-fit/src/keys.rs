@@ -6,8 +6,8 @@
 //! A profile is handled as its serde value, so a key is read and set by its dotted name and
 //! every candidate goes back through the loader's checks ([`super::profile_toml`]).
 
-use crate::params::{CacheState, Iommu, TestKind, TestParams};
-use crate::suite::{Group, Suite};
+use pcie_bench::params::{CacheState, Iommu, TestKind, TestParams};
+use pcie_bench::suite::{Group, Suite};
 use serde_json::Value;
 use std::sync::OnceLock;
 
@@ -474,7 +474,7 @@ mod tests {
             size,
             window,
             cache,
-            ..crate::params::sample(kind, 1)
+            ..pcie_bench::params::sample(kind, 1)
         }
     }
 
@@ -560,7 +560,7 @@ mod tests {
             kind,
             size,
             host_offset,
-            ..crate::params::sample(kind, 1)
+            ..pcie_bench::params::sample(kind, 1)
         };
         // 64 B at offset 0 is one line; at offset 1, or 65 B, two.
         assert!(Tests::OneLineReads.take(&t(TestKind::LatRd, 64, 0)));

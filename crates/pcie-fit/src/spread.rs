@@ -5,7 +5,7 @@
 //! report says how large it is: measured over fitted, row by row.
 
 use super::score::GroupScore;
-use crate::params::TestKind;
+use pcie_bench::params::TestKind;
 use serde::Serialize;
 
 /// One test kind of one bandwidth group: measured over simulated, in the table's row order.
@@ -77,9 +77,9 @@ pub fn spreads(after: &[GroupScore]) -> Vec<Spread> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::ErrorStats;
-    use crate::fit::score::{RowScore, SliceErrors};
-    use crate::params::{sample, CacheState, Iommu};
+    use pcie_bench::compare::ErrorStats;
+    use crate::score::{RowScore, SliceErrors};
+    use pcie_bench::params::{sample, CacheState, Iommu};
 
     fn group(rows: &[(u32, f64, f64)]) -> GroupScore {
         let e = ErrorStats {
@@ -103,7 +103,7 @@ mod tests {
             rows: rows
                 .iter()
                 .map(|&(size, sim, measured)| RowScore {
-                    key: (&crate::params::TestParams {
+                    key: (&pcie_bench::params::TestParams {
                         size,
                         ..sample(TestKind::BwWr, 1)
                     })

@@ -9,11 +9,11 @@
 //! Users and reviewers compare real-count runs (`bench run --suite paper`), and state a long
 //! test builds up (lines its own writes leave in the LLC) shows only there, so `--samples 0`
 //! is the final check of a calibration change. The criteria and the scoring are
-//! `pcie_bench::fit::score`'s, which `pcieperf sim fit` reports too.
+//! `pcie_fit::score`'s, which `pcieperf sim fit` reports too.
 
-use pcie_bench::fit::measured::MeasuredRun;
-use pcie_bench::fit::score::{calibrated, score};
 use pcie_bench::*;
+use pcie_fit::measured::MeasuredRun;
+use pcie_fit::score::{calibrated, score};
 mod common;
 use common::{opt, reference_root, DIRS};
 

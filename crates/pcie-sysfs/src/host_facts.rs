@@ -1,10 +1,12 @@
-//! What the host and the device under test are, read from a root directory (`/` on the
-//! machine, a fake tree in tests): kernel command line and its IOMMU settings, NUMA layout,
-//! and the device's link state and MPS/MRRS (read by pcie-sysfs) as `run.json` records them.
-//! pcie-bench kept the same facts in its `sys-*.txt` files; results differ with them.
+//! What the host and a device are, as a benchmark run records them (`run.json`) and the GPU
+//! readers describe a GPU: the kernel command line and its IOMMU settings, the NUMA layout
+//! (CPUs and memory per node), and a device's link state and MPS/MRRS (read through
+//! [`PciDevice`]). pcie-bench kept the same facts in its `sys-*.txt` files; results differ
+//! with them.
 
+use crate::files::{list_dir, read_attr};
+use crate::{Bdf, PciDevice, SysfsError};
 use pcie_model::{Generation, LinkConfig, LinkParams};
-use pcie_sysfs::{Bdf, SysfsError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -53,8 +55,8 @@ impl KernelIommu {
     }
 
     pub fn read(root: &Path) -> KernelIommu {
-        let cmdline = std::fs::read_to_string(root.join("proc/cmdline")).unwrap_or_default();
-        KernelIommu::parse(&cmdline, dir_names(&root.join("sys/class/iommu")))
+        let cmdline = read_attr(&root.join("proc/cmdline")).ok().flatten().unwrap_or_default();
+        KernelIommu::parse(&cmdline, list_dir(&root.join("sys/class/iommu")).unwrap_or_default())
     }
 }
 
@@ -68,33 +70,30 @@ pub struct NumaNode {
     pub memory_kib: Option<u64>,
 }
 
-/// The machine's NUMA nodes from `sys/devices/system/node/node*`, by id; empty when the
-/// kernel has no NUMA information.
-pub fn numa_nodes(root: &Path) -> Vec<NumaNode> {
-    let base = root.join("sys/devices/system/node");
-    let mut nodes: Vec<NumaNode> = dir_names(&base)
-        .iter()
-        .filter_map(|name| {
-            let id: u32 = name.strip_prefix("node")?.parse().ok()?;
-            let dir = base.join(name);
-            let memory_kib = std::fs::read_to_string(dir.join("meminfo")).ok().and_then(|m| {
+/// The machine's NUMA nodes (those [`crate::host::numa_nodes`] lists) with their CPUs and
+/// memory, by id; empty when the kernel has no NUMA information.
+pub fn numa_layout(root: &Path) -> Vec<NumaNode> {
+    let base = root.join(crate::host::NUMA_NODES);
+    let ids = crate::host::numa_nodes(root).unwrap_or_default();
+    ids.into_iter()
+        .map(|id| {
+            let dir = base.join(format!("node{id}"));
+            let memory_kib = read_attr(&dir.join("meminfo")).ok().flatten().and_then(|m| {
                 m.lines().find_map(|l| {
                     let rest = l.split_once("MemTotal:")?.1;
                     rest.split_whitespace().next()?.parse().ok()
                 })
             });
-            Some(NumaNode {
+            NumaNode {
                 id,
                 cpus: read_trimmed(&dir.join("cpulist")).unwrap_or_default(),
                 memory_kib,
-            })
+            }
         })
-        .collect();
-    nodes.sort_by_key(|n| n.id);
-    nodes
+        .collect()
 }
 
-/// The device under test as `run.json` records it (read through [`pcie_sysfs::PciDevice`]:
+/// A device as `run.json` records it (read through [`PciDevice`]:
 /// ids as hex text, MPS/MRRS or why they are missing).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -125,7 +124,7 @@ impl DeviceRecord {
     /// Reads `sys/bus/pci/devices/BDF` under `root`. Fails when the device is not there or its
     /// directory cannot be read.
     pub fn read(root: &Path, bdf: Bdf) -> Result<DeviceRecord, SysfsError> {
-        let sys = pcie_sysfs::PciDevice::read(root, bdf)?;
+        let sys = PciDevice::read(root, bdf)?;
         let id = |v: Option<u16>| v.map(|v| format!("{v:#06x}"));
         let control = sys.device_control();
         let mut d = DeviceRecord {
@@ -167,22 +166,26 @@ impl DeviceRecord {
     }
 }
 
-/// Names of the entries of a directory, sorted; empty when it cannot be read.
-pub(crate) fn dir_names(dir: &Path) -> Vec<String> {
-    pcie_sysfs::files::list_dir(dir).unwrap_or_default()
-}
-
+/// A non-empty attribute, or nothing.
 fn read_trimmed(path: &Path) -> Option<String> {
-    pcie_sysfs::files::read_attr(path)
-        .ok()
-        .flatten()
-        .filter(|s| !s.is_empty())
+    read_attr(path).ok().flatten().filter(|s| !s.is_empty())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::fake_root;
+
+    /// A temporary directory holding `files` (path relative to it, contents).
+    fn fake_root(name: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
+        let root = std::env::temp_dir().join(format!("pcie-sysfs-facts-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for (path, contents) in files {
+            let p = root.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, contents).unwrap();
+        }
+        root
+    }
 
     fn bdf(s: &str) -> Bdf {
         s.parse().unwrap()
@@ -223,7 +226,7 @@ mod tests {
                 ("sys/devices/system/node/online", "0-1\n"),
             ],
         );
-        let nodes = numa_nodes(&root);
+        let nodes = numa_layout(&root);
         assert_eq!(
             nodes,
             vec![
@@ -239,14 +242,14 @@ mod tests {
                 },
             ]
         );
-        assert!(numa_nodes(&root.join("nothing")).is_empty());
+        assert!(numa_layout(&root.join("nothing")).is_empty());
         std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
     fn device_link_state_from_sysfs() {
         let dev = "sys/bus/pci/devices/0000:03:00.0";
-        let cfg = pcie_sysfs::fixture::config_with_pcie_capability(1, (1 << 5) | (5 << 12), 256);
+        let cfg = crate::fixture::config_with_pcie_capability(1, (1 << 5) | (5 << 12), 256);
         let root = fake_root(
             "pcidev",
             &[

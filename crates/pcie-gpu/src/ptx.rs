@@ -26,7 +26,7 @@ pub const DEVICE_WARM: (&str, &[&str]) = ("device_warm", &["buf", "bytes"]);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::plan::{bandwidth_args, latency_args, Buffers};
+    use crate::plan::{bandwidth_args, latency_args, Buffers};
 
     /// The parameters of `entry` as the PTX text declares them: (name, PTX type).
     fn parameters(entry: &str) -> Option<Vec<(String, String)>> {
@@ -71,12 +71,12 @@ mod tests {
 
     #[test]
     fn launches_pass_the_parameters_in_the_declared_order() {
-        let t = crate::gpu::plan::test(
-            crate::params::TestKind::LatRd,
+        let t = crate::plan::test(
+            pcie_bench::params::TestKind::LatRd,
             64,
             0,
             8192,
-            crate::params::Pattern::Rand,
+            pcie_bench::params::Pattern::Rand,
         );
         let b = Buffers {
             host: 1,
@@ -85,7 +85,7 @@ mod tests {
             out: 4,
             totals: 5,
         };
-        let names = |a: &[(&'static str, crate::gpu::plan::Arg)]| a.iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        let names = |a: &[(&'static str, crate::plan::Arg)]| a.iter().map(|(n, _)| *n).collect::<Vec<_>>();
         assert_eq!(names(&latency_args(&t, b, 0, true, false)), LATENCY.1);
         assert_eq!(names(&bandwidth_args(&t, b, 0)), BANDWIDTH.1);
         // Widths as declared: u64 for addresses, u32 for the rest.
@@ -95,8 +95,8 @@ mod tests {
         ] {
             for ((name, arg), (_, ty)) in args.iter().zip(parameters(entry).unwrap()) {
                 let expected = match arg {
-                    crate::gpu::plan::Arg::U32(_) => "u32",
-                    crate::gpu::plan::Arg::U64(_) => "u64",
+                    crate::plan::Arg::U32(_) => "u32",
+                    crate::plan::Arg::U64(_) => "u64",
                 };
                 assert_eq!(ty, expected, "{entry}.{name}");
             }

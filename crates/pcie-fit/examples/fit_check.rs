@@ -16,11 +16,11 @@
 //! [--samples N] [--base HOST]` (defaults: both checks, 20,000 and 200,000,
 //! e5-2637v3).
 
-use pcie_bench::fit::keys::{self, KEYS};
-use pcie_bench::fit::measured::{Group, MeasuredRun};
-use pcie_bench::fit::score::{score, GroupScore, Verdict};
-use pcie_bench::fit::{fit, FitOptions, FitReport};
 use pcie_bench::{Iommu, SimBackend};
+use pcie_fit::keys::{self, KEYS};
+use pcie_fit::measured::{Group, MeasuredRun};
+use pcie_fit::score::{score, GroupScore, Verdict};
+use pcie_fit::{fit, FitOptions, FitReport};
 use pcie_sim::{DeviceProfile, HostProfile};
 mod common;
 use common::{opt, reference_root, DIRS};
@@ -34,7 +34,7 @@ fn off_by_30(base: &HostProfile) -> HostProfile {
             keys::set(&mut v, k.name, (x * f).clamp(k.lo, k.hi), k.scale);
         }
     }
-    pcie_bench::fit::profile_toml::checked(&v).expect("the moved profile loads")
+    pcie_fit::profile_toml::checked(&v).expect("the moved profile loads")
 }
 
 fn met(v: &[Verdict]) -> usize {
@@ -125,7 +125,7 @@ fn scan(args: &[String], base: &HostProfile, search_count: u64, final_count: u64
     for x in values.split(',').map(|v| v.parse::<f64>().expect("a number")) {
         let mut v = start.clone();
         keys::set(&mut v, key.name, x, key.scale);
-        let host = pcie_bench::fit::profile_toml::checked(&v).expect("loads");
+        let host = pcie_fit::profile_toml::checked(&v).expect("loads");
         let scores = reference.score(&host, &groups);
         let mean = scores.iter().map(|g| g.loss()).sum::<f64>() / scores.len() as f64;
         let verdicts = reference.verdicts(&host, &all);
@@ -174,7 +174,7 @@ fn main() {
         search_count,
         final_count,
     };
-    let quiet = &mut |_: &pcie_bench::fit::FitProgress| {};
+    let quiet = &mut |_: &pcie_fit::FitProgress| {};
     if which.as_deref().is_none_or(|w| w == "refit") {
         let t0 = std::time::Instant::now();
         let r = fit(&opts(off_by_30(&hand), vec![]), quiet).expect("the fit runs");

@@ -1,7 +1,7 @@
 //! A small fit on the E5-2637 v3's measurements: three host keys moved 30 % off the hand
 //! calibration come back to it from two small groups, and the written profile loads.
 
-use pcie_bench::fit::{fit, keys, FitOptions};
+use pcie_fit::{fit, keys, FitOptions};
 use pcie_sim::{DeviceProfile, HostProfile};
 use std::path::Path;
 
@@ -18,7 +18,7 @@ fn three_keys_moved_30_percent_off_come_back_from_two_small_groups() {
         let x = keys::get(&v, name).unwrap();
         assert!(keys::set(&mut v, name, x * factor, keys::Scale::Linear));
     }
-    let base = pcie_bench::fit::profile_toml::checked(&v).unwrap();
+    let base = pcie_fit::profile_toml::checked(&v).unwrap();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../data/reference/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro");
     let opts = FitOptions {
@@ -54,7 +54,7 @@ fn three_keys_moved_30_percent_off_come_back_from_two_small_groups() {
     assert_eq!(r.keys.iter().filter(|k| k.fitted.is_some() && !k.measured).count(), 3);
     let mps = r.keys.iter().find(|k| k.measured).unwrap();
     assert_eq!((mps.name.as_str(), mps.fitted), ("link.max_mps", Some(256.0)));
-    let met = |v: &[pcie_bench::fit::score::Verdict]| v.iter().filter(|v| v.met).count();
+    let met = |v: &[pcie_fit::score::Verdict]| v.iter().filter(|v| v.met).count();
     assert!(met(&r.verdicts_after) > met(&r.verdicts_before));
     assert!(r.verdicts_after.iter().all(|v| v.met), "{:?}", r.unreached);
     let back = HostProfile::parse("refit.toml", &r.profile_toml).unwrap();

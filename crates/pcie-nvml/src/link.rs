@@ -6,8 +6,8 @@
 //! from, or why there is none. Pure functions over what the readers returned, so every case
 //! is tested without a GPU.
 
-use crate::host::DeviceRecord;
 use pcie_model::{Generation, LinkConfig, LinkParams};
+use pcie_sysfs::DeviceRecord;
 use serde::Serialize;
 
 /// Assumed when config space cannot be read: the MPS x86 servers set for GPUs and Linux's

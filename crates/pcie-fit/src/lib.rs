@@ -16,6 +16,11 @@
 //! simulates one test per measured row of the key's groups, on the runner's threads. At the
 //! end, the base and the fitted host are both scored on every group (the held-out ones too) at
 //! the final count.
+//!
+//! Left to others: reading result directories and running tests (pcie-bench, whose simulator
+//! backend runs every candidate), the profiles and the simulator (pcie-sim), and the command
+//! line that prints the report and writes the profile (`pcieperf sim fit`). The examples
+//! `calibration` and `fit_check` print the hand calibration's and the fit's figures.
 
 pub mod keys;
 pub mod measured;
@@ -24,10 +29,10 @@ pub mod score;
 pub mod search;
 pub mod spread;
 
-use crate::params::Iommu;
-use crate::sim_backend::SimBackend;
 use keys::{FitKey, KEYS};
 use measured::{check_consistent, check_device, check_rows, path_mps, Group, MeasuredRun};
+use pcie_bench::params::Iommu;
+use pcie_bench::sim_backend::SimBackend;
 use pcie_sim::{DeviceProfile, HostProfile};
 use score::{score, GroupScore, Verdict};
 use serde::Serialize;

@@ -9,22 +9,29 @@
 //! The driver API (and NVML, for the link) is loaded at run time, so pcieperf builds and runs
 //! without CUDA; without a driver, opening the backend fails with dlopen's reason. Tests on one
 //! GPU run one at a time.
+//!
+//! Owned here: [`CudaBackend`] (a `pcie_bench::Backend`), what `run.json` records of the GPU
+//! ([`GpuInfo`]), the mapping of a test onto the GPU (`plan`: addresses, stores, launch
+//! geometry, copy batches), the driver calls (`driver`) and the PTX kernels (`ptx`). Left to
+//! others: the methodology, seeds and addresses, and the engine vocabulary of run.json
+//! (`pcie_bench::Engine`, `SM_MIN_WINDOW`), the GPU's link from sysfs and NVML (pcie-nvml),
+//! and choosing the backend from `--backend cuda[:N]` (pcieperf).
 
 mod driver;
-mod link;
-mod nvml;
 mod plan;
 mod ptx;
 pub mod wake;
 
-pub use plan::{Engine, SM_MIN_WINDOW};
+pub use pcie_bench::{Engine, SM_MIN_WINDOW};
 
-use crate::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
-use crate::host::{node_cpus, Bdf, CacheSteps, DeviceRecord, DmaBuffer};
-use crate::params::{sample, CacheState, TestKind, TestParams, BUFFER_BYTES};
 use driver::{CopyDirection, DeviceBuffer, Function, Gate, GpuDevice, Mapped, Module, Streams};
-use link::{LinkRecord, Readers};
+use pcie_bench::backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
+use pcie_bench::host::{node_cpus, CacheSteps, DmaBuffer};
+use pcie_bench::params::{sample, CacheState, TestKind, TestParams, BUFFER_BYTES};
 use pcie_model::LinkConfig;
+use pcie_nvml::link::{self, LinkRecord, Readers};
+use pcie_nvml::nvml;
+use pcie_sysfs::{Bdf, DeviceRecord};
 use plan::{Arg, Buffers};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -198,7 +205,7 @@ pub fn parse_spec(spec: &str) -> Result<i32, String> {
 
 fn err(test: &TestParams, e: impl std::fmt::Display) -> BackendError {
     BackendError {
-        test: crate::exec::test_name(test),
+        test: test.name(),
         message: e.to_string(),
     }
 }
@@ -335,12 +342,7 @@ fn gpu_numa_node(root: &Path, bdf: &str) -> Option<u32> {
 
 /// The NVIDIA kernel module's version (`/sys/module/nvidia/version`), when loaded.
 fn kernel_driver_version(root: &std::path::Path) -> Option<String> {
-    pcie_output::read::read_text(
-        &root.join("sys/module/nvidia/version"),
-        pcie_output::read::Limit::ATTRIBUTE,
-    )
-    .ok()
-    .map(|s| s.trim().to_string())
+    pcie_sysfs::files::read_attr(&root.join("sys/module/nvidia/version")).ok().flatten()
 }
 
 /// What sysfs and NVML say about the GPU at `bdf` now.

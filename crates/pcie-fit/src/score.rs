@@ -4,13 +4,13 @@
 
 use super::measured::Group;
 use super::FitError;
-use crate::backend::Outcome;
-use crate::compare::{diff_pct, ErrorStats};
-use crate::params::{CacheState, Iommu, TestKind};
-use crate::results::{ResultData, RowKey};
-use crate::runner::{run_tests, RunEvent};
-use crate::sim_backend::SimBackend;
-use crate::stats::{ks_distance, BandwidthStats, SortedLatencies};
+use pcie_bench::backend::Outcome;
+use pcie_bench::compare::{diff_pct, ErrorStats};
+use pcie_bench::params::{CacheState, Iommu, TestKind};
+use pcie_bench::results::{ResultData, RowKey};
+use pcie_bench::runner::{run_tests, RunEvent};
+use pcie_bench::sim_backend::SimBackend;
+use pcie_bench::stats::{ks_distance, BandwidthStats, SortedLatencies};
 use serde::Serialize;
 use std::sync::atomic::AtomicBool;
 

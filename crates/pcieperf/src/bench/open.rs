@@ -3,12 +3,13 @@
 //! under test for `run.json`. Errors name the command-line option at fault, as `bench run`
 //! shows them.
 
-use crate::exec::{ExecBackend, ExecOptions, ProgramLog};
-use crate::gpu::{CudaBackend, CudaOptions, Engine};
-use crate::host::{Bdf, DeviceRecord, KernelIommu};
-use crate::params::{Iommu, Numa};
-use crate::sim_backend::SimBackend;
-use crate::Backend;
+use pcie_bench::exec::{ExecBackend, ExecOptions, ProgramLog};
+use pcie_bench::host::HostIommu;
+use pcie_bench::params::{Iommu, Numa};
+use pcie_bench::sim_backend::SimBackend;
+use pcie_bench::{Backend, Engine};
+use pcie_gpu::{CudaBackend, CudaOptions};
+use pcie_sysfs::{Bdf, DeviceRecord, KernelIommu};
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -295,7 +296,7 @@ impl OpenOptions {
     /// refused), and, when the host's own was taken, a note saying what showed it.
     fn host_iommu(&self, device: Option<&DeviceRecord>, page_bytes: u64) -> Result<(Iommu, Option<String>), OpenError> {
         let group = device.and_then(|d| d.iommu_group_type.as_deref());
-        let host = KernelIommu::read(&self.root).host_modes(group, page_bytes);
+        let host = HostIommu::of(&KernelIommu::read(&self.root), group, page_bytes);
         let mode = host.choose(self.iommu).map_err(|e| err(format!("--{e}")))?;
         let note = (self.iommu.is_none() && mode != Iommu::Off)
             .then(|| format!("IOMMU {} for every test, the host's: {}", mode.name(), host.why));

@@ -3,13 +3,14 @@
 
 use super::keys::{self, FitKey};
 use super::FitError;
-use crate::host::KernelIommu;
-use crate::params::{Iommu, Numa, TestParams};
-use crate::results::{CdfSection, ResultData, RunData};
+use pcie_bench::host::cmdline_mode;
+use pcie_bench::params::{Iommu, Numa, TestParams};
+use pcie_bench::results::{CdfSection, ResultData, RunData};
 use pcie_model::Generation;
 use pcie_output::read::Limit;
 use pcie_sim::DeviceProfile;
 use pcie_sysfs::lspci::{self, Capabilities, LspciFunction};
+use pcie_sysfs::KernelIommu;
 use pcie_sysfs::PortType;
 use std::path::Path;
 
@@ -74,7 +75,7 @@ impl MeasuredRun {
             // pcie-bench kept the kernel command line and /proc/cpuinfo beside its tables.
             None => (
                 read("sys-kernel-cmdline.txt", Limit::PROC_FILE)?
-                    .map_or(Iommu::Off, |c| KernelIommu::parse(&c, vec![]).cmdline_mode()),
+                    .map_or(Iommu::Off, |c| cmdline_mode(&KernelIommu::parse(&c, vec![]))),
                 read("sys-cpuinfo.txt", Limit::PROC_FILE)?.and_then(|c| {
                     c.lines()
                         .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "model name"))
@@ -154,7 +155,7 @@ impl MeasuredRun {
         };
         let mut out = Vec::new();
         for f in &self.data.files {
-            let keys: Vec<(crate::results::RowKey, u64)> = match &f.data {
+            let keys: Vec<(pcie_bench::results::RowKey, u64)> = match &f.data {
                 ResultData::Latency(rows) => rows.iter().map(|r| (r.key, r.samples)).collect(),
                 ResultData::Bandwidth(rows) => rows.iter().map(|r| (r.key, r.trans)).collect(),
                 ResultData::Cdf(_) => continue,
@@ -398,7 +399,7 @@ fn sizes(data: &ResultData) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::TestKind;
+    use pcie_bench::params::TestKind;
 
     #[test]
     fn the_mps_comes_from_the_endpoints_at_the_device_link_where_they_agree() {

@@ -2,9 +2,9 @@
 //! fitted from BW_WR, the built-in profile carries it, and the fit's report says what spread
 //! of the runs no host follows (docs/simulator.md, "The E3's DMA writes").
 
-use pcie_bench::fit::measured::MeasuredRun;
-use pcie_bench::fit::score::{score, GroupScore};
-use pcie_bench::fit::{fit, keys, FitOptions};
+use pcie_fit::measured::MeasuredRun;
+use pcie_fit::score::{score, GroupScore};
+use pcie_fit::{fit, keys, FitOptions};
 use pcie_bench::{SimBackend, TestKind};
 use pcie_sim::{DeviceProfile, HostProfile};
 use std::path::PathBuf;
@@ -18,7 +18,7 @@ fn dir() -> PathBuf {
 fn writes(g: &GroupScore) -> ((f64, f64), (f64, f64)) {
     let rows: Vec<_> = g.rows.iter().filter(|r| r.key.test == TestKind::BwWr).collect();
     assert_eq!(rows.len(), 40, "the sweep's 40 sizes");
-    let median = |f: &dyn Fn(&&pcie_bench::fit::score::RowScore) -> f64| {
+    let median = |f: &dyn Fn(&&pcie_fit::score::RowScore) -> f64| {
         let mut v: Vec<f64> = rows.iter().map(f).collect();
         v.sort_by(f64::total_cmp);
         (v[19] + v[20]) / 2.0
@@ -67,7 +67,7 @@ fn the_intake_comes_back_from_30_percent_off_and_the_report_names_the_writes_spr
     let opts = FitOptions {
         dirs: vec![dir()],
         device: DeviceProfile::load("nfp6000").unwrap(),
-        bases: vec![pcie_bench::fit::profile_toml::checked(&v).unwrap()],
+        bases: vec![pcie_fit::profile_toml::checked(&v).unwrap()],
         name: "e3-refit".into(),
         only: vec![],
         holdout: vec![],

@@ -119,7 +119,7 @@ const NOISE: f64 = 0.002;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fit::keys::KEYS;
+    use crate::keys::KEYS;
 
     fn key(name: &str) -> FitKey {
         *KEYS.iter().find(|k| k.name == name).unwrap()

@@ -1,13 +1,15 @@
 //! Where PMUs and counts come from: `--source perf` (this host's kernel: PMUs discovered under
 //! `--sysfs`, counted with perf_event_open) or `--source sim[:PROFILE]` (a simulated host,
 //! `yitian710` by default, with `--workload` storage jobs, paced to wall-clock time unless
-//! `--fast`). Every `pmu` command that counts opens its source through [`open`].
+//! `--fast`). Every `pmu` command that counts opens its source through [`open`]; `check` and
+//! `pmu serve` read the tree of the host chosen ([`tree`]), and `check` and `snapshot` an
+//! `lspci -vvv` dump (`--lspci`, [`read_lspci`]).
 
 use crate::error::CliError;
 use clap::Args;
 use pcie_pmu::sim::{builtin_pmu_hosts, HostWorkload, PmuHostProfile, SimHost, WorkloadError};
 use pcie_pmu::{CounterSource, PerfEvents, PmuError, System};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -23,6 +25,13 @@ pub struct SourceArgs {
     /// Root of the sysfs/procfs tree to read with --source perf (ROOT/sys/..., ROOT/proc/cpuinfo)
     #[arg(long, value_name = "ROOT", default_value = "/")]
     pub sysfs: PathBuf,
+}
+
+impl SourceArgs {
+    /// This host, live (not a snapshot or a simulated host): where NVML's answers belong.
+    pub fn is_live_host(&self) -> bool {
+        self.source == "perf" && self.sysfs == std::path::Path::new("/")
+    }
 }
 
 /// What a simulated host runs (flatten into commands that count).
@@ -190,6 +199,19 @@ pub fn open(a: &SourceArgs, sim: &SimArgs) -> Result<(System, Box<dyn CounterSou
             Ok((sys, Box::new(host)))
         }
     }
+}
+
+/// The functions of the `lspci -vvv` dump in `file` (`-`: stdin).
+pub fn read_lspci(file: &Path) -> Result<Vec<pcie_sysfs::lspci::LspciFunction>, CliError> {
+    use pcie_output::read::{self, Limit};
+    let bytes = if file == Path::new("-") {
+        read::read_stream(std::io::stdin().lock(), Limit::LSPCI_DUMP)
+    } else {
+        read::read(file, Limit::LSPCI_DUMP)
+    }
+    .map_err(|e| CliError::Usage(format!("--lspci {}: {e}", file.display())))?;
+    pcie_sysfs::lspci::parse(&String::from_utf8_lossy(&bytes))
+        .map_err(|e| CliError::Usage(format!("--lspci {}: {e}", file.display())))
 }
 
 #[cfg(test)]
