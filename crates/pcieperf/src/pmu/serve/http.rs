@@ -25,7 +25,7 @@ use hyper_util::rt::TokioIo;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::convert::Infallible;
 use std::future::{poll_fn, Future};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,8 +41,10 @@ pub const SILENT_TIME: Duration = Duration::from_secs(1);
 /// A request's head (after the TLS handshake, when there is one) must be whole this long after
 /// the connection was accepted: a client trickling bytes is cut off like a silent one.
 pub const HEAD_TIME: Duration = Duration::from_secs(3);
-/// An answer must be written whole within this long (an 18 MB page at 10 Mb/s takes 15 s).
-pub const ANSWER_TIME: Duration = Duration::from_secs(60);
+/// An answer must be written whole within this long (an 18 MB page at 10 Mb/s takes 15 s;
+/// Prometheus gives a scrape 10 s unless told otherwise). A slow reader holds the page it
+/// started on for at most this long.
+pub const ANSWER_TIME: Duration = Duration::from_secs(30);
 /// After its answer, what a client still sends is read and dropped for at most this long, so
 /// the close does not reset the connection before the client has read the answer.
 const LINGER_TIME: Duration = Duration::from_millis(100);
@@ -52,6 +54,8 @@ pub const MAX_CONNS: usize = 1024;
 /// The largest request head read (more: 431), and the longest request target (more: 414).
 pub const MAX_HEAD: usize = 16 * 1024;
 pub const MAX_TARGET: usize = 8 * 1024;
+/// Connections the kernel queues before they are accepted.
+const BACKLOG: i32 = 4096;
 /// A page is handed to the connection in slices of this size.
 const CHUNK: usize = 64 * 1024;
 /// Password checks (bcrypt, tens of milliseconds of CPU each) run at most this many at once.
@@ -198,6 +202,11 @@ struct Server {
 pub fn spawn(listener: std::net::TcpListener, web: WebConfig, pages: Arc<Published>) -> Result<(), CliError> {
     let failed = |e: std::io::Error| CliError::Runtime(format!("cannot start the HTTP server: {e}"));
     listener.set_nonblocking(true).map_err(failed)?;
+    // A longer queue of connections not yet accepted than std's 128 (the kernel caps it at
+    // net.core.somaxconn): a burst of connections beyond it would see their SYNs dropped and
+    // retried after a second, a scrape among them too.
+    // SAFETY: listening again on a listening socket only changes its backlog.
+    unsafe { libc::listen(listener.as_raw_fd(), BACKLOG) };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
