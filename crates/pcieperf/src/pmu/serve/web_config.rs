@@ -316,6 +316,16 @@ mod tests {
     }
 
     #[test]
+    fn the_example_in_the_docs_reads() {
+        let doc = include_str!("../../../../../docs/pmu.md");
+        let at = doc.find("```yaml\ntls_server_config:").expect("the example");
+        let block = &doc[at + 8..];
+        let p = parse(&block[..block.find("```").unwrap()]).unwrap();
+        assert_eq!(p.cert_key, Some(("server.crt".into(), "server.key".into())));
+        assert!(p.users["prometheus"].starts_with("$2b$10$"));
+    }
+
+    #[test]
     fn what_it_cannot_honour_is_refused_by_name() {
         let e = parse("tls_server_config:\n  cert_file: a\n").unwrap_err();
         assert!(e.contains("missing key_file"), "{e}");
