@@ -178,7 +178,11 @@ impl PciDevice {
             .into_iter()
             .filter_map(|name| Some((name.parse::<Bdf>().ok()?, name)))
             .collect();
-        entries.sort_by_key(|e| e.0);
+        // One function per address: a tree that spells an address twice (`0000:0A:00.0` beside
+        // `0000:0a:00.0`, in a hand-made or hostile snapshot) would list it twice, and the
+        // exporter would write two series with the same labels. The kernel's spelling wins.
+        entries.sort_by_cached_key(|(bdf, name)| (*bdf, *name != bdf.to_string()));
+        entries.dedup_by_key(|e| e.0);
         let read = |run: &[(Bdf, String)]| -> Result<Vec<T>, SysfsError> {
             run.iter()
                 .map(|(bdf, name)| then(PciDevice::read_dir(devices.join(name), *bdf)?))
@@ -445,12 +449,15 @@ mod tests {
         )
         .unwrap();
         std::fs::create_dir_all(root.join("sys/bus/pci/devices/not-an-address")).unwrap();
+        // The same address spelled in upper case: listed once, as the kernel spells it.
+        let other = [("class", "0x010802")];
+        write_pci_function(&root, &[], "0000:3F:00.0", &other, None).unwrap();
 
         let all = PciDevice::discover(&root).unwrap();
         let names: Vec<String> = all.iter().map(|d| d.bdf.to_string()).collect();
         assert_eq!(names, ["0000:30:03.0", "0000:31:00.0", "0000:3f:00.0", "0000:41:00.0"]);
         let (port, nic, ranged, bare) = (&all[0], &all[1], &all[2], &all[3]);
-        assert!(port.is_bridge() && !nic.is_bridge());
+        assert!(port.is_bridge() && !nic.is_bridge() && ranged.is_bridge());
         assert_eq!(
             (nic.vendor, nic.device, nic.class),
             (Some(0x15b3), Some(0x1017), Some(0x020000))

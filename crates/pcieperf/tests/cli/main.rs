@@ -42,6 +42,10 @@ mod pmu_record_cli;
 mod pmu_serve_cli;
 #[path = "pmu_serve_health.rs"]
 mod pmu_serve_health;
+#[path = "pmu_serve_http.rs"]
+mod pmu_serve_http;
+#[path = "pmu_serve_tls.rs"]
+mod pmu_serve_tls;
 #[path = "pmu_signal_cli.rs"]
 mod pmu_signal_cli;
 #[path = "pmu_sim_cli.rs"]

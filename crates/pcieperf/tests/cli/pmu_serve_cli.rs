@@ -22,7 +22,13 @@ fn get(addr: &str, path: &str) -> (String, String, String) {
 fn scrape(addr: &str) -> (String, Scrape) {
     let (status, headers, body) = get(addr, "/metrics");
     assert_eq!(status, "HTTP/1.1 200 OK");
-    assert!(headers.contains("Content-Type: text/plain; version=0.0.4"), "{headers}");
+    // Header names are case-insensitive (hyper writes them in lower case).
+    assert!(
+        headers
+            .to_ascii_lowercase()
+            .contains("content-type: text/plain; version=0.0.4"),
+        "{headers}"
+    );
     let lines = body.lines().map(|l| Ok(l.to_string()));
     (body.clone(), Scrape::parse(lines).expect("parses"))
 }
@@ -151,7 +157,7 @@ fn a_silent_client_does_not_hold_up_a_scrape() {
     let Some(server) = start(&["-e", "software/cpu-clock/", "-I", "100"]) else {
         return;
     };
-    // Connects and never sends its request: the server gives such a client 2 s.
+    // Connects and never sends its request: the server gives such a client 1 s.
     let idle = TcpStream::connect(&server.addr).unwrap();
     let (status, _, _) = get(&server.addr, "/metrics");
     assert_eq!(status, "HTTP/1.1 200 OK");
@@ -185,7 +191,11 @@ fn requests_pipelined_behind_the_first_do_not_reset_its_answer() {
     assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
     let length = head
         .lines()
-        .find_map(|l| l.strip_prefix("Content-Length: "))
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .map(str::to_string)
+        })
         .expect("a length");
     assert_eq!(
         body.len(),
@@ -195,7 +205,7 @@ fn requests_pipelined_behind_the_first_do_not_reset_its_answer() {
 }
 
 #[test]
-fn a_client_trickling_its_request_is_cut_off_after_2_s() {
+fn a_client_trickling_its_request_is_cut_off_after_3_s() {
     let Some(server) = start(&["-e", "software/cpu-clock/", "-I", "100"]) else {
         return;
     };
@@ -220,7 +230,7 @@ fn a_client_trickling_its_request_is_cut_off_after_2_s() {
         }
         assert!(start.elapsed() < Duration::from_secs(10), "still connected after 10 s");
     };
-    assert!(cut >= Duration::from_millis(1900), "cut off early, after {cut:?}");
+    assert!(cut >= Duration::from_millis(2900), "cut off early, after {cut:?}");
 }
 
 #[test]
@@ -294,45 +304,4 @@ fn root_port_families_from_a_payload_pmu() {
     assert_eq!(bytes.labels.get("event"), Some("rx_pcie_tlp_data_payload"));
     assert_eq!(bytes.labels.get("pmu"), Some("dwc_rootport_3018"));
     assert!(body.contains("# TYPE pcieperf_event_gbps gauge"));
-}
-
-#[test]
-fn thirty_two_slow_clients_are_answered_beside_and_more_are_told_to_retry() {
-    let Some(server) = start(&["-e", "software/cpu-clock/", "-I", "100"]) else {
-        return;
-    };
-    // 31 silent clients hold slots: a scrape still has one, and is answered at once.
-    let mut idle: Vec<TcpStream> = (0..31).map(|_| TcpStream::connect(&server.addr).unwrap()).collect();
-    let start = Instant::now();
-    let (status, _, _) = get(&server.addr, "/metrics");
-    assert_eq!(status, "HTTP/1.1 200 OK");
-    assert!(start.elapsed() < Duration::from_secs(1), "waited {:?}", start.elapsed());
-    // With all 32 slots held, the next client is told to retry rather than queued.
-    idle.push(TcpStream::connect(&server.addr).unwrap());
-    let start = Instant::now();
-    let (status, headers, body) = get(&server.addr, "/metrics");
-    assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{headers}\n{body}");
-    assert_eq!(body, "too many clients; retry\n");
-    assert!(start.elapsed() < Duration::from_secs(1), "waited {:?}", start.elapsed());
-    // A refused request that comes in pieces is read to its end before the socket closes: a
-    // socket closed after the first piece is reset by the second, and the third's write fails.
-    let mut pieces = TcpStream::connect(&server.addr).unwrap();
-    for piece in ["GET /metrics HTTP/1.1\r\n", "Host: x\r\n", "\r\n"] {
-        pieces.write_all(piece.as_bytes()).unwrap();
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let mut text = String::new();
-    pieces.read_to_string(&mut text).unwrap();
-    assert!(text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{text}");
-    assert!(pieces.take_error().unwrap().is_none(), "the connection was reset");
-    // The silent clients are cut off after 2 s and their slots come back.
-    std::thread::sleep(Duration::from_millis(2500));
-    assert_eq!(get(&server.addr, "/metrics").0, "HTTP/1.1 200 OK");
-    for s in &mut idle {
-        s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
-        assert!(
-            matches!(s.read(&mut [0u8; 64]), Ok(0)),
-            "a silent client still connected"
-        );
-    }
 }

@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A GET over HTTP/1.1: (status line, body).
-fn get(addr: &str, path: &str) -> (String, String) {
+pub(crate) fn get(addr: &str, path: &str) -> (String, String) {
     let text = http_get(addr, path, Duration::from_secs(10));
     let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
     let status = head.lines().next().unwrap_or("").to_string();
@@ -38,7 +38,7 @@ fn get(addr: &str, path: &str) -> (String, String) {
 }
 
 /// A child process killed when dropped.
-struct Running(Child);
+pub(crate) struct Running(Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -154,7 +154,7 @@ fn a_host_without_pcie_pmus_serves_link_health() {
 }
 
 /// `name` on the PATH.
-fn installed(name: &str) -> Option<PathBuf> {
+pub(crate) fn installed(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")?
         .to_str()?
         .split(':')
@@ -170,8 +170,24 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// Prometheus running with `dir/prometheus.yml`, its data in `dir/data`, and the address of
+/// its web API (it may not listen yet).
+pub(crate) fn prometheus_on(prometheus: &Path, dir: &Path) -> (Running, String) {
+    let web = format!("127.0.0.1:{}", free_port());
+    let child = Command::new(prometheus)
+        .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
+        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!("--web.listen-address={web}"))
+        .arg("--log.level=error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    (Running(child), web)
+}
+
 /// `%`-encoding of a query parameter.
-fn encode(q: &str) -> String {
+pub(crate) fn encode(q: &str) -> String {
     q.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
@@ -230,18 +246,7 @@ fn prometheus_fires_the_degraded_link_alert_and_the_dashboard_finds_its_series()
         ),
     )
     .unwrap();
-    let web = format!("127.0.0.1:{}", free_port());
-    let _prom = Running(
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
-            .arg(format!("--web.listen-address={web}"))
-            .arg("--log.level=error")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (_prom, web) = prometheus_on(&prometheus, &dir);
     let start = Instant::now();
     // Both degraded links: the ConnectX-5 at b1:00 trained x8 of x16, the SATA controller at
     // 04:00.0 Gen1 of Gen2.

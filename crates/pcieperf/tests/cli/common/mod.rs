@@ -135,7 +135,8 @@ pub fn serve_with(args: &[&str], env: &[(&str, &str)]) -> Server {
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
-    while !line.contains("http://") {
+    // `http://` or, with TLS, `https://`.
+    while !line.contains("://") {
         line.clear();
         assert!(
             err.read_line(&mut line).unwrap() > 0,
@@ -143,7 +144,7 @@ pub fn serve_with(args: &[&str], env: &[(&str, &str)]) -> Server {
         );
     }
     let addr = line
-        .split("http://")
+        .split("://")
         .nth(1)
         .and_then(|r| r.split('/').next())
         .unwrap_or_else(|| panic!("no address in {line:?}"))
