@@ -77,8 +77,8 @@ pub fn spreads(after: &[GroupScore]) -> Vec<Spread> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pcie_bench::compare::ErrorStats;
     use crate::score::{RowScore, SliceErrors};
+    use pcie_bench::compare::ErrorStats;
     use pcie_bench::params::{sample, CacheState, Iommu};
 
     fn group(rows: &[(u32, f64, f64)]) -> GroupScore {

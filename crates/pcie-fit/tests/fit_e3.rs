@@ -2,10 +2,10 @@
 //! fitted from BW_WR, the built-in profile carries it, and the fit's report says what spread
 //! of the runs no host follows (docs/simulator.md, "The E3's DMA writes").
 
+use pcie_bench::{SimBackend, TestKind};
 use pcie_fit::measured::MeasuredRun;
 use pcie_fit::score::{score, GroupScore};
 use pcie_fit::{fit, keys, FitOptions};
-use pcie_bench::{SimBackend, TestKind};
 use pcie_sim::{DeviceProfile, HostProfile};
 use std::path::PathBuf;
 

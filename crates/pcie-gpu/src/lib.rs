@@ -342,7 +342,9 @@ fn gpu_numa_node(root: &Path, bdf: &str) -> Option<u32> {
 
 /// The NVIDIA kernel module's version (`/sys/module/nvidia/version`), when loaded.
 fn kernel_driver_version(root: &std::path::Path) -> Option<String> {
-    pcie_sysfs::files::read_attr(&root.join("sys/module/nvidia/version")).ok().flatten()
+    pcie_sysfs::files::read_attr(&root.join("sys/module/nvidia/version"))
+        .ok()
+        .flatten()
 }
 
 /// What sysfs and NVML say about the GPU at `bdf` now.

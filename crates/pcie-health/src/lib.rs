@@ -40,8 +40,8 @@ mod cost;
 mod finding;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
-mod p2p;
 pub mod gpu;
+mod p2p;
 mod path;
 mod read;
 mod report;

@@ -203,7 +203,7 @@ fn lspci_seeds() -> Vec<Vec<u8>> {
                    \tCapabilities: [f24 v1] Access Control Services\n\
                    \t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl+ DirectTrans+\n\
                    \t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n";
-        // Forms real pastes take (data/real-hosts): numeric headers of lspci without pci.ids, a
+    // Forms real pastes take (data/real-hosts): numeric headers of lspci without pci.ids, a
     // capability trimmed to its link lines, a quoted-printable mail, `-PP` paths, a space
     // before the tabs, a wrapped register line.
     let numeric = "06:00.0 Class 0300: Device 1002:67df (rev cf) (prog-if 00)\n\tCapabilities: [58] Express (v2) Legacy Endpoint, MSI 00\n\t\tLnkCap:\tPort #2, Speed 8GT/s, Width x8, ASPM L1\n\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x4 (downgraded)\n06:00.1 0403: 1002:aaf0\n";
