@@ -296,7 +296,11 @@ fn a_two_socket_servers_lom_is_priced_against_its_line_rate() {
     write_snapshot(&parse(&text).unwrap(), &root).unwrap();
     let r = check(&root, &Options::default()).unwrap();
     assert_eq!(r.numa_nodes, [0, 1]);
-    assert!(r.findings.iter().all(|f| f.kind != Kind::NumaUnknown), "{:#?}", r.findings);
+    assert!(
+        r.findings.iter().all(|f| f.kind != Kind::NumaUnknown),
+        "{:#?}",
+        r.findings
+    );
     let lom: Bdf = "0000:02:00.0".parse().unwrap();
     let w = r.findings.iter().find(|f| f.kind == Kind::LinkWidthDowngraded).unwrap();
     assert_eq!((w.severity, w.limited_by), (Severity::Warning, Some(lom)));
@@ -311,7 +315,11 @@ fn a_two_socket_servers_lom_is_priced_against_its_line_rate() {
     }
     let r = check(&root, &Options::default()).unwrap();
     let _ = std::fs::remove_dir_all(&root);
-    assert!(r.findings.iter().all(|f| f.severity < Severity::Warning), "{:#?}", r.findings);
+    assert!(
+        r.findings.iter().all(|f| f.severity < Severity::Warning),
+        "{:#?}",
+        r.findings
+    );
     let w = r.findings.iter().find(|f| f.kind == Kind::LinkWidthDowngraded).unwrap();
     assert_eq!((w.severity, w.lost_pct), (Severity::Info, Some(0.0)));
     assert!(w.message.contains("3.55 Gb/s of 7.09"), "{}", w.message);
