@@ -80,6 +80,48 @@ fn does_dma(class: Option<u32>, driver: Option<&str>) -> bool {
     }
 }
 
+/// What the device on `f`'s link can use, in Gb/s each way, where it is known: the summed
+/// line rate of the network interfaces of every function on the link (a NIC moves no more
+/// than its ports carry). Not known where a function on the link is no network function or
+/// an interface's speed is unknown (link down, an lspci dump): then the path alone prices.
+/// (What the device could use beyond that is bounded by its own LnkCap, which the path's
+/// capability already takes.)
+fn demand_gbps(host: &Host, f: &Func) -> Option<f64> {
+    let b = f.bdf();
+    let mut total = 0u64;
+    for g in host.funcs.iter().filter(|g| {
+        let c = g.bdf();
+        (c.domain, c.bus, c.dev) == (b.domain, b.bus, b.dev) && !g.dev.is_bridge()
+    }) {
+        if g.dev.class.map(|c| c >> 16) != Some(0x02) {
+            return None;
+        }
+        total = total.saturating_add(g.line_rate_mbps?);
+    }
+    Some(total as f64 / 1000.0)
+}
+
+/// The share lost from `best` to `now`, both capped at what the device can use (`demand`): a
+/// loss the device's own traffic cannot feel is no loss.
+fn felt_pct(now: f64, best: f64, demand: Option<f64>) -> f64 {
+    match demand {
+        Some(d) => lost_pct(now.min(d), best.min(d)),
+        None => lost_pct(now, best),
+    }
+}
+
+/// What a message adds where the device's demand capped the price.
+fn demand_note(demand: Option<f64>, now: f64, best: f64) -> String {
+    match demand {
+        Some(d) if d < best => format!(
+            "; its network interfaces' line rate is {} Gb/s, priced against that{}",
+            gbps(d),
+            if now >= d { ": its traffic cannot feel this" } else { "" }
+        ),
+        _ => String::new(),
+    }
+}
+
 /// The tag sizes in use and possible, with the root port (`completer`) answering 10-bit tags.
 fn tags(cap: &PcieCapability, root: Option<&PcieCapability>) -> Tags {
     let t10 = cap.tags10.unwrap_or_default();
@@ -167,10 +209,17 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         .filter(|c| c.port_type == PortType::RootPort);
     let tag_state = cap.map(|c| tags(c, root_cap));
     let cannot_tell = f.cannot_tell();
+    let demand = demand_gbps(host, f);
     let mut skipped = Vec::new();
 
     if !is_bridge && !hops.is_empty() {
-        link_findings(&mut s, host, limiting.as_ref(), capable_hop, mps.unwrap_or(DEFAULT_MPS));
+        link_findings(
+            &mut s,
+            host,
+            (limiting.as_ref(), capable_hop),
+            mps.unwrap_or(DEFAULT_MPS),
+            demand,
+        );
         if needs_root {
             skipped = CONFIG_CHECKS.iter().map(|k| k.name().to_string()).collect();
         } else if let Some(c) = cap {
@@ -183,7 +232,7 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
             } else {
                 (path_mps, port_hidden)
             };
-            settings_findings(&mut s, &host.prices, c, rate, path_mps, tag_state);
+            settings_findings(&mut s, &host.prices, c, (rate, demand), path_mps, tag_state);
             aspm_finding(&mut s, host, &chain);
         }
         iommu_finding(&mut s);
@@ -238,6 +287,7 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         limited_by: limiting.as_ref().map(|h| h.bdf),
         available_gbps: limiting.as_ref().and_then(|h| h.available_gbps),
         capable_gbps: capable_hop.and_then(|h| h.capable_gbps),
+        demand_gbps: demand,
         path: hops,
         mps,
         mps_supported: cap.map(|c| c.control.mps_supported),
@@ -264,7 +314,13 @@ fn display_on_link(host: &Host, bdf: pcie_sysfs::Bdf) -> bool {
     })
 }
 
-fn link_findings(s: &mut Subject, host: &Host, limiting: Option<&Hop>, capable: Option<&Hop>, mps: u32) {
+fn link_findings(
+    s: &mut Subject,
+    host: &Host,
+    (limiting, capable): (Option<&Hop>, Option<&Hop>),
+    mps: u32,
+    demand: Option<f64>,
+) {
     let (Some(l), Some(c)) = (limiting, capable) else {
         return;
     };
@@ -284,7 +340,7 @@ fn link_findings(s: &mut Subject, host: &Host, limiting: Option<&Hop>, capable: 
             avail = w;
         }
     }
-    let lost = lost_pct(avail, cap);
+    let lost = felt_pct(avail, cap, demand);
     // A link whose port is not in a partial dump is seen from one end: the port may allow no
     // more, so the loss is what the device's end shows, not a fault found.
     let one_end = l.upstream.bdf.is_none() && path::off_root_bus(s.f);
@@ -317,6 +373,7 @@ fn link_findings(s: &mut Subject, host: &Host, limiting: Option<&Hop>, capable: 
         gbps(cap),
         pct(lost)
     );
+    msg.push_str(&demand_note(demand, avail, cap));
     if one_end {
         msg.push_str("; that port may allow no more: a dump with its record can tell");
     }
@@ -404,7 +461,7 @@ fn settings_findings(
     s: &mut Subject,
     prices: &Prices,
     c: &PcieCapability,
-    rate: Option<(f64, u32)>,
+    (rate, demand): (Option<(f64, u32)>, Option<f64>),
     (path_mps, port_hidden): (Option<u32>, bool),
     tags: Option<Tags>,
 ) {
@@ -423,13 +480,14 @@ fn settings_findings(
     if let Some(best) = path_mps.filter(|&p| mps < p) {
         let now = setting(mps, mrrs, tag_bits(bits)).and_then(|x| prices.writes(&x));
         let could = setting(best, mrrs, tag_bits(bits)).and_then(|x| prices.writes(&x));
-        let lost = now.zip(could).map(|(n, b)| lost_pct(n, b));
+        let lost = now.zip(could).map(|(n, b)| felt_pct(n, b, demand));
         let figures = now.zip(could).map_or(String::new(), |(n, b)| {
             format!(
-                ": 4 KiB DMA writes {} Gb/s of {} ({})",
+                ": 4 KiB DMA writes {} Gb/s of {} ({}){}",
                 gbps(n),
                 gbps(b),
-                pct(lost_pct(n, b))
+                pct(felt_pct(n, b, demand)),
+                demand_note(demand, n, b)
             )
         });
         if port_hidden {
@@ -453,14 +511,15 @@ fn settings_findings(
         reads_at(mrrs, bits).and_then(|x| prices.reads(&x, DMA_BYTES)),
         reads_at(4096, bits).and_then(|x| prices.reads(&x, DMA_BYTES)),
     ) {
-        let lost = lost_pct(now, best);
+        let lost = felt_pct(now, best, demand);
         if lost >= MIN_LOST_PCT {
             let msg = format!(
-                "{} MRRS {mrrs} B: with {bits}-bit tags, 4 KiB DMA reads {} Gb/s of {} at MRRS 4096 ({})",
+                "{} MRRS {mrrs} B: with {bits}-bit tags, 4 KiB DMA reads {} Gb/s of {} at MRRS 4096 ({}){}",
                 s.name,
                 gbps(now),
                 gbps(best),
-                pct(lost)
+                pct(lost),
+                demand_note(demand, now, best)
             );
             s.add(cost_severity(lost), Kind::MrrsSmall, None, Some(lost), msg);
         }
@@ -475,7 +534,7 @@ fn settings_findings(
         read(t.enabled_bits, 64),
         read(t.possible_bits, 64),
     ) {
-        let (lost, lost64) = (lost_pct(n4, b4), lost_pct(n64, b64));
+        let (lost, lost64) = (felt_pct(n4, b4, demand), felt_pct(n64, b64, demand));
         if lost.max(lost64) >= MIN_LOST_PCT {
             let msg = format!(
                 "{} uses {}-bit tags where {}-bit are possible: 4 KiB DMA reads {} Gb/s of {} ({}), 64 B reads {} of {} ({})",

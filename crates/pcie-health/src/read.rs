@@ -25,6 +25,8 @@ pub(crate) struct Func {
     pub iommu_group_type: Option<String>,
     pub local_cpus: Option<String>,
     pub aer: AerFiles,
+    /// Its network interfaces' line rate in Mb/s (`net/<if>/speed`), where all are known.
+    pub line_rate_mbps: Option<u64>,
 }
 
 impl Func {
@@ -49,6 +51,7 @@ impl Func {
             iommu_group_type: short(dir.attr("iommu_group/type")?),
             local_cpus: short(dir.attr("local_cpulist")?),
             aer: dir.aer_files()?,
+            line_rate_mbps: pcie_sysfs::line_rate_mbps(dev.dir()),
             files,
             cap,
             has_aer,

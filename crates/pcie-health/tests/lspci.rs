@@ -233,7 +233,7 @@ fn real_hosts_reach_the_experts_reading() {
         matched += usize::from(got == want);
         assert_eq!(got, want, "{file}");
     }
-    assert_eq!((matched, total), (26, 26));
+    assert_eq!((matched, total), (27, 27));
 }
 
 /// The forms real pastes come in keep what an expert reads from them.
@@ -281,4 +281,49 @@ fn a_port_missing_from_a_partial_dump_is_said_so() {
         "{:#?}",
         r.findings
     );
+}
+
+/// The two-socket Dell GPU worker (`dell-p100-two-socket-excerpt.txt`): its uncore functions
+/// on bus 7f have no NUMA node and do no DMA (no NUMA finding); its BCM5720 LOM runs Gen2 x1 of
+/// x2. From the dump alone that width is a warning; laid out as the live host shows it, with
+/// both ports up at 1 Gb/s (`net/<if>/speed`), 2 Gb/s fit Gen2 x1 and it is information.
+#[test]
+fn a_two_socket_servers_lom_is_priced_against_its_line_rate() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/real-hosts");
+    let text = std::fs::read_to_string(dir.join("dell-p100-two-socket-excerpt.txt")).unwrap();
+    let root = std::env::temp_dir().join(format!("pcie-real-dell-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    write_snapshot(&parse(&text).unwrap(), &root).unwrap();
+    let r = check(&root, &Options::default()).unwrap();
+    assert_eq!(r.numa_nodes, [0, 1]);
+    assert!(
+        r.findings.iter().all(|f| f.kind != Kind::NumaUnknown),
+        "{:#?}",
+        r.findings
+    );
+    let lom: Bdf = "0000:02:00.0".parse().unwrap();
+    let w = r.findings.iter().find(|f| f.kind == Kind::LinkWidthDowngraded).unwrap();
+    assert_eq!((w.severity, w.limited_by), (Severity::Warning, Some(lom)));
+    assert!((w.lost_pct.unwrap() - 50.0).abs() < 0.1, "{}", w.message);
+
+    // The live host: each tg3 port's interface below its function, linked at 1000 Mb/s.
+    for (f, name) in [("0000:02:00.0", "eno3"), ("0000:02:00.1", "eno4")] {
+        let func = pcie_sysfs::PciDevice::read(&root, f.parse().unwrap()).unwrap();
+        let net = func.dir().join("net").join(name);
+        std::fs::create_dir_all(&net).unwrap();
+        std::fs::write(net.join("speed"), "1000\n").unwrap();
+    }
+    let r = check(&root, &Options::default()).unwrap();
+    let _ = std::fs::remove_dir_all(&root);
+    assert!(
+        r.findings.iter().all(|f| f.severity < Severity::Warning),
+        "{:#?}",
+        r.findings
+    );
+    let w = r.findings.iter().find(|f| f.kind == Kind::LinkWidthDowngraded).unwrap();
+    assert_eq!((w.severity, w.lost_pct), (Severity::Info, Some(0.0)));
+    assert!(w.message.contains("3.55 Gb/s of 7.09"), "{}", w.message);
+    assert!(w.message.contains("line rate is 2.00 Gb/s"), "{}", w.message);
+    let rec = r.functions.iter().find(|f| f.bdf == lom).unwrap();
+    assert_eq!(rec.demand_gbps, Some(2.0));
 }

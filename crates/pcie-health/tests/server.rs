@@ -621,3 +621,86 @@ fn a_switch_uplink_busy_with_drives_none_of_which_fills_its_own_link() {
         .collect();
     assert_eq!(shared.len(), 1, "{shared:#?}");
 }
+
+/// A dual-port NIC at Gen2 x1 of its x2 below a Gen3 x4 root port, MPS 128 of 256, each port
+/// up at `mbps` (`None`: no interface speed, as in an lspci dump), and a 100 GbE NIC at x8 of
+/// x16 whose ports run at 100 Gb/s.
+fn nics(tag: &str, mbps: Option<&str>) -> Report {
+    let t = Tree::new(tag);
+    fixture::root_port("0000:00:03.0", 0, fixture::link(8.0, 4, 8.0, 4), 2)
+        .write(&t.0, &[])
+        .unwrap();
+    for (i, f) in ["0000:02:00.0", "0000:02:00.1"].into_iter().enumerate() {
+        let mut nic = Func::new(f, 0x14e4, 0x165f, 0x020000, PortType::Endpoint, 0)
+            .link(fixture::link(5.0, 1, 5.0, 2))
+            .config(|c| c.mps(256, 128))
+            .driver("tg3");
+        if let Some(s) = mbps {
+            nic = nic.attr(&format!("net/eno{i}/speed"), s);
+        }
+        nic.write(&t.0, &["0000:00:03.0"]).unwrap();
+    }
+    fixture::root_port("0000:00:02.0", 0, fixture::link(8.0, 8, 8.0, 16), 4)
+        .write(&t.0, &[])
+        .unwrap();
+    Func::new("0000:04:00.0", 0x15b3, 0x1017, 0x020000, PortType::Endpoint, 0)
+        .link(fixture::link(8.0, 8, 8.0, 16))
+        .attr("net/ens1/speed", "100000")
+        .driver("mlx5_core")
+        .write(&t.0, &["0000:00:02.0"])
+        .unwrap();
+    t.check()
+}
+
+#[test]
+fn a_loss_the_devices_line_rate_cannot_feel_is_information() {
+    // Without the line rate the path alone prices: x1 of x2 halves 4 KiB DMA writes.
+    let r = nics("demand-unknown", None);
+    let w = finding(&r, Kind::LinkWidthDowngraded, "0000:02:00.0");
+    assert_eq!(w.severity, Severity::Warning, "{}", w.message);
+    assert_lost(
+        w,
+        pct(
+            writes(&cfg(Generation::Gen2, 1, 128, 512, 8)),
+            writes(&cfg(Generation::Gen2, 2, 128, 512, 8)),
+        ),
+    );
+    let mps = finding(&r, Kind::MpsBelowPath, "0000:02:00.0");
+    assert!(mps.lost_pct.unwrap() > 0.0, "{}", mps.message);
+    let rec = r.functions.iter().find(|f| f.bdf == bdf("0000:02:00.0")).unwrap();
+    assert_eq!(rec.demand_gbps, None);
+
+    // Both ports up at 1 Gb/s: 2 Gb/s fit Gen2 x1 (more than 3 Gb/s of 4 KiB writes), so
+    // neither the width nor MPS 128 costs the NIC anything it can move.
+    let r = nics("demand-known", Some("1000"));
+    let rec = r.functions.iter().find(|f| f.bdf == bdf("0000:02:00.0")).unwrap();
+    assert_eq!(rec.demand_gbps, Some(2.0));
+    assert!(rec.available_gbps.unwrap() > 2.0);
+    for kind in [Kind::LinkWidthDowngraded, Kind::MpsBelowPath] {
+        let f = finding(&r, kind, "0000:02:00.0");
+        assert_eq!((f.severity, f.lost_pct), (Severity::Info, Some(0.0)), "{}", f.message);
+        assert!(
+            f.message
+                .contains("line rate is 2.00 Gb/s, priced against that: its traffic cannot feel this"),
+            "{}",
+            f.message
+        );
+    }
+    // The 100 GbE NIC at Gen3 x8 (about 60 Gb/s) feels its lost width, priced against 100 Gb/s.
+    let big = finding(&r, Kind::LinkWidthDowngraded, "0000:04:00.0");
+    assert_eq!(big.severity, Severity::Warning, "{}", big.message);
+    let x8 = writes(&cfg(Generation::Gen3, 8, 256, 512, 8));
+    assert_lost(big, pct(x8, 100.0));
+    assert!(big.message.contains("line rate is 100 Gb/s"), "{}", big.message);
+    assert!(r
+        .findings
+        .iter()
+        .all(|f| f.severity < Severity::Warning || f.bdf != bdf("0000:02:00.0")));
+
+    // An interface that is down (speed -1): the demand is not known, the path prices.
+    let r = nics("demand-down", Some("-1"));
+    assert_eq!(
+        finding(&r, Kind::LinkWidthDowngraded, "0000:02:00.0").severity,
+        Severity::Warning
+    );
+}

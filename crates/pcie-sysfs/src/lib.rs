@@ -25,6 +25,7 @@
 //!   and memory per node), the kernel's IOMMU settings ([`KernelIommu`]) and a device's record
 //!   ([`DeviceRecord`]: link, MPS/MRRS or why not, IOMMU group type).
 //! - [`read_traffic`]: the bytes block devices and network interfaces moved ([`DeviceTraffic`]),
+//!   and [`line_rate_mbps`], what a network function's interfaces can move,
 //!   each with its directory below its PCI function's: a link's payload where no PMU counts it.
 //! - [`ConfigBuilder`]: realistic config spaces for fixture trees and simulated hosts.
 //! - [`snapshot`]: a copy of exactly the files pcieperf reads, for `--sysfs DIR` offline;
@@ -83,4 +84,4 @@ pub use device::{FunctionFiles, PciDevice, DEVICE_FILES, PCI_DEVICES};
 pub use error::SysfsError;
 pub use host_facts::{numa_layout, DeviceRecord, KernelIommu, NumaNode};
 pub use link_files::{LinkFiles, LinkSpeed, LinkWidth, MAX_WIDTH};
-pub use traffic::{read_traffic, CounterKind, DeviceTraffic};
+pub use traffic::{line_rate_mbps, read_traffic, CounterKind, DeviceTraffic};

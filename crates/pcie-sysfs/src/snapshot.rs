@@ -186,12 +186,13 @@ impl Copier {
     }
 
     /// The block devices and network interfaces that live below a PCI function (their class
-    /// links, `stat` and `statistics/rx_bytes`, `tx_bytes`); virtual ones (loop, dm, bridges)
+    /// links, `stat` and `statistics/rx_bytes`, `tx_bytes`, and an interface's `speed`: its line
+    /// rate, the function's demand in check); virtual ones (loop, dm, bridges)
     /// are left out.
     fn traffic(&mut self) -> Result<(), SnapshotError> {
         for (class, files) in [
             (BLOCK, &["stat"][..]),
-            (NET, &["statistics/rx_bytes", "statistics/tx_bytes"][..]),
+            (NET, &["statistics/rx_bytes", "statistics/tx_bytes", "speed"][..]),
         ] {
             for name in list_dir(&self.root.join(class)).unwrap_or_default() {
                 let Some(real) = self.real(&self.root.join(class).join(&name)) else {
@@ -328,13 +329,14 @@ mod tests {
             fs::create_dir_all(dir.join("statistics")).unwrap();
             fs::write(dir.join("statistics/rx_bytes"), "1000\n").unwrap();
             fs::write(dir.join("statistics/tx_bytes"), "20\n").unwrap();
+            fs::write(dir.join("speed"), "25000\n").unwrap();
             fs::create_dir_all(root.join("sys/class/net")).unwrap();
             std::os::unix::fs::symlink(&dir, root.join("sys/class/net").join(name)).unwrap();
         }
 
         let s = snapshot(&root, &out).unwrap();
         assert_eq!((s.functions, s.pmus, s.devices, s.serials_blanked), (2, 0, 1, 1));
-        assert_eq!(s.files, 10, "{s:?}");
+        assert_eq!(s.files, 11, "{s:?}");
         let traffic = crate::read_traffic(&out).unwrap();
         assert_eq!(traffic.len(), 1);
         assert_eq!(
@@ -357,6 +359,9 @@ mod tests {
             );
             assert_eq!(h.upstream_bdf(), c.upstream_bdf());
         }
+        // The interface's line rate, check's measure of what the NIC can ask of its link.
+        assert_eq!(crate::line_rate_mbps(host[1].dir()), Some(25000));
+        assert_eq!(crate::line_rate_mbps(copy[1].dir()), Some(25000));
         let (h, c) = (host[1].files().unwrap(), copy[1].files().unwrap());
         assert_eq!(h.aer_files().unwrap(), c.aer_files().unwrap());
         assert_eq!(h.attr("iommu_group/type").unwrap().as_deref(), Some("DMA-FQ"));

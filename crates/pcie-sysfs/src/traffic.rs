@@ -104,6 +104,22 @@ pub fn read_traffic(root: &Path) -> Result<Vec<DeviceTraffic>, SysfsError> {
     Ok(out)
 }
 
+/// The line rate, in Mb/s, of the network interfaces below the PCI function whose directory is
+/// `function_dir` (`<dir>/net/<if>/speed`, as ethtool reports it): the most its traffic can
+/// ask of its link in each direction. `None` where it has no interface, or one whose speed is
+/// unknown (a link down reads -1 or fails with EINVAL): then its demand is not known.
+pub fn line_rate_mbps(function_dir: &Path) -> Option<u64> {
+    let net = function_dir.join("net");
+    let names = list_dir(&net).ok()?;
+    let mut total = 0u64;
+    for name in &names {
+        let speed = read_attr(&net.join(name).join("speed")).ok()??;
+        let mbps = speed.parse::<i64>().ok().filter(|&s| s > 0)?;
+        total = total.saturating_add(mbps.unsigned_abs());
+    }
+    (!names.is_empty()).then_some(total)
+}
+
 /// The directory NVMe subsystems live in, below `sys/devices/virtual`.
 const NVME_SUBSYSTEM: &str = "nvme-subsystem";
 
