@@ -127,7 +127,9 @@ impl System {
             }
         }
         let pci = PciDevice::discover(root.path())?;
-        let cpu = root.cpuinfo()?.map(|t| CpuModel::parse(&t)).unwrap_or_default();
+        let cpu = pcie_sysfs::host::CpuInfo::read(root.path())?
+            .map(|c| c.model)
+            .unwrap_or_default();
         Ok(System {
             root,
             pmus,
