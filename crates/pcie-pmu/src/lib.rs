@@ -62,12 +62,8 @@ pub mod monitor;
 pub mod pmu;
 #[cfg(unix)]
 pub mod sim;
-#[cfg(unix)]
-pub mod sim_tree;
 pub mod software;
 pub mod sysfs;
-#[cfg(unix)]
-pub mod sysfs_writer;
 pub mod topology;
 #[cfg(unix)]
 pub mod validate;
