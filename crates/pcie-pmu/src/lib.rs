@@ -47,6 +47,7 @@ pub mod catalog;
 pub mod charts;
 pub mod counter;
 mod error;
+pub mod event_sources;
 pub mod event_spec;
 pub mod exposition;
 pub mod family;
@@ -63,7 +64,6 @@ pub mod pmu;
 #[cfg(unix)]
 pub mod sim;
 pub mod software;
-pub mod sysfs;
 pub mod topology;
 #[cfg(unix)]
 pub mod validate;
@@ -72,13 +72,13 @@ pub use accumulate::{Accumulator, Delta};
 pub use catalog::{Catalog, PmuEvent};
 pub use counter::{CounterError, CounterId, CounterSource, PerfEvents, Reading};
 pub use error::PmuError;
+pub use event_sources::{CpuModel, SysfsRoot};
 pub use event_spec::{resolve, split_event_list, EventSpec, ListItem, ResolvedEvent};
 pub use family::{Family, FamilyMatch};
 pub use listing::Listing;
 pub use metric::PmuMetric;
 pub use pcie_sysfs::{Bdf, PciDevice};
 pub use pmu::{ConfigField, EventAlias, FormatTerm, Pmu, TermValue};
-pub use sysfs::{CpuModel, SysfsRoot};
 pub use topology::RootPort;
 
 use serde::Serialize;
