@@ -13,7 +13,7 @@
 //! [`counter::PerfEvents`]); [`accumulate`] turns successive reads into wrap-safe, multiplexing-scaled
 //! deltas and bytes into Gb/s. [`listing`] is what `pmu list` shows, for people and programs.
 //! `pmu validate`'s study — running fio and comparing its bytes with a payload event's — is
-//! [`fio`] and [`validate`].
+//! [`accuracy`] (with [`accuracy::fio`] running fio).
 //!
 //! The sampling core of live monitoring is [`monitor`]: a [`monitor::Plan`] of events with
 //! their bytes per count, metric and root port (and its link model), a [`monitor::Monitor`]
@@ -43,6 +43,8 @@
 //! ```
 
 pub mod accumulate;
+#[cfg(unix)]
+pub mod accuracy;
 pub mod catalog;
 pub mod charts;
 pub mod counter;
@@ -51,8 +53,6 @@ pub mod event_sources;
 pub mod event_spec;
 pub mod exposition;
 pub mod family;
-#[cfg(unix)]
-pub mod fio;
 /// Fixture sysfs trees for tests (here and in the CLI's tests), not part of the product.
 #[cfg(all(unix, any(test, feature = "fixture")))]
 pub mod fixture;
@@ -65,8 +65,6 @@ pub mod pmu;
 pub mod sim;
 pub mod software;
 pub mod topology;
-#[cfg(unix)]
-pub mod validate;
 
 pub use accumulate::{Accumulator, Delta};
 pub use catalog::{Catalog, PmuEvent};
