@@ -3,10 +3,10 @@
 //! Files are validated on load; errors name the file, the key and what is allowed.
 
 use crate::error::PmuError;
+use crate::event_sources::CpuModel;
 use crate::family::{Family, FamilyMatch};
 use crate::metric::PmuMetric;
 use crate::pmu::{EventAlias, Pmu};
-use crate::sysfs::CpuModel;
 use serde::{Deserialize, Serialize};
 
 /// The largest `bytes_per_count`: a count of whole 4 KiB TLP payloads (real PMUs count bytes,

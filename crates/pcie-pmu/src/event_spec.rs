@@ -2,8 +2,8 @@
 //! against a PMU's `format/` and `events/` into `perf_event_attr` config values.
 
 use crate::error::PmuError;
+use crate::event_sources::parse_u64;
 use crate::pmu::{ConfigField, Pmu, TermValue};
-use crate::sysfs::parse_u64;
 use serde::Serialize;
 
 /// A parsed, not yet resolved, event string.
@@ -36,7 +36,7 @@ impl EventSpec {
             spec: spec.to_string(),
             message: m.to_string(),
         };
-        crate::sysfs::check_len(spec).map_err(|message| PmuError::BadSpec {
+        crate::event_sources::check_len(spec).map_err(|message| PmuError::BadSpec {
             spec: format!("{}...", spec.chars().take(40).collect::<String>()),
             message,
         })?;

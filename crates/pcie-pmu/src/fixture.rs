@@ -3,8 +3,8 @@
 //! kernel variants, HiSilicon, Intel IIO, NVIDIA, Marvell, plus root ports and devices (whose
 //! presets are pcie-sysfs's fixtures).
 
-use crate::sysfs_writer::SysfsWriter;
-pub use crate::sysfs_writer::{DwcVariant, DWC_FORMATS};
+use pcie_sim::pmu_host::sysfs_writer::SysfsWriter;
+pub use pcie_sim::pmu_host::sysfs_writer::{DwcVariant, DWC_FORMATS};
 use std::path::Path;
 
 /// A temporary directory laid out like `/` (`sys/...`, `proc/...`), removed on drop. The
@@ -97,7 +97,7 @@ impl Tree {
 
 /// A DWC PMU of `variant` named `name` (e.g. `dwc_rootport_3018`, `pcie_bdf_300300`).
 pub fn dwc_pmu(tree: &Tree, name: &str, type_id: u32, cpumask: &str, variant: DwcVariant) {
-    crate::sysfs_writer::dwc_pmu(&tree.w, name, type_id, cpumask, variant).expect("write fixture DWC PMU");
+    pcie_sim::pmu_host::sysfs_writer::dwc_pmu(&tree.w, name, type_id, cpumask, variant).expect("write fixture DWC PMU");
 }
 
 /// The HiSilicon PCIe PMU of §6.2 (`bus` and, with `bdf_range`, `bdf_min`/`bdf_max`).

@@ -13,7 +13,7 @@
 //! [`counter::PerfEvents`]); [`accumulate`] turns successive reads into wrap-safe, multiplexing-scaled
 //! deltas and bytes into Gb/s. [`listing`] is what `pmu list` shows, for people and programs.
 //! `pmu validate`'s study — running fio and comparing its bytes with a payload event's — is
-//! [`fio`] and [`validate`].
+//! [`accuracy`] (with [`accuracy::fio`] running fio).
 //!
 //! The sampling core of live monitoring is [`monitor`]: a [`monitor::Plan`] of events with
 //! their bytes per count, metric and root port (and its link model), a [`monitor::Monitor`]
@@ -43,15 +43,16 @@
 //! ```
 
 pub mod accumulate;
+#[cfg(unix)]
+pub mod accuracy;
 pub mod catalog;
 pub mod charts;
 pub mod counter;
 mod error;
+pub mod event_sources;
 pub mod event_spec;
 pub mod exposition;
 pub mod family;
-#[cfg(unix)]
-pub mod fio;
 /// Fixture sysfs trees for tests (here and in the CLI's tests), not part of the product.
 #[cfg(all(unix, any(test, feature = "fixture")))]
 pub mod fixture;
@@ -62,27 +63,20 @@ pub mod monitor;
 pub mod pmu;
 #[cfg(unix)]
 pub mod sim;
-#[cfg(unix)]
-pub mod sim_tree;
 pub mod software;
-pub mod sysfs;
-#[cfg(unix)]
-pub mod sysfs_writer;
 pub mod topology;
-#[cfg(unix)]
-pub mod validate;
 
 pub use accumulate::{Accumulator, Delta};
 pub use catalog::{Catalog, PmuEvent};
 pub use counter::{CounterError, CounterId, CounterSource, PerfEvents, Reading};
 pub use error::PmuError;
+pub use event_sources::{CpuModel, SysfsRoot};
 pub use event_spec::{resolve, split_event_list, EventSpec, ListItem, ResolvedEvent};
 pub use family::{Family, FamilyMatch};
 pub use listing::Listing;
 pub use metric::PmuMetric;
 pub use pcie_sysfs::{Bdf, PciDevice};
 pub use pmu::{ConfigField, EventAlias, FormatTerm, Pmu, TermValue};
-pub use sysfs::{CpuModel, SysfsRoot};
 pub use topology::RootPort;
 
 use serde::Serialize;
@@ -127,7 +121,9 @@ impl System {
             }
         }
         let pci = PciDevice::discover(root.path())?;
-        let cpu = root.cpuinfo()?.map(|t| CpuModel::parse(&t)).unwrap_or_default();
+        let cpu = pcie_sysfs::host::CpuInfo::read(root.path())?
+            .map(|c| c.model)
+            .unwrap_or_default();
         Ok(System {
             root,
             pmus,

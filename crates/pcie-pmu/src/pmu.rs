@@ -3,7 +3,7 @@
 //! (`events/*` with optional `.scale` and `.unit`).
 
 use crate::error::PmuError;
-use crate::sysfs::{self, parse_err, read_required, SysfsRoot, EVENT_SOURCE};
+use crate::event_sources::{self, parse_err, read_required, SysfsRoot, EVENT_SOURCE};
 use pcie_sysfs::files::{list_dir, parse_u64, read_attr};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -59,7 +59,7 @@ impl FormatTerm {
     /// Parse the contents of a format file. Bits are 0 to 63, each range low bit first, and
     /// ranges may not overlap (a value bit must land in one config bit).
     pub fn parse(name: &str, text: &str) -> Result<FormatTerm, String> {
-        sysfs::check_len(text)?;
+        event_sources::check_len(text)?;
         let bad = || format!("{text:?}: expected configN:lo-hi[,lo-hi...] or configN:bit (N empty or 1 to 3)");
         let (field, bits) = text.trim().split_once(':').ok_or_else(bad)?;
         let field = ConfigField::from_name(field.trim()).ok_or_else(bad)?;
@@ -171,7 +171,7 @@ impl EventAlias {
     /// Parse an events/ file's contents. Whitespace around terms is ignored (the v1 DWC patch
     /// printed `eventid=0x21, type=0x1`); a term without a value means 1.
     pub fn parse(name: &str, text: &str) -> Result<EventAlias, String> {
-        sysfs::check_len(text)?;
+        event_sources::check_len(text)?;
         let mut terms = Vec::new();
         for part in text.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = match part.split_once('=') {

@@ -2,7 +2,7 @@
 //! Yitian 710 of the seed study) that presents itself through a sysfs tree, as a real host does,
 //! and counts through [`CounterSource`].
 //!
-//! [`SimHost::start`] writes the host's tree ([`crate::sim_tree`]: PMUs, PCI functions with their
+//! [`SimHost::start`] writes the host's tree ([`pcie_sim::pmu_host::tree`]: PMUs, PCI functions with their
 //! links, config space, AER counters and power state, and the profile's faults) into a temporary
 //! directory, discovers it with [`System::discover`] like any other root, and keeps the
 //! directory while the source lives. Its clock is simulated time: `sleep` runs the simulation,
@@ -11,10 +11,10 @@
 
 use crate::counter::{CounterError, CounterId, CounterSource, Reading};
 use crate::event_spec::ResolvedEvent;
-pub use crate::sim_tree::pmu_name;
-use crate::sim_tree::SimTree;
 use crate::{PmuError, System};
 pub use pcie_sim::pmu_host::profile::{builtin_pmu_hosts, PmuHostProfile};
+pub use pcie_sim::pmu_host::tree::pmu_name;
+use pcie_sim::pmu_host::tree::SimTree;
 pub use pcie_sim::pmu_host::workload::{self, HostWorkload, StorageJob, WorkloadError};
 pub use pcie_sim::pmu_host::PmuHost;
 use std::io;
@@ -322,7 +322,7 @@ mod tests {
     }
 }
 
-/// The simulated host's PCI tree (`sim_tree`) as the link checks read it.
+/// The simulated host's PCI tree (`pcie_sim::pmu_host::tree`) as the link checks read it.
 #[cfg(test)]
 mod tree_tests {
     use crate::counter::CounterSource;

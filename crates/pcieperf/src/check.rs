@@ -55,8 +55,8 @@ pub struct CheckArgs {
 pub const EXIT_FINDINGS: u8 = 3;
 
 fn sampling(a: &CheckArgs) -> Result<Option<Sampling>, CliError> {
-    crate::pmu::watch::check_interval(a.interval)?;
-    crate::pmu::watch::check_duration(a.duration)?;
+    crate::pmu::live_options::check_interval(a.interval)?;
+    crate::pmu::live_options::check_duration(a.duration)?;
     Ok(a.duration.map(|d| {
         let duration = Duration::from_secs_f64(d);
         Sampling {

@@ -4,6 +4,7 @@
 //! degrades to the plain case with one warning that names what is missing.
 
 use pcie_sysfs::files::list_dir;
+use pcie_sysfs::host::{numa_nodes, NUMA_NODES};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
@@ -65,20 +66,17 @@ pub fn choose_page(root: &Path, bytes: u64) -> Result<u64, String> {
 /// The node to bind memory to, or why not: the node must exist under
 /// `sys/devices/system/node`.
 pub fn choose_node(root: &Path, node: u32) -> Result<u32, String> {
-    let base = root.join("sys/devices/system/node");
-    let nodes: Vec<String> = list_dir(&base)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|n| n.strip_prefix("node").is_some_and(|id| id.parse::<u32>().is_ok()))
-        .collect();
+    let nodes = numa_nodes(root).unwrap_or_default();
     if nodes.is_empty() {
+        let base = root.join(NUMA_NODES);
         return Err(format!("no NUMA information ({} is missing)", base.display()));
     }
-    if !nodes.contains(&format!("node{node}")) {
+    if !nodes.contains(&node) {
         let one = if nodes.len() == 1 { "one node" } else { "nodes" };
+        let names: Vec<String> = nodes.iter().map(|n| format!("node{n}")).collect();
         return Err(format!(
             "NUMA node {node} does not exist (the machine has {one}: {})",
-            nodes.join(", ")
+            names.join(", ")
         ));
     }
     Ok(node)

@@ -4,6 +4,7 @@
 use crate::backend::BackendInfo;
 use crate::params::{Iommu, Numa};
 use pcie_model::LinkConfig;
+use pcie_sysfs::host::CpuInfo;
 use pcie_sysfs::{numa_layout, DeviceRecord, KernelIommu, NumaNode};
 use serde::{Deserialize, Serialize, Serializer};
 use std::path::Path;
@@ -83,13 +84,7 @@ impl HostInfo {
         let read = |p: &str| {
             pcie_output::read::read_text(&root.join(p), pcie_output::read::Limit::PROC_FILE).unwrap_or_default()
         };
-        let cpuinfo = read("proc/cpuinfo");
-        let field = |name: &str| {
-            cpuinfo.lines().find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                (k.trim() == name).then(|| v.trim().to_string())
-            })
-        };
+        let cpuinfo = CpuInfo::read(root).ok().flatten().unwrap_or_default();
         let hostname = [read("etc/hostname"), read("proc/sys/kernel/hostname")]
             .into_iter()
             .map(|s| s.trim().to_string())
@@ -102,14 +97,8 @@ impl HostInfo {
         HostInfo {
             hostname: hostname.unwrap_or_else(|| UNKNOWN.into()),
             kernel: kernel.unwrap_or_else(|| UNKNOWN.into()),
-            cpu_model: field("model name")
-                .or_else(|| field("Model"))
-                .or_else(|| field("Hardware"))
-                .unwrap_or_else(|| UNKNOWN.into()),
-            cpus: cpuinfo
-                .lines()
-                .filter(|l| l.split(':').next().map(str::trim) == Some("processor"))
-                .count(),
+            cpu_model: cpuinfo.name.unwrap_or_else(|| UNKNOWN.into()),
+            cpus: cpuinfo.processors,
             kernel_cmdline: read("proc/cmdline").trim().to_string(),
             iommu: KernelIommu::read(root),
             numa_nodes: numa_layout(root),

@@ -7,6 +7,9 @@
 //! takes it, completion entries, an MSI, reaping), and NICs move packets in batches ([`nic`]). Every TLP crosses the root port on a serialiser per direction ([`link`]), and each
 //! port's DWC counters ([`bank`]) count the payload and TLPs as they cross, multiplexed as perf
 //! does. Same profile, workloads and seed give the same counts.
+//!
+//! [`tree`] writes the host as root would see it in sysfs (PMUs, PCI functions, config space,
+//! AER and traffic counters) through [`sysfs_writer`], for `pmu` and `check` on `--source sim`.
 
 pub mod bank;
 mod deadline;
@@ -16,6 +19,10 @@ pub mod link;
 mod nic;
 pub mod profile;
 mod storage;
+#[cfg(unix)]
+pub mod sysfs_writer;
+#[cfg(unix)]
+pub mod tree;
 pub use storage::{IoStats, StorageStats};
 pub mod workload;
 

@@ -3,13 +3,13 @@
 //! accuracy check against a storage workload (`validate`).
 
 mod list;
+pub(crate) mod live_options;
 mod record;
 mod rows;
 mod serve;
 mod stat;
 mod top;
 mod validate;
-pub(crate) mod watch;
 
 use crate::error::CliError;
 use clap::Subcommand;

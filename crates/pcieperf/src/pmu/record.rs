@@ -5,8 +5,8 @@
 //! rename); a run until Ctrl-C writes the file as it goes, flushed every interval, so what was
 //! recorded survives a kill and a pipe (`-o -`, a FIFO) gets each interval as it ends.
 
+use super::live_options::{check_duration, warn_command, WatchArgs};
 use super::rows::{csv_lines, json_lines};
-use super::watch::{check_duration, warn_command, WatchArgs};
 use crate::error::CliError;
 use crate::output::{check_files, shown, write_failed, write_file};
 use crate::signals::cancel_on_signals;

@@ -2,8 +2,8 @@
 //! payload events, bytes and Gb/s. Counts for `--duration`, until `-- COMMAND` exits, or until
 //! Ctrl-C; `-I MS` prints one row per event per interval as it goes.
 
+use super::live_options::{check_duration, check_interval, warn_command, warn_wraps};
 use super::rows::{csv_lines, json_lines};
-use super::watch::{check_duration, check_interval, warn_command, warn_wraps};
 use crate::error::CliError;
 use crate::host_selection::{self as source, SimArgs, SourceArgs};
 use crate::output::{json, Cell, Format, Table};

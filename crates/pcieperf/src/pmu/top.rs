@@ -4,8 +4,8 @@
 //! back. With `--format csv|json` it prints the same rows every
 //! interval instead (no terminal needed).
 
+use super::live_options::{check_duration, usage, WatchArgs};
 use super::rows::strip_header;
-use super::watch::{check_duration, usage, WatchArgs};
 use crate::error::CliError;
 use crate::output::terminal::{self, Line, Screen, Span, Style};
 use crate::output::{Cell, Format, Table};

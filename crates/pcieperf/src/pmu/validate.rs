@@ -3,19 +3,19 @@
 //! payload (multiplexed on the port's one time-based counter when both are asked for); the
 //! PMU's bytes are compared with the workload's own byte count, and fio's bandwidth, runtime
 //! and latency are shown beside them. On `--source perf` the workload is real fio
-//! ([`pcie_pmu::fio`]) and the PMU the kernel's; on `--source sim` both are simulated, as fast
+//! ([`pcie_pmu::accuracy::fio`]) and the PMU the kernel's; on `--source sim` both are simulated, as fast
 //! as the simulation runs.
 
-use super::watch::check_interval;
+use super::live_options::check_interval;
 use crate::error::CliError;
 use crate::host_selection::{self as source, Source, SourceArgs};
 use crate::output::{json, Cell, Format, Table};
 use clap::Args;
-use pcie_pmu::fio::{self, FioRun, FioStats};
-use pcie_pmu::sim::workload::{HostWorkload, Rw, StorageJob, WorkloadError};
-use pcie_pmu::validate::{
+use pcie_pmu::accuracy::fio::{self, FioRun, FioStats};
+use pcie_pmu::accuracy::{
     measure, port_payload_events, Counted, JobSpec, PayloadDir, PayloadEvent, ValidateError, ValidationRow,
 };
+use pcie_pmu::sim::workload::{HostWorkload, Rw, StorageJob, WorkloadError};
 use pcie_pmu::{PerfEvents, System};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -8,7 +8,7 @@
 mod http;
 mod web_config;
 
-use super::watch::{check_duration, usage, WatchArgs};
+use super::live_options::{check_duration, usage, WatchArgs};
 use crate::error::CliError;
 use crate::signals::cancel_on_signals;
 use bytes::Bytes;

@@ -3,10 +3,12 @@
 //! each event's bytes beside what the workload says it moved that way ([`ValidationRow`]). The
 //! workload comes from fio's options as a user types them ([`JobSpec`]).
 
-use crate::fio::FioStats;
+pub mod fio;
+
 use crate::monitor::{Monitor, MonitorError, Plan, Watch};
 use crate::sim::workload::{self, StorageJob, WorkloadError};
 use crate::{CounterSource, Delta, PmuError, PmuMetric, ResolvedEvent, System};
+use fio::FioStats;
 use serde::Serialize;
 use std::fmt;
 use std::time::Duration;
@@ -386,7 +388,7 @@ mod tests {
         let e = e.check_sim(&e.job().unwrap()).unwrap_err();
         assert_eq!((e.key.as_str(), e.value.as_str()), ("size", "65G"));
     }
-    use crate::fio::DirStats;
+    use fio::DirStats;
 
     #[test]
     fn a_row_pairs_the_event_with_its_direction_of_fio() {

@@ -10,11 +10,11 @@
 //! `aer_rootport_total_err_cor`, which [`SimTree::refresh`] rewrites as simulated time goes on,
 //! with each device's block or network traffic counters (what its port's workloads moved).
 
-use crate::sysfs_writer::{dwc_pmu, DwcVariant, SysfsWriter};
+use super::fault::{FaultSpec, CORRECTABLE_KINDS};
+use super::profile::{parse_bdf, DeviceSpec, PmuDriver, PmuHostProfile, PortSpec};
+use super::sysfs_writer::{dwc_pmu, DwcVariant, SysfsWriter};
+use super::PmuHost;
 use pcie_model::Generation;
-use pcie_sim::pmu_host::fault::{FaultSpec, CORRECTABLE_KINDS};
-use pcie_sim::pmu_host::profile::{parse_bdf, DeviceSpec, PmuDriver, PmuHostProfile, PortSpec};
-use pcie_sim::pmu_host::PmuHost;
 use pcie_sysfs::{Aspm, ConfigBuilder, LinkSetup, PortType};
 use std::io;
 
