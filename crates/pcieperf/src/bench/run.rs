@@ -363,7 +363,9 @@ fn run_into(
         Format::Csv => csv_files(&out, &summaries)?,
         Format::Table => summary_table(&summaries, &out),
     };
-    if let Some(v) = &judged {
+    // A single test's JSON or CSV stays one object or one table, as scripts read it.
+    let single = a.test.is_some() && a.format != Format::Table;
+    if let Some(v) = judged.as_ref().filter(|_| !single) {
         match a.format {
             Format::Json => text.push_str(&format!("{}\n", serde_json::json!({ "verdict": v }))),
             Format::Csv => text.push_str(&format!("# verdict\n{}", super::verdict::csv(v))),
