@@ -44,6 +44,7 @@ pub mod runner;
 pub mod sim_backend;
 pub mod stats;
 pub mod suite;
+pub mod verdict;
 
 pub use backend::{Backend, BackendError, BackendInfo, BandwidthTotals, LatencySamples, Outcome};
 pub use charts::{run_letter, ChartSet, RunChart};
@@ -62,3 +63,4 @@ pub use runner::{test_seed, workload};
 pub use sim_backend::SimBackend;
 pub use stats::{ks_distance, BandwidthStats, CdfPoint, LatencyStats, Measurement, SortedLatencies, Summary};
 pub use suite::{parse_bytes, Group, OffsetSweep, Suite, SuiteError, SweepAxis, MAX_SUITE_TESTS};
+pub use verdict::{committed_runs, verdict, Verdict, Word};

@@ -81,7 +81,23 @@ pub struct GpuInfo {
     pub timer: TimerInfo,
     /// The latency loop's fixed cost, taken off every latency sample.
     pub latency_overhead: LatencyOverhead,
+    /// Where the pinned host buffer is: the node asked for, the GPU's node, and the nodes of
+    /// a sample of its pages as the kernel placed them.
+    pub host_buffer: HostBuffer,
 }
+
+/// The pinned host buffer's NUMA placement as `run.json` records it (`host_buffer`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostBuffer {
+    /// The node it was bound to (`--numa mem=`, else the GPU's); `null` when unbound.
+    pub bound_node: Option<u32>,
+    /// The GPU's node from sysfs; `null` where the platform gives none.
+    pub gpu_node: Option<u32>,
+    pub pages: pcie_bench::host::PagePlacement,
+}
+
+/// Pages of the host buffer whose node is read: enough to see a split placement.
+const PLACEMENT_SAMPLES: usize = 64;
 
 impl GpuInfo {
     /// One line for reports: the GPU, its PCI function and link, the engine and the timer.
@@ -242,6 +258,11 @@ impl CudaBackend {
         // SAFETY: the buffer outlives the mapping (declared after it in `Gpu`).
         let mapped =
             unsafe { Mapped::new(buffer.as_mut_slice().as_mut_ptr(), buffer.len()) }.map_err(|e| e.to_string())?;
+        let host_buffer = HostBuffer {
+            bound_node: buffer.numa_node(),
+            gpu_node,
+            pages: buffer.placement(PLACEMENT_SAMPLES),
+        };
         let cpus = match cache_node {
             Some(n) => node_cpus(&options.root, n).unwrap_or_default(),
             None => Vec::new(),
@@ -286,6 +307,7 @@ impl CudaBackend {
             link: link_record,
             timer,
             latency_overhead,
+            host_buffer,
         };
         Ok(CudaBackend {
             spec: spec.to_string(),
@@ -624,6 +646,11 @@ mod tests {
                 lat_wrrd_ticks: 412,
                 lat_rd_ns: 126.8,
                 lat_wrrd_ns: 208.1,
+            },
+            host_buffer: HostBuffer {
+                bound_node: Some(0),
+                gpu_node: Some(0),
+                pages: Default::default(),
             },
         };
         assert_eq!(

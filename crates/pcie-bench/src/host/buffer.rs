@@ -202,6 +202,27 @@ impl DmaBuffer {
         self.numa_node
     }
 
+    /// Where the kernel placed the buffer's pages: the node of `samples` pages spread evenly
+    /// over it (get_mempolicy with MPOL_F_NODE | MPOL_F_ADDR, which faults a page in if it is
+    /// not yet), so a binding that did not hold, or none asked, shows as it is.
+    pub fn placement(&self, samples: usize) -> PagePlacement {
+        let pages = (self.len as u64 / self.page_bytes).max(1) as usize;
+        let step = pages.div_ceil(samples.clamp(1, pages));
+        let mut placement = PagePlacement::default();
+        for page in (0..pages).step_by(step) {
+            let addr = self.ptr.wrapping_add(page * self.page_bytes as usize);
+            match page_node(addr) {
+                Ok(node) => *placement.nodes.entry(node).or_insert(0) += 1,
+                Err(e) => {
+                    placement.error = Some(format!("get_mempolicy: {e}"));
+                    break;
+                }
+            }
+            placement.pages_sampled += 1;
+        }
+        placement
+    }
+
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: ptr..ptr+len is a live read-write mapping owned by self.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
@@ -212,6 +233,48 @@ impl Drop for DmaBuffer {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly the mapping made in `map`.
         unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// The NUMA nodes a sample of a buffer's pages are on, as `run.json` records them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PagePlacement {
+    pub pages_sampled: usize,
+    /// Node → pages of the sample on it.
+    pub nodes: std::collections::BTreeMap<u32, usize>,
+    /// Why the sample stopped short (a kernel without NUMA support answers ENOSYS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl PagePlacement {
+    /// The node holding most of the sample.
+    pub fn main_node(&self) -> Option<u32> {
+        self.nodes.iter().max_by_key(|(_, n)| **n).map(|(node, _)| *node)
+    }
+}
+
+/// The node of the page at `addr` of our own mapping.
+fn page_node(addr: *mut u8) -> Result<u32, std::io::Error> {
+    const MPOL_F_NODE: libc::c_ulong = 1;
+    const MPOL_F_ADDR: libc::c_ulong = 2;
+    let mut node: libc::c_int = -1;
+    // SAFETY: `node` is a writable int; no node mask is asked for (NULL, maxnode 0); `addr`
+    // lies in a live mapping of ours.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut node as *mut libc::c_int,
+            std::ptr::null_mut::<libc::c_ulong>(),
+            0 as libc::c_ulong,
+            addr,
+            MPOL_F_NODE | MPOL_F_ADDR,
+        )
+    };
+    if r == 0 && node >= 0 {
+        Ok(node as u32)
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -343,5 +406,30 @@ mod tests {
         assert_eq!(peer.as_mut_slice()[4096], 0xa5);
         peer.as_mut_slice()[8191] = 7;
         assert_eq!(b.as_mut_slice()[8191], 7, "both sides see one memory");
+    }
+
+    #[test]
+    fn placement_samples_the_pages_the_kernel_placed() {
+        let (buffer, _) = DmaBuffer::allocate(Path::new("/nonexistent"), 64 * KIB, None).unwrap();
+        let p = buffer.placement(4);
+        // This machine's kernel answers for every page, or says why it cannot (no NUMA).
+        match &p.error {
+            None => {
+                assert_eq!(p.pages_sampled, 4, "{p:?}");
+                assert_eq!(p.nodes.values().sum::<usize>(), 4);
+                let online = std::fs::read_to_string("/sys/devices/system/node/online").unwrap_or_default();
+                assert!(online.is_empty() || p.main_node().is_some());
+            }
+            Some(e) => assert!(e.starts_with("get_mempolicy: "), "{e}"),
+        }
+        assert_eq!(
+            DmaBuffer::allocate(Path::new("/nonexistent"), 4 * KIB, None)
+                .unwrap()
+                .0
+                .placement(16)
+                .pages_sampled
+                .max(1),
+            1
+        );
     }
 }

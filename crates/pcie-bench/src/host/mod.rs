@@ -9,7 +9,7 @@ mod cache;
 mod iommu;
 
 pub use affinity::{node_cpus, pinned};
-pub use buffer::{choose_node, choose_page, DmaBuffer};
+pub use buffer::{choose_node, choose_page, DmaBuffer, PagePlacement};
 pub use cache::CacheSteps;
 pub use iommu::{cmdline_mode, HostIommu};
 

@@ -5,6 +5,7 @@ mod open;
 mod progress;
 mod report;
 mod run;
+mod verdict;
 
 use crate::error::CliError;
 use clap::Subcommand;

@@ -55,17 +55,21 @@ struct ChartSummary<'a> {
 }
 
 pub fn run(a: &ReportArgs) -> Result<String, CliError> {
-    if a.format == Format::Csv && a.compare.is_empty() {
-        return Err(CliError::Usage(
-            "--format csv lists the point differences between runs: it needs --compare DIR2".into(),
-        ));
-    }
     check_files(&[("--html", a.html.as_deref())])?;
     if let Some(d) = &a.svg_dir {
         check_dir("--svg-dir", d)?;
     }
     let dir = &a.dir;
     let data = load(dir)?;
+    // A GPU run's verdict (from run.json and the committed runs; the live path is not this
+    // run's, so no `check` here).
+    let judged = super::verdict::judge(&data, &[]);
+    if a.format == Format::Csv && a.compare.is_empty() && judged.is_none() {
+        return Err(CliError::Usage(
+            "--format csv lists the point differences between runs (it needs --compare DIR2) or a GPU run's verdict"
+                .into(),
+        ));
+    }
     let others = a.compare.iter().map(|d| load(d)).collect::<Result<Vec<_>, _>>()?;
     let set = ChartSet::new(&data, &others);
     let (drawn, skipped, description, comparisons) = (&set.charts, &set.not_drawn, &set.description, &set.comparisons);
@@ -90,6 +94,7 @@ pub fn run(a: &ReportArgs) -> Result<String, CliError> {
         }
     }
     match a.format {
+        Format::Csv if a.compare.is_empty() => return Ok(judged.as_ref().map(super::verdict::csv).unwrap_or_default()),
         Format::Csv => {
             // One table of every run's differences from the first.
             let mut all = String::new();
@@ -120,6 +125,7 @@ pub fn run(a: &ReportArgs) -> Result<String, CliError> {
                 "charts": charts,
                 "not_drawn": skipped,
                 "comparisons": comparisons,
+                "verdict": judged,
             })));
         }
         Format::Table => {}
@@ -145,6 +151,9 @@ pub fn run(a: &ReportArgs) -> Result<String, CliError> {
         if !skipped.is_empty() {
             text.push_str(&format!("\nNot drawn: {}\n", skipped.join(", ")));
         }
+    }
+    if let Some(v) = &judged {
+        text.push_str(&super::verdict::text(v));
     }
     for (i, c) in comparisons.iter().enumerate() {
         text.push_str(&comparison_text(c, &run_letter(i + 1)));

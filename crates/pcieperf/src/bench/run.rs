@@ -9,8 +9,8 @@ use crate::signals::cancel_on_signals;
 use clap::Args;
 use pcie_bench::suite::{work, BaseSummary, SuitePlan};
 use pcie_bench::{
-    parse_bytes, rfc3339, run_tests, Backend, CacheState, Group, HostInfo, Iommu, Numa, Pattern, ProgramLog, RunEvent,
-    RunInfo, RunWriter, Suite, TestKind, TestParams,
+    parse_bytes, rfc3339, run_tests, Backend, CacheState, Group, HostInfo, Iommu, Numa, Pattern, ProgramLog, RunData,
+    RunEvent, RunInfo, RunWriter, Suite, TestKind, TestParams,
 };
 use pcie_sysfs::DeviceRecord;
 use std::path::{Path, PathBuf};
@@ -354,11 +354,25 @@ fn run_into(
                 .unwrap_or_default()
         )));
     }
-    Ok(match a.format {
+    // A GPU's run ends with its verdict, with what `check` finds on the GPU's path now.
+    let judged = RunData::load(&out)
+        .ok()
+        .and_then(|run| super::verdict::judge(&run, &super::verdict::live_causes(Path::new("/"), &run)));
+    let mut text = match a.format {
         Format::Json => lines,
         Format::Csv => csv_files(&out, &summaries)?,
         Format::Table => summary_table(&summaries, &out),
-    })
+    };
+    // A single test's JSON or CSV stays one object or one table, as scripts read it.
+    let single = a.test.is_some() && a.format != Format::Table;
+    if let Some(v) = judged.as_ref().filter(|_| !single) {
+        match a.format {
+            Format::Json => text.push_str(&format!("{}\n", serde_json::json!({ "verdict": v }))),
+            Format::Csv => text.push_str(&format!("# verdict\n{}", super::verdict::csv(v))),
+            Format::Table => text.push_str(&super::verdict::text(v)),
+        }
+    }
+    Ok(text)
 }
 
 /// Every base's CSV file as written, one after the other.

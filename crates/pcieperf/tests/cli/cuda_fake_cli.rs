@@ -399,3 +399,130 @@ fn a_real_device_runs_under_the_host_s_iommu() {
         assert!(err.contains(&want), "{err}");
     }
 }
+
+/// `bench run --backend cuda --test BW_RD --size 4096 --window 256k` with `env` and the
+/// output `format`: the exit code and stdout.
+fn bw_rd_verdict(env: &[(&str, &str)], format: &str) -> (Option<i32>, String) {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = fresh_path(&format!("fake-cuda-verdict-{n}"));
+    let o = with_fake(
+        env,
+        &[
+            "bench",
+            "run",
+            "--backend",
+            "cuda",
+            "--test",
+            "BW_RD",
+            "--size",
+            "4096",
+            "--window",
+            "256k",
+            "--format",
+            format,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    (o.status.code(), stdout(&o) + &stderr(&o))
+}
+
+#[test]
+fn a_gpu_run_ends_with_its_verdict_normal_low_or_above_the_link() {
+    // The stand-in moves 400 Gb/s of 4 KiB reads; the model of its Gen5 x16 link (MPS 256,
+    // MRRS 4096 as NVML and the defaults give) carries 446.9: 89.5 %, above the 85 % floor
+    // that applies with no committed run of this GPU.
+    let (code, text) = bw_rd_verdict(&[], "table");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("Verdict for pcieperf fake GPU (no hardware) (engine sm, Gen5 x16"),
+        "{text}"
+    );
+    assert!(text.contains("): normal\n"), "{text}");
+    let h2d = text.lines().find(|l| l.starts_with("H2D")).unwrap();
+    assert!(
+        h2d.contains("400.0") && h2d.contains("89.5") && h2d.contains("none"),
+        "{h2d}"
+    );
+    assert!(
+        text.contains("note: no committed run of a pcieperf fake GPU (no hardware) on Gen5 x16 with engine sm"),
+        "{text}"
+    );
+    assert!(text.contains("host buffer pages sampled"), "{text}");
+    // Half as fast: low, with what run.json and check say (nothing wrong on this path).
+    let (code, text) = bw_rd_verdict(&[("FAKE_CUDA_SPEED", "0.5")], "table");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("): low\n") && text.contains("44.8"), "{text}");
+    // 1.2 times: 480 Gb/s through a 446.9 Gb/s link is a measurement problem.
+    let (_, text) = bw_rd_verdict(&[("FAKE_CUDA_SPEED", "1.2")], "table");
+    assert!(text.contains("): above the link\n") && text.contains("107.4"), "{text}");
+}
+
+#[test]
+fn a_gpu_posing_as_the_committed_h100_is_judged_against_its_band() {
+    let (code, text) = bw_rd_verdict(&[("FAKE_CUDA_NAME", "NVIDIA H100 80GB HBM3")], "table");
+    assert_eq!(code, Some(0), "{text}");
+    // The committed quick-sm run's H2D headline: 64 B in its largest window, 92.3 % of the model.
+    let h2d = text.lines().find(|l| l.starts_with("H2D")).unwrap();
+    assert!(
+        h2d.contains("92.3") && h2d.contains("h100-80gb-hbm3-vm/quick-sm (own headline)"),
+        "{h2d}"
+    );
+    assert!(
+        text.contains("): normal\n") && !text.contains("note: no committed run"),
+        "{text}"
+    );
+    let (_, text) = bw_rd_verdict(
+        &[("FAKE_CUDA_NAME", "NVIDIA H100 80GB HBM3"), ("FAKE_CUDA_SPEED", "0.9")],
+        "table",
+    );
+    // 80.6 % is under 0.9 x 92.3 % = 83.1 %: low against the band, though near the floor.
+    assert!(text.contains("): low\n") && text.contains("80.6"), "{text}");
+}
+
+#[test]
+fn a_gpu_suite_run_carries_the_verdict_in_json_and_csv() {
+    for (format, check) in [
+        ("json", "{\"verdict\":"),
+        ("csv", "# verdict\ngpu,engine,link,verdict,causes,buffer,notes,figure,"),
+    ] {
+        let out = fresh_path("fake-cuda-verdict-suite");
+        let o = with_fake(
+            &[],
+            &[
+                "bench",
+                "run",
+                "--backend",
+                "cuda",
+                "--only",
+                "bw_dma_win_sweep_rd_rnd_64",
+                "--samples",
+                "300",
+                "--format",
+                format,
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(stdout(&o).contains(check), "{}", stdout(&o));
+        if format == "json" {
+            let last: Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
+            assert_eq!(last["verdict"]["figures"][0]["figure"], "H2D");
+            assert!(last["verdict"]["buffer"]
+                .as_str()
+                .unwrap()
+                .starts_with("host buffer pages sampled"));
+        }
+        // run.json records where the buffer's pages are.
+        let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+        let hb = &run["backend"]["description"]["device"]["host_buffer"];
+        assert!(
+            hb["pages"]["pages_sampled"].as_u64().unwrap() > 0 || hb["pages"]["error"].is_string(),
+            "{hb}"
+        );
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+}

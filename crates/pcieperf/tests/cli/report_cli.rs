@@ -434,3 +434,51 @@ fn the_h100_runs_kept_in_data_measured_report() {
         assert_eq!(text.contains(caution), run == "quick-sm", "{text}");
     }
 }
+
+#[test]
+fn the_committed_h100_runs_get_their_verdict() {
+    let measured = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/measured/h100-80gb-hbm3-vm");
+    let text = |run: &str, format: &str| {
+        let o = pcieperf(&[
+            "bench",
+            "report",
+            measured.join(run).to_str().unwrap(),
+            "--format",
+            format,
+        ]);
+        assert!(o.status.success(), "{run}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    // quick-ce: its own band, so normal; H2D 6.6 Gb/s of 446.9 (2 KiB copies, 1.5 %).
+    let ce = text("quick-ce", "table");
+    assert!(
+        ce.contains("Verdict for NVIDIA H100 80GB HBM3 (engine ce, Gen5 x16, MPS 256, MRRS 4096, 8-bit tags): normal"),
+        "{ce}"
+    );
+    let h2d = ce.lines().find(|l| l.starts_with("H2D")).unwrap();
+    assert!(
+        h2d.contains("6.6") && h2d.contains("446.9") && h2d.contains("h100-80gb-hbm3-vm/quick-ce"),
+        "{h2d}"
+    );
+    // quick-sm: its 2 KiB writes in an 8 KiB window read 620.3 Gb/s, 138.8 % of the model
+    // (README: the window, not the link) — above the link; reads and latency normal.
+    let sm = text("quick-sm", "table");
+    assert!(sm.contains("): above the link\n"), "{sm}");
+    let d2h = sm.lines().find(|l| l.starts_with("D2H")).unwrap();
+    assert!(
+        d2h.contains("620.3") && d2h.contains("138.8") && d2h.ends_with("above the link"),
+        "{d2h}"
+    );
+    assert!(
+        sm.lines()
+            .any(|l| l.starts_with("LAT_RD 64 B") && l.contains("1229.2") && l.ends_with("normal")),
+        "{sm}"
+    );
+    // The same in CSV (no --compare needed for a GPU run) and JSON.
+    let csv = text("quick-sm", "csv");
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+    assert!(csv.lines().nth(2).unwrap().contains(",above the link,"), "{csv}");
+    let json: serde_json::Value = serde_json::from_str(&text("quick-sm", "json")).unwrap();
+    assert_eq!(json["verdict"]["word"], "above_link");
+    assert_eq!(json["verdict"]["figures"][1]["band"], serde_json::Value::Null);
+}

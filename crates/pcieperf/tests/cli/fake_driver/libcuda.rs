@@ -20,7 +20,10 @@
 //! (devices, default 1), `FAKE_CUDA_FAIL=CALL:CODE[:AFTER]` (that call, a driver or an NVML one,
 //! returns the error CODE, after AFTER calls that succeed), `FAKE_CUDA_BUSY_LINK=FILE` (a
 //! fixture tree's `current_link_speed` of the GPU: a copy raises it to 32 GT/s, as a GPU leaves
-//! its idle link speed under load, and releasing the context drops it back to 2.5 GT/s).
+//! its idle link speed under load, and releasing the context drops it back to 2.5 GT/s),
+//! `FAKE_CUDA_SPEED=K` (threads and copy engines move data K times as fast: a slow path at
+//! K < 1, a measurement above the link at K > 1.12), `FAKE_CUDA_NAME` (the GPU's name, to pose
+//! as a GPU with committed runs).
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::cell::Cell;
@@ -52,6 +55,11 @@ pub const SM_READ_GBPS: f64 = 400.0;
 pub const SM_WRITE_GBPS: f64 = 420.0;
 pub const CE_SETUP_NS: f64 = 1000.0;
 pub const CE_GBPS: f64 = 430.0;
+/// `FAKE_CUDA_SPEED`: the factor on every bandwidth of the model (1 unless set).
+fn speed() -> f64 {
+    static SPEED: OnceLock<f64> = OnceLock::new();
+    *SPEED.get_or_init(|| std::env::var("FAKE_CUDA_SPEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1.0))
+}
 /// The link NVML reports: Gen5 x16, current and maximum.
 const LINK_GEN: c_uint = 5;
 const LINK_WIDTH: c_uint = 16;
@@ -238,7 +246,7 @@ fn run(op: Op) {
             }
             // SAFETY: both ranges were checked against the driver's memory when queued.
             unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, bytes as usize) };
-            s.clock_ns += CE_SETUP_NS + bytes as f64 * 8.0 / CE_GBPS;
+            s.clock_ns += CE_SETUP_NS + bytes as f64 * 8.0 / (CE_GBPS * speed());
         }
         Op::Kernel { name, args } => {
             if lock().sticky.is_some() {
@@ -391,7 +399,7 @@ fn bandwidth(a: &[u64]) -> Result<f64, String> {
             check_split(at, size, head, body)?;
             touch(at, size, Memory::MappedHost, &format!("DMA {i}"))?;
         }
-        ns += size as f64 * 8.0 / if read { SM_READ_GBPS } else { SM_WRITE_GBPS };
+        ns += size as f64 * 8.0 / (speed() * if read { SM_READ_GBPS } else { SM_WRITE_GBPS });
     }
     Ok(ns)
 }
@@ -495,7 +503,8 @@ pub unsafe extern "C" fn cuCtxSetCurrent(ctx: usize) -> CUresult {
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, _dev: c_int) -> CUresult {
     status(enter("cuDeviceGetName", false).map(|_| {
-        let text = b"pcieperf fake GPU (no hardware)\0";
+        let mut text = std::env::var("FAKE_CUDA_NAME").unwrap_or_else(|_| "pcieperf fake GPU (no hardware)".into()).into_bytes();
+        text.push(0);
         let n = text.len().min(len.max(1) as usize);
         std::ptr::copy_nonoverlapping(text.as_ptr().cast(), name, n);
         *name.add(n - 1) = 0;
