@@ -171,7 +171,7 @@ fn a_bad_web_config_is_refused_before_listening() {
     let e = refused("basic_auth_users:\n  alice: plaintext\n", &config);
     assert!(e.contains("basic_auth_users.alice: not a bcrypt hash"), "{e}");
     let e = refused("", Path::new("/dev/null"));
-    assert!(e.contains("/dev/null: not a regular file"), "{e}");
+    assert!(e.contains("/dev/null: a character device, not a regular file"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

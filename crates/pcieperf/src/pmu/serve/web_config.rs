@@ -9,8 +9,6 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -30,9 +28,6 @@ impl WebConfig {
         }
     }
 }
-
-/// The largest web config, certificate chain or key file read (they are a few KiB).
-const MAX_FILE: u64 = 1 << 20;
 
 /// The keys the exporter-toolkit knows that pcieperf does not do.
 const UNSUPPORTED_TLS: &[&str] = &[
@@ -61,26 +56,10 @@ fn bad(path: &Path, what: impl std::fmt::Display) -> CliError {
     CliError::Usage(format!("--web.config.file {}: {what}", path.display()))
 }
 
-/// Read a small regular file whole: at most [`MAX_FILE`] bytes, opened without blocking (a
-/// FIFO or device is refused, not waited on).
+/// Read a small regular file whole through the bounded reader: at most 1 MiB (a definition
+/// file's limit), opened without blocking (a FIFO or device is refused, not waited on).
 fn read_small(path: &Path) -> Result<Vec<u8>, String> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let meta = file.metadata().map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{}: not a regular file", path.display()));
-    }
-    let mut out = Vec::new();
-    file.take(MAX_FILE + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if out.len() as u64 > MAX_FILE {
-        return Err(format!("{}: larger than {MAX_FILE} bytes", path.display()));
-    }
-    Ok(out)
+    pcie_output::read::read(path, pcie_output::read::Limit::DEFINITION).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Parse YAML text into [`Node`]s (block or flow style, quoted or plain scalars; anchors and
