@@ -18,6 +18,11 @@
 #                                           it, seconds apart (PyTorch's own figure moved 6-8 %
 #                                           between two runs of this script minutes apart)
 #   model.csv                               `model bw` for the link quick-sm/run.json records
+#   check-idle.json, check-wake.json        `check` before any load and with `--wake` on the GPU
+#   check-watched.json, ce-during-check.json  `check -I 250 --duration 5` while a ce copy of known
+#                                           size runs inside its window: NVML's PCIe byte counters
+#                                           (gpus[].tx_bytes/rx_bytes rates) against the bytes copied
+#                                           (not judged yet: read them in the next GPU session)
 #   report-{quick-sm,gpu-sm,quick-ce}.html  bench report of each suite run
 #   host/snapshot.tar.gz, lspci-vvv.txt,    the host as `pcieperf snapshot` and `lspci -vvv -nn -D`
 #   host/lspci-xxxx.txt                     (-xxxx: config space) see it: issue 21's fixtures of a
@@ -33,9 +38,11 @@
 # 4.7 s, each one-test step 1-1.4 s. With the stand-in driver on the 2-core VM
 # (gpu-check-selftest.sh case 4) the suites take longest: mostly pcie-bench's 64 MB cache thrash
 # before each test (0.37 s here), so they get the most room.
-T_HOST=6 T_SMI=8 T_TORCH=15 T_QUICK_SM=60 T_GPU_SM=50 T_QUICK_CE=40 T_LAT=8 T_SM_BW=8 T_CE_BW=6 T_MODEL=8 T_REPORT=6 T_SUMMARY=7
+T_HOST=6 T_SMI=6 T_TORCH=11 T_QUICK_SM=60 T_GPU_SM=50 T_QUICK_CE=40 T_LAT=7 T_SM_BW=8 T_CE_BW=6 T_MODEL=8 T_REPORT=5 T_SUMMARY=7
+# The GPU's link as `check` sees it: idle, woken (--wake), and watched during a copy (issue 36).
+T_CHECK_IDLE=6 T_CHECK_WAKE=8 T_CHECK_WATCHED=8
 ROUNDS=3
-BUDGET=$((T_HOST + T_SMI + (ROUNDS + 1) * T_TORCH + T_QUICK_SM + T_GPU_SM + T_QUICK_CE + 2 * T_LAT + 3 * T_SM_BW + 2 * ROUNDS * T_CE_BW + T_MODEL + 3 * T_REPORT + T_SUMMARY))
+BUDGET=$((T_HOST + T_SMI + (ROUNDS + 1) * T_TORCH + T_QUICK_SM + T_GPU_SM + T_QUICK_CE + 2 * T_LAT + 3 * T_SM_BW + 2 * ROUNDS * T_CE_BW + T_MODEL + 3 * T_REPORT + T_SUMMARY + T_CHECK_IDLE + T_CHECK_WAKE + T_CHECK_WATCHED))
 MAX_BUDGET=335
 GRACE=2
 # Sizes of the model: the suites' bandwidth sizes, sm's 4 KiB and ce's 2 MiB.
@@ -128,17 +135,38 @@ fi
 # has none), named on every cuda step: pcieperf's own default is the same local case, and the
 # line in the summary says which node the run used.
 node=0
+gpu_bdf=
 for d in /sys/bus/pci/devices/*; do
     [ "$(cat "$d/vendor" 2>/dev/null)" = 0x10de ] || continue
     case "$(cat "$d/class" 2>/dev/null)" in 0x0300* | 0x0302*) ;; *) continue ;; esac
     n=$(cat "$d/numa_node" 2>/dev/null)
     if [ -n "$n" ] && [ "$n" -ge 0 ] 2>/dev/null; then node=$n; fi
+    gpu_bdf=${d##*/}
     say "host    GPU ${d##*/} on NUMA node ${n:-unknown}: --numa dev=$node,mem=$node,cpu=$node"
     break
 done
 # PyTorch's pinned buffer on the same node as pcieperf's, where numactl is there to bind it.
 bind=()
 if command -v numactl >/dev/null; then bind=(numactl "--cpunodebind=$node" "--membind=$node"); fi
+
+# probe NAME BUDGET FILE COMMAND...: a `check` reading kept for the record; exit 3 (findings
+# at warning) is an answer, not a failure, and a missing NVML or driver fails nothing.
+probe() {
+    local name=$1 budget=$2 file=$3
+    shift 3
+    echo "+ [probe $name, ${budget} s] $*" >>"$OUT/commands.txt"
+    timeout -k "$GRACE" "$((budget - GRACE))" "$@" >"$file" 2>"$OUT/$name.stderr"
+    local rc=$?
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ]; then
+        say "probe   $name captured (exit $rc)"
+    else
+        say "probe   $name not captured (exit $rc): $(tail -n 1 "$OUT/$name.stderr" 2>/dev/null)"
+    fi
+}
+probe check-idle "$T_CHECK_IDLE" "$OUT/check-idle.json" "$B" check --format json
+if [ -n "$gpu_bdf" ]; then
+    probe check-wake "$T_CHECK_WAKE" "$OUT/check-wake.json" "$B" check --wake "$gpu_bdf" --format json
+fi
 
 # `timeout` runs programs, not shell functions: every step names the binary.
 cuda=("$B" bench run --backend cuda --numa "dev=$node,mem=$node,cpu=$node")
@@ -167,6 +195,15 @@ for r in $(seq "$ROUNDS"); do
     done
     torch $((r + 1))
 done
+
+# The GPU's PCIe byte counters against a copy of known size: check watches 5 s, the copy
+# (ce BW_RD, 16,384 x 2 MiB = 32 GiB host to device) starts 1 s in and ends inside the window.
+probe check-watched "$T_CHECK_WATCHED" "$OUT/check-watched.json" "$B" check -I 250 --duration 5 --format json &
+watched=$!
+sleep 1
+timeout -k 1 5 "${cuda[@]}" --engine ce --test BW_RD --size 2097152 --window 64M --samples 16384 \
+    --format json >"$OUT/ce-during-check.json" 2>"$OUT/ce-during-check.stderr"
+wait "$watched"
 
 # The model for the link the sm run recorded (3 s of T_MODEL to read it; a null link fails the
 # step with the reason run.json gives).
