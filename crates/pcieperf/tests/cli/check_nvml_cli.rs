@@ -23,22 +23,7 @@ const GPU: &str = "0000:19:00.0";
 /// The directory holding the stand-in `libnvidia-ml.so.1` (built once per test run).
 fn nvml_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fake-nvml");
-        std::fs::create_dir_all(&dir).unwrap();
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/fake_driver/libnvml.rs");
-        let building = dir.join(format!("libnvidia-ml.so.1.{}", std::process::id()));
-        let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-        let o = Command::new(rustc)
-            .args(["--edition", "2021", "--crate-type", "cdylib", "-o"])
-            .arg(&building)
-            .arg(&src)
-            .output()
-            .expect("rustc runs");
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        std::fs::rename(&building, dir.join("libnvidia-ml.so.1")).unwrap();
-        dir
-    })
+    DIR.get_or_init(|| crate::common::build_stand_in("libnvml.rs", "fake-nvml", "libnvidia-ml.so.1"))
 }
 
 fn server(tag: &str) -> pcie_pmu::fixture::Tree {

@@ -28,19 +28,7 @@ const SM_MHZ: f64 = 1980.0;
 pub(crate) fn driver_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fake-cuda");
-        std::fs::create_dir_all(&dir).unwrap();
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/fake_driver/libcuda.rs");
-        let building = dir.join(format!("libcuda.so.1.{}", std::process::id()));
-        let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-        let o = Command::new(rustc)
-            .args(["--edition", "2021", "--crate-type", "cdylib", "-o"])
-            .arg(&building)
-            .arg(&src)
-            .output()
-            .expect("rustc runs");
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        std::fs::rename(&building, dir.join("libcuda.so.1")).unwrap();
+        let dir = crate::common::build_stand_in("libcuda.rs", "fake-cuda", "libcuda.so.1");
         for name in ["libcuda.so", "libnvidia-ml.so.1"] {
             let _ = std::fs::remove_file(dir.join(name));
             std::os::unix::fs::symlink("libcuda.so.1", dir.join(name)).unwrap();

@@ -152,3 +152,25 @@ pub fn serve_with(args: &[&str], env: &[(&str, &str)]) -> Server {
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     Server { child, addr }
 }
+
+/// A stand-in driver library built from `tests/cli/fake_driver/<source>` into
+/// `CARGO_TARGET_TMPDIR/<dir>/<lib>` (under a temporary name first, so tests running at once
+/// never load a half-written one); returns the directory.
+pub fn build_stand_in(source: &str, dir: &str, lib: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/cli/fake_driver")
+        .join(source);
+    let building = dir.join(format!("{lib}.{}", std::process::id()));
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let o = Command::new(rustc)
+        .args(["--edition", "2021", "--crate-type", "cdylib", "-o"])
+        .arg(&building)
+        .arg(&src)
+        .output()
+        .expect("rustc runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::rename(&building, dir.join(lib)).unwrap();
+    dir
+}
