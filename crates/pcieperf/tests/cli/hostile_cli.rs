@@ -506,6 +506,23 @@ mod environment {
         to
     }
 
+    /// `sim fit DIR --device nfp6000 -o OUT`: ends with exit 2 and writes no profile; its stderr.
+    fn fit_refused(dir: &Path, out_name: &str) -> String {
+        let out = fresh_path(out_name);
+        let args = [
+            "sim",
+            "fit",
+            dir.to_str().unwrap(),
+            "--device",
+            "nfp6000",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        let err = ended(&args, run(&args), &[2]);
+        assert!(!out.exists(), "{out_name} written");
+        err
+    }
+
     #[test]
     fn a_fit_directory_with_endless_host_files_is_refused_naming_the_file() {
         for (file, how, says) in [
@@ -515,19 +532,8 @@ mod environment {
         ] {
             let dir = measurements("hostile-fit-files");
             plant(&dir.join(file), how);
-            let out = fresh_path("hostile-fit.toml");
-            let args = [
-                "sim",
-                "fit",
-                dir.to_str().unwrap(),
-                "--device",
-                "nfp6000",
-                "-o",
-                out.to_str().unwrap(),
-            ];
-            let err = ended(&args, run(&args), &[2]);
+            let err = fit_refused(&dir, "hostile-fit.toml");
             assert!(err.contains(file) && err.contains(says), "{file}: {err}");
-            assert!(!out.exists());
             fs::remove_dir_all(&dir).unwrap();
         }
     }
@@ -556,19 +562,8 @@ mod environment {
                 })
                 .collect();
             fs::write(&path, spoiled.join("\n") + "\n").unwrap();
-            let out = fresh_path("hostile-rows.toml");
-            let args = [
-                "sim",
-                "fit",
-                dir.to_str().unwrap(),
-                "--device",
-                "nfp6000",
-                "-o",
-                out.to_str().unwrap(),
-            ];
-            let err = ended(&args, run(&args), &[2]);
+            let err = fit_refused(&dir, "hostile-rows.toml");
             assert!(err.contains(&format!("{table}{says}")), "{err}");
-            assert!(!out.exists());
             fs::remove_dir_all(&dir).unwrap();
         }
     }
