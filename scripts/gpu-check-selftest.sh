@@ -9,10 +9,15 @@
 #    fails with the driver's message, the targets are UNKNOWN, exit 1;
 # 3. the real binary with the simulator in the GPU's place (cuda -> sim, no --engine, 2 MiB
 #    copies -> 4 KiB DMAs, PyTorch's figures those of the simulator's 4 KiB DMAs): every step
-#    runs, every target is computed and passes, exit 0;
+#    runs, every target that needs no GPU is computed and passes, the three that need one
+#    (verdict, NVML's byte counters, check --wake) are UNKNOWN, exit 1; the same run with those
+#    three inputs written as a GPU host would give them passes (summary exit 0), and with the
+#    counters 10 % short or the link staying idle under load fails, naming the figures;
 # 4. the real binary and its real commands on the stand-in driver the CLI tests use
-#    (crates/pcieperf/tests/cli/fake_driver/libcuda.rs, built with rustc; a Gen5 x16 GPU in
-#    virtual time, its link from its NVML): every step runs, every target passes, exit 0.
+#    (crates/pcieperf/tests/cli/fake_driver/libcuda.rs and libnvml.rs, built with rustc; a
+#    Gen5 x16 GPU in virtual time, its link from its NVML, its copies counted by that NVML's
+#    PCIe byte counters): every step runs, every target passes but check --wake's (the fake
+#    GPU has no sysfs entry to wake), exit 1.
 # Prints one line per case and exits non-zero at the first case that does not hold.
 set -u
 REAL=$(realpath "${PCIEPERF:-target/release/pcieperf}")
@@ -104,7 +109,7 @@ else
     grep -q "Fan Speed" "$OUT/nvidia-smi-pcie.txt" && fail "the PCI section runs past its end"
     grep -q "Current                   : 5" "$OUT/nvidia-smi-pcie.txt" || fail "the PCI section is not kept"
     grep -q "UserWarning" "$OUT/torch-copy-bw-1.json" && fail "PyTorch's stderr is in its JSON"
-    [ "$(grep -c '^target UNKNOWN' "$OUT/summary.txt")" = 5 ] || fail "no driver: 5 targets unknown"
+    [ "$(grep -c '^target UNKNOWN' "$OUT/summary.txt")" = 9 ] || fail "no driver: 9 targets unknown"
     tail -n 1 "$OUT/summary.txt" | grep -q "^FAILED (19 failed steps" || fail "no driver: last line"
     echo "ok 2: without a driver every GPU step fails with its reason (exit 1)"
 fi
@@ -117,10 +122,41 @@ gbps() {
 OUT=$TMP/sim
 OUT=$OUT PCIEPERF=$TMP/bin/pcieperf-sim TORCH_H2D=$(gbps BW_RD) TORCH_D2H=$(gbps BW_WR) "$HERE/gpu-check.sh" >/dev/null
 rc=$?
-[ "$rc" = 0 ] || fail "simulator: exit $rc, not 0"
-[ "$(grep -c '^ok ' "$OUT/summary.txt")" = 24 ] || fail "simulator: 24 steps ok"
-[ "$(grep -c '^target PASS' "$OUT/summary.txt")" = 6 ] || fail "simulator: 6 targets pass"
-tail -n 1 "$OUT/summary.txt" | grep -q "^PASSED (0 failed steps" || fail "simulator: last line"
+[ "$rc" = 1 ] || fail "simulator: exit $rc, not 1"
+[ "$(grep -c '^ok ' "$OUT/summary.txt")" = 23 ] || fail "simulator: 23 steps ok"
+[ "$(grep -c '^target PASS' "$OUT/summary.txt")" = 7 ] || fail "simulator: 7 targets pass"
+for t in "verdict: report-gpu-sm.json has no verdict" "GPU PCIe byte counters: check-watched.json: no GPU" \
+    "check --wake: check-wake.json missing"; do
+    grep -q "^target UNKNOWN: $t" "$OUT/summary.txt" || fail "simulator: target UNKNOWN: $t"
+done
+tail -n 1 "$OUT/summary.txt" | grep -q "^FAILED (1 failed steps" || fail "simulator: last line"
+# The three GPU inputs as a GPU host gives them: the ce copy's bytes as the GPU's RX.
+gpu_facts() { # DIR RX_SHARE TRAINS
+    "$REAL_PYTHON" - "$@" <<'PY'
+import json, sys
+out, share, trains = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "true"
+copied = json.loads(open(f"{out}/ce-during-check.json").read().splitlines()[-1])["result"]["bytes"]
+seconds = 5.0
+gpu = {"bdf": "0000:19:00.0", "rx_gbps": copied * share * 8 / 1e9 / seconds, "tx_gbps": 0.5, "replays_per_s": 0.0}
+json.dump({"sampled_seconds": seconds, "gpus": [gpu]}, open(f"{out}/check-watched.json", "w"))
+wake = {"bdf": "0000:19:00.0", "load": "cuda", "trains": trains, "idle_gts": 2.5, "idle_width": 16,
+        "loaded_gts": 32.0 if trains else 2.5, "loaded_width": 16, "capable_gts": 32.0, "capable_width": 16,
+        "verdict": "trains to Gen5 x16 under load" if trains else "stays at Gen1 x16 under load"}
+json.dump({"wake": [wake]}, open(f"{out}/check-wake.json", "w"))
+figure = {"figure": "H2D", "word": "normal", "of_model": 0.92}
+json.dump({"verdict": {"gpu": "NVIDIA H200", "link": "Gen5 x16", "word": "normal", "figures": [figure], "causes": []}},
+          open(f"{out}/report-gpu-sm.json", "w"))
+PY
+}
+cp -r "$OUT" "$TMP/gpu"
+gpu_facts "$TMP/gpu" 1.0 true
+"$REAL_PYTHON" "$HERE/gpu-check-summary.py" "$TMP/gpu" 60 >"$TMP/gpu/targets.txt" 2>/dev/null ||
+    fail "a GPU host's inputs do not pass: $(cat "$TMP/gpu/targets.txt")"
+grep -q "^target PASS: GPU 0000:19:00.0 PCIe RX over 5.00 s .* ratio 1.0000 (+0.00 %" "$TMP/gpu/targets.txt" || fail "counters: $(cat "$TMP/gpu/targets.txt")"
+gpu_facts "$TMP/gpu" 0.9 false
+"$REAL_PYTHON" "$HERE/gpu-check-summary.py" "$TMP/gpu" 60 >"$TMP/gpu/targets.txt" 2>/dev/null && fail "short counters and an idle link pass"
+grep -q "^target FAIL: GPU 0000:19:00.0 PCIe RX .* ratio 0.9000 (-10.00 %, within 5 %)" "$TMP/gpu/targets.txt" || fail "short counters not named: $(cat "$TMP/gpu/targets.txt")"
+grep -q "^target FAIL: check --wake on 0000:19:00.0 (cuda): stays at Gen1 x16 under load" "$TMP/gpu/targets.txt" || fail "idle link not named: $(cat "$TMP/gpu/targets.txt")"
 # Every write figure is checked: sm 4 KiB, 3 ce rounds, the quick suite's 12 sizes twice and
 # the gpu suite's 13; one suite row above the model fails the target, named.
 grep -q "^target PASS: no write figure above the link's model [0-9.]* Gb/s (41 figures)" "$OUT/summary.txt" || fail "simulator: 41 write figures"
@@ -138,7 +174,7 @@ PY
 "$REAL_PYTHON" "$HERE/gpu-check-summary.py" "$TMP/above" 60 >"$TMP/above/targets.txt" 2>/dev/null && fail "a write above the model passes"
 grep -q "^target FAIL: no write figure above the link's model [0-9.]* Gb/s (41 figures; above: gpu-sm/bw_dma_sz_sweep.csv 2048 B 9999.0 > [0-9.]*)" \
     "$TMP/above/targets.txt" || fail "the write above the model is not named: $(cat "$TMP/above/targets.txt")"
-echo "ok 3: with the simulator every step runs and every target is computed (exit 0), a write row above the model fails; step times:"
+echo "ok 3: with the simulator every step runs and every target that needs no GPU passes (exit 1: three need one), a write row above the model fails, a GPU host's counters and wake are judged; step times:"
 grep '^ok ' "$OUT/summary.txt" | sed 's/^/    /'
 
 # 4. The real commands on the stand-in driver; PyTorch's figures its copy engines' at 256 MiB.
@@ -150,14 +186,20 @@ mkdir -p "$TMP/fake"
 rustc --edition 2021 --crate-type cdylib -o "$TMP/fake/libcuda.so.1" \
     "$HERE/../crates/pcieperf/tests/cli/fake_driver/libcuda.rs" || fail "the stand-in driver does not build"
 ln -s libcuda.so.1 "$TMP/fake/libcuda.so"
-ln -s libcuda.so.1 "$TMP/fake/libnvidia-ml.so.1"
+rustc --edition 2021 --crate-type cdylib -o "$TMP/fake/libnvidia-ml.so.1" \
+    "$HERE/../crates/pcieperf/tests/cli/fake_driver/libnvml.rs" || fail "the stand-in NVML does not build"
 OUT=$TMP/fake-gpu
-LD_LIBRARY_PATH=$TMP/fake OUT=$OUT PCIEPERF=$REAL TORCH_H2D=429.9 TORCH_D2H=429.9 "$HERE/gpu-check.sh" >/dev/null
+# 512 copies of 2 MiB inside check -I's window: the stand-in really copies the memory.
+LD_LIBRARY_PATH=$TMP/fake FAKE_NVML_GPUS=c0de:c1:00.0 FAKE_GPU_PCIE_BYTES=$TMP/fake/pcie-bytes WATCH_COPIES=512 \
+    OUT=$OUT PCIEPERF=$REAL TORCH_H2D=429.9 TORCH_D2H=429.9 "$HERE/gpu-check.sh" >/dev/null
 rc=$?
-[ "$rc" = 0 ] || fail "stand-in driver: exit $rc, not 0"
-[ "$(grep -c '^ok ' "$OUT/summary.txt")" = 24 ] || fail "stand-in driver: 24 steps ok"
-[ "$(grep -c '^target PASS' "$OUT/summary.txt")" = 6 ] || fail "stand-in driver: 6 targets pass"
+[ "$rc" = 1 ] || fail "stand-in driver: exit $rc, not 1"
+[ "$(grep -c '^ok ' "$OUT/summary.txt")" = 23 ] || fail "stand-in driver: 23 steps ok"
+[ "$(grep -c '^target PASS' "$OUT/summary.txt")" = 9 ] || fail "stand-in driver: 9 targets pass"
+grep -q "^target UNKNOWN: check --wake: check-wake.json missing" "$OUT/summary.txt" || fail "stand-in driver: wake not unknown"
+grep -q "^target PASS: GPU c0de:c1:00.0 PCIe RX over .* 1.000 GiB against 1.000 GiB copied host to device: ratio 1.0000" "$OUT/summary.txt" ||
+    fail "stand-in driver: NVML's counters against the copy"
 # Its threads write 420 Gb/s at every size: above one TLP per DMA at 16-257 B, listed.
 grep -q "so combined by the GPU: gpu-sm/bw_dma_sz_sweep.csv 16 B 420.0 > 167.6;" "$OUT/summary.txt" || fail "stand-in driver: combined writes not listed"
-echo "ok 4: the real commands on the stand-in driver run every step and pass every target (exit 0); step times:"
+echo "ok 4: the real commands on the stand-in driver run every step and pass every target but --wake's (exit 1); step times:"
 grep '^ok ' "$OUT/summary.txt" | sed 's/^/    /'

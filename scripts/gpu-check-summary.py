@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The targets of issue 20 from what scripts/gpu-check.sh wrote under OUT (standard library only).
+"""The targets of issues 20 and 36 from what scripts/gpu-check.sh wrote under OUT (standard library only).
 
     gpu-check-summary.py OUT ELAPSED_S
 
@@ -14,7 +14,17 @@ reason), and exits 0 only when every target passes:
     the link. Figures above the model at their own size (one TLP per DMA) but below that are
     listed, not failed: the GPU may combine small writes into fewer, larger TLPs;
   - LAT_RD 64 B median within 2 % across the two runs;
+  - the gpu suite's sm BW_RD and BW_WR in windows of 256 KiB and more, at the sweep's largest
+    size, within 85-100 % of the model (issue 36);
+  - the verdict `bench report` gives the gpu suite's run says "normal" (report-gpu-sm.json);
+  - the GPU's PCIe byte counters (NVML, as `check -I` samples them in check-watched.json) within
+    5 % of the bytes the ce copy inside the window moved (ce-during-check.json), in the copy's
+    direction (host to device: the GPU's RX). No NVIDIA document says whether these counters
+    include TLP headers, so the payload is judged and the ratio printed: a ratio steady at
+    1 + header/payload would show they count headers;
+  - `check --wake` on the GPU (check-wake.json): the path trains to what its ends can do;
   - the whole script within 6 minutes (ELAPSED_S).
+The last four need a GPU the machine's sysfs and NVML show: without one they are UNKNOWN.
 """
 import csv
 import json
@@ -26,6 +36,9 @@ CE_TOLERANCE_PCT = 3.0
 SM_READ_SHARE = 0.85
 LAT_TOLERANCE_PCT = 2.0
 SCRIPT_LIMIT_S = 360
+SM_WINDOW_SHARE = (0.85, 1.0)
+SM_MIN_WINDOW = 256 << 10
+COUNTER_TOLERANCE_PCT = 5.0
 
 
 class Unknown(Exception):
@@ -83,6 +96,30 @@ def model_at(m, size):
     if size not in m:
         raise Unknown(f"model.csv has no size {size}")
     return m[size]
+
+
+def load_json(out, name):
+    try:
+        with open(path(out, name)) as f:
+            return json.load(f)
+    except ValueError as e:
+        raise Unknown(f"{name}: not JSON ({e})")
+
+
+def suite_rows(out, run, tests):
+    """(test, window, size, Gb/s) of a suite run's rows of `tests` (pcie-bench's CSV names)."""
+    d = os.path.join(out, run)
+    if not os.path.isdir(d):
+        raise Unknown(f"{run}/ missing")
+    rows = []
+    for name in sorted(os.listdir(d)):
+        if not name.endswith(".csv") or name.endswith(("_cdf.csv", "_raw.csv")):
+            continue
+        with open(os.path.join(d, name)) as f:
+            for r in csv.DictReader(f):
+                if r.get("Test") in tests:
+                    rows.append((r["Test"], int(r["WinSZ"]), int(r["SZ"]), float(r["BW (Gb/s)"])))
+    return rows
 
 
 def suite_writes(out, run):
@@ -149,6 +186,69 @@ def targets(out, elapsed):
         diff = (b - a) / a * 100
         return abs(diff) <= LAT_TOLERANCE_PCT, f"LAT_RD 64 B median {a:.1f} ns then {b:.1f} ns: {diff:+.2f} % (within {LAT_TOLERANCE_PCT:g} %)"
 
+    def sm_windows():
+        m = model(out)
+        rows = [r for r in suite_rows(out, "gpu-sm", ("BW_DMA_RD", "BW_DMA_WR")) if r[1] >= SM_MIN_WINDOW]
+        if not rows:
+            raise Unknown("gpu-sm/ has no BW_DMA_RD or BW_DMA_WR row in a window of 256 KiB or more")
+        size = max(r[2] for r in rows)
+        lo, hi = SM_WINDOW_SHARE
+        ok, parts = True, []
+        for test, col in (("BW_DMA_RD", 0), ("BW_DMA_WR", 1)):
+            picked = [r for r in rows if r[0] == test and r[2] == size]
+            if not picked:
+                raise Unknown(f"gpu-sm/ has no {test} row at {size} B")
+            ref = model_at(m, size)[col]
+            for _, window, _, gbps in picked:
+                share = gbps / ref
+                ok &= lo <= share <= hi
+                parts.append(f"{test} {window >> 10} KiB window {gbps:.1f} = {share * 100:.1f} % of {ref:.1f}")
+        return ok, f"sm at {size} B in windows of 256 KiB+: {'; '.join(parts)} (within {lo * 100:g}-{hi * 100:g} %)"
+
+    def verdict():
+        v = load_json(out, "report-gpu-sm.json").get("verdict")
+        if not v:
+            raise Unknown("report-gpu-sm.json has no verdict (the run's device is not a GPU)")
+        figures = "; ".join(
+            f"{f['figure']} {f['word']}" + (f" ({f['of_model'] * 100:.1f} % of the model)" if f.get("of_model") else "")
+            for f in v.get("figures", [])
+        )
+        causes = "; ".join(v.get("causes", []))
+        text = f"the gpu suite's verdict on {v.get('gpu')} ({v.get('link')}): {v.get('word')}: {figures}"
+        return v.get("word") == "normal", text + (f"; causes: {causes}" if causes else "")
+
+    def gpu_counters():
+        watched = load_json(out, "check-watched.json")
+        seconds = watched.get("sampled_seconds")
+        gpus = [g for g in watched.get("gpus", []) if g.get("rx_gbps") is not None]
+        if not gpus or not seconds:
+            why = watched.get("nvml") or f"NVML gave {len(watched.get('gpus', []))} GPUs"
+            raise Unknown(f"check-watched.json: no GPU with sampled PCIe byte counters ({why})")
+        copied = bench_json(out, "ce-during-check.json")["bytes"]
+        # The GPU the copy ran on is the one whose counters moved most.
+        g = max(gpus, key=lambda g: g["rx_gbps"])
+        rx = g["rx_gbps"] * 1e9 / 8 * seconds
+        tx = (g.get("tx_gbps") or 0) * 1e9 / 8 * seconds
+        diff = (rx / copied - 1) * 100
+        replays = g.get("replays_per_s")
+        return abs(diff) <= COUNTER_TOLERANCE_PCT, (
+            f"GPU {g['bdf']} PCIe RX over {seconds:.2f} s {rx / 2**30:.3f} GiB against {copied / 2**30:.3f} GiB copied "
+            f"host to device: ratio {rx / copied:.4f} ({diff:+.2f} %, within {COUNTER_TOLERANCE_PCT:g} %); "
+            f"TX {tx / 2**30:.3f} GiB (read requests and other traffic); replays {replays if replays is not None else 'unknown'}/s"
+        )
+
+    def wake():
+        entries = load_json(out, "check-wake.json").get("wake", [])
+        if not entries:
+            raise Unknown("check-wake.json has no wake entry")
+        w = entries[0]
+        if w.get("trains") is None:
+            raise Unknown(f"check --wake did not load {w.get('bdf')}: {w.get('error') or w.get('verdict')}")
+        return bool(w["trains"]), (
+            f"check --wake on {w['bdf']} ({w.get('load')}): {w.get('verdict')}; idle {w.get('idle_gts')} GT/s x{w.get('idle_width')}, "
+            f"loaded {w.get('loaded_gts')} GT/s x{w.get('loaded_width')}, capable {w.get('capable_gts')} GT/s x{w.get('capable_width')}"
+        )
+
     def duration():
         return elapsed <= SCRIPT_LIMIT_S, f"the whole script took {elapsed} s (at most {SCRIPT_LIMIT_S} s)"
 
@@ -158,9 +258,24 @@ def targets(out, elapsed):
         sm_read,
         writes,
         latency,
+        sm_windows,
+        verdict,
+        gpu_counters,
+        wake,
         duration,
     ]
-    names = ["ce read vs PyTorch", "ce write vs PyTorch", "sm read vs model", "writes vs model", "LAT_RD repeatable", "duration"]
+    names = [
+        "ce read vs PyTorch",
+        "ce write vs PyTorch",
+        "sm read vs model",
+        "writes vs model",
+        "LAT_RD repeatable",
+        "sm in 256 KiB+ windows vs model",
+        "verdict",
+        "GPU PCIe byte counters",
+        "check --wake",
+        "duration",
+    ]
     results = []
     for name, check in zip(names, checks):
         try:

@@ -23,7 +23,8 @@
 //! its idle link speed under load, and releasing the context drops it back to 2.5 GT/s),
 //! `FAKE_CUDA_SPEED=K` (threads and copy engines move data K times as fast: a slow path at
 //! K < 1, a measurement above the link at K > 1.12), `FAKE_CUDA_NAME` (the GPU's name, to pose
-//! as a GPU with committed runs).
+//! as a GPU with committed runs), `FAKE_GPU_PCIE_BYTES=FILE` (every copy's bytes added to FILE,
+//! which the stand-in NVML's PCIe byte counters read).
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::cell::Cell;
@@ -86,7 +87,7 @@ enum Event {
 #[derive(Clone)]
 enum Op {
     Kernel { name: String, args: Vec<u64> },
-    Copy { dst: u64, src: u64, bytes: u64 },
+    Copy { dst: u64, src: u64, bytes: u64, to_device: bool },
     Record(usize),
 }
 
@@ -239,7 +240,7 @@ fn run(op: Op) {
                 *slot = Event::Reached(now);
             }
         }
-        Op::Copy { dst, src, bytes } => {
+        Op::Copy { dst, src, bytes, to_device } => {
             let mut s = lock();
             if s.sticky.is_some() {
                 return;
@@ -247,6 +248,7 @@ fn run(op: Op) {
             // SAFETY: both ranges were checked against the driver's memory when queued.
             unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, bytes as usize) };
             s.clock_ns += CE_SETUP_NS + bytes as f64 * 8.0 / (CE_GBPS * speed());
+            count_pcie_bytes(bytes, to_device);
         }
         Op::Kernel { name, args } => {
             if lock().sticky.is_some() {
@@ -728,8 +730,30 @@ unsafe fn copy_now(call: &str, dst: u64, src: u64, bytes: usize, device_side: u6
         }
         std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, bytes);
         busy_link("32.0 GT/s PCIe\n");
+        count_pcie_bytes(bytes as u64, dst == device_side);
         Ok(())
     }))
+}
+
+/// Adds a copy's bytes to `FAKE_GPU_PCIE_BYTES`'s file (`TX RX`: the GPU sent, received), whole
+/// (renamed into place), where the stand-in NVML of another process reads its PCIe byte counters.
+fn count_pcie_bytes(bytes: u64, to_device: bool) {
+    let Some(file) = std::env::var_os("FAKE_GPU_PCIE_BYTES") else {
+        return;
+    };
+    let file = std::path::PathBuf::from(file);
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let mut n = text.split_whitespace().map(|v| v.parse::<u64>().unwrap_or(0));
+    let (mut tx, mut rx) = (n.next().unwrap_or(0), n.next().unwrap_or(0));
+    if to_device {
+        rx += bytes;
+    } else {
+        tx += bytes;
+    }
+    let tmp = file.with_extension("fake-cuda");
+    if std::fs::write(&tmp, format!("{tx} {rx}\n")).is_ok() {
+        let _ = std::fs::rename(&tmp, &file);
+    }
 }
 
 #[no_mangle]
@@ -773,6 +797,7 @@ unsafe fn copy_async(
                 dst,
                 src,
                 bytes: bytes as u64,
+                to_device: dst == device_side,
             },
         );
         Ok(())

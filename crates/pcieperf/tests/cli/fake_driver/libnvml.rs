@@ -8,7 +8,8 @@
 //! `FAKE_NVML_LINK` (`GEN,WIDTH,MAXGEN,MAXWIDTH`, default `5,16,5,16`),
 //! `FAKE_NVML_RATES` (`REPLAYS_PER_S,TX_BYTES_PER_S,RX_BYTES_PER_S`, default `0,0,0`) on top of
 //! the counters' starting values [`REPLAYS`], [`TX_BYTES`], [`RX_BYTES`], and
-//! `FAKE_NVML_FAIL=CALL:CODE` (that call returns the error CODE).
+//! `FAKE_NVML_FAIL=CALL:CODE` (that call returns the error CODE), `FAKE_GPU_PCIE_BYTES=FILE`
+//! (`TX RX` bytes the stand-in CUDA driver's copies moved, added to the byte counters).
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_uint, CStr};
@@ -50,10 +51,15 @@ fn index(device: usize) -> Option<usize> {
     device.checked_sub(1).filter(|i| *i < gpus().len())
 }
 
-/// A counter's value now: its start plus its rate times the seconds since load.
+/// A counter's value now: its start plus its rate times the seconds since load, plus (TX, RX)
+/// what the stand-in CUDA driver's copies wrote to `FAKE_GPU_PCIE_BYTES`.
 fn counter(start: u64, rate_index: usize) -> u64 {
     let rate = numbers("FAKE_NVML_RATES", "0,0,0").get(rate_index).copied().unwrap_or(0.0);
-    start + (rate * loaded().elapsed().as_secs_f64()) as u64
+    let copied = std::env::var_os("FAKE_GPU_PCIE_BYTES")
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|t| t.split_whitespace().nth(rate_index.checked_sub(1)?)?.parse::<u64>().ok())
+        .unwrap_or(0);
+    start + (rate * loaded().elapsed().as_secs_f64()) as u64 + copied
 }
 
 #[no_mangle]
