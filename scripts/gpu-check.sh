@@ -46,6 +46,9 @@ ROUNDS=3
 BUDGET=$((T_HOST + T_SMI + (ROUNDS + 1) * T_TORCH + T_QUICK_SM + T_GPU_SM + T_QUICK_CE + 2 * T_LAT + 3 * T_SM_BW + 2 * ROUNDS * T_CE_BW + T_MODEL + 3 * T_REPORT + T_SUMMARY + T_CHECK_IDLE + T_CHECK_WAKE + T_CHECK_WATCHED))
 MAX_BUDGET=335
 GRACE=2
+# GPU_CHECK_TIME_SCALE=K (default 1) gives every step K times its budget: only for the selftest
+# on a debug build (CI), never for a device run, whose 6 minutes are the budgets above.
+SCALE=${GPU_CHECK_TIME_SCALE:-1}
 # Sizes of the model: the suites' bandwidth sizes, sm's 4 KiB and ce's 2 MiB.
 MODEL_SIZES=16,64,65,128,129,256,257,512,513,1024,1025,2048,4096,2097152
 
@@ -66,7 +69,7 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # step NAME BUDGET STDOUT_FILE COMMAND...: runs COMMAND under timeout, stdout to STDOUT_FILE,
 # stderr to $OUT/NAME.stderr; one summary line, ok or FAILED with the exit status.
 step() {
-    local name=$1 budget=$2 stdout=$3
+    local name=$1 budget=$(($2 * SCALE)) stdout=$3
     shift 3
     echo "+ [$name, ${budget} s] $*" >>"$OUT/commands.txt"
     local t0 rc
@@ -153,7 +156,7 @@ if command -v numactl >/dev/null; then bind=(numactl "--cpunodebind=$node" "--me
 # probe NAME BUDGET FILE COMMAND...: a `check` reading kept for the record; exit 3 (findings
 # at warning) is an answer, not a failure, and a missing NVML or driver fails nothing.
 probe() {
-    local name=$1 budget=$2 file=$3
+    local name=$1 budget=$(($2 * SCALE)) file=$3
     shift 3
     echo "+ [probe $name, ${budget} s] $*" >>"$OUT/commands.txt"
     timeout -k "$GRACE" "$((budget - GRACE))" "$@" >"$file" 2>"$OUT/$name.stderr"
@@ -200,16 +203,16 @@ done
 # The GPU's PCIe byte counters against a copy of known size: check watches 5 s, the copy
 # (ce BW_RD, 16,384 x 2 MiB = 32 GiB host to device) starts 1 s in and ends inside the window.
 # WATCH_COPIES (default 16,384) is for the selftest, whose stand-in driver really copies memory.
-probe check-watched "$T_CHECK_WATCHED" "$OUT/check-watched.json" "$B" check -I 250 --duration 5 --format json &
+probe check-watched "$T_CHECK_WATCHED" "$OUT/check-watched.json" "$B" check -I 250 --duration $((5 * SCALE)) --format json &
 watched=$!
 sleep 1
-timeout -k 1 5 "${cuda[@]}" --engine ce --test BW_RD --size 2097152 --window 64M --samples "${WATCH_COPIES:-16384}" \
+timeout -k 1 $((5 * SCALE)) "${cuda[@]}" --engine ce --test BW_RD --size 2097152 --window 64M --samples "${WATCH_COPIES:-16384}" \
     --format json >"$OUT/ce-during-check.json" 2>"$OUT/ce-during-check.stderr"
 wait "$watched"
 
 # The model for the link the sm run recorded (3 s of T_MODEL to read it; a null link fails the
 # step with the reason run.json gives).
-if link=$(timeout 3 python3 - "$OUT/quick-sm/run.json" 2>"$OUT/link.stderr" <<'EOF'
+if link=$(timeout $((3 * SCALE)) python3 - "$OUT/quick-sm/run.json" 2>"$OUT/link.stderr" <<'EOF'
 import json, sys
 info = json.load(open(sys.argv[1]))
 l = info.get("link")

@@ -111,9 +111,18 @@ pub fn verdict(run: &RunData, reference: &[RunData], live_causes: &[String]) -> 
     let engine = run.gpu_engine()?;
     let gpu = gpu_name(info)?;
     let link = info.link.as_ref()?;
-    let matching: Vec<&RunData> = reference.iter().filter(|r| same_kind(r, &gpu, engine, info)).collect();
+    // A run is never its own reference: `bench report` on a committed run would judge it by
+    // a band of itself.
+    let (itself, matching): (Vec<&RunData>, Vec<&RunData>) = reference
+        .iter()
+        .filter(|r| same_kind(r, &gpu, engine, info))
+        .partition(|r| r.info.as_ref().is_some_and(|ri| same_run(ri, info)));
     let mut figures = Vec::new();
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = itself
+        .iter()
+        .map(|r| format!("{} is this run: it is not its own reference", reference::run_name(r)))
+        .collect();
+    let mut small_copies = Vec::new();
     for (figure, test) in [("H2D", TestKind::BwRd), ("D2H", TestKind::BwWr)] {
         let Some((size, window, measured)) = headline_bw(run, engine, test, None) else {
             continue;
@@ -127,6 +136,9 @@ pub fn verdict(run: &RunData, reference: &[RunData], live_causes: &[String]) -> 
             Engine::Sm => window >= LARGE_WINDOW,
             Engine::Ce => size >= LARGE_COPY,
         };
+        if engine == Engine::Ce && !large && measured > 0.0 {
+            small_copies.push(set_up_bound(figure, test, size, measured));
+        }
         let word = match (of_model, &band) {
             (Some(f), _) if f > ABOVE_LINK => Word::AboveLink,
             (Some(f), Some(b)) if f < b.lo * (1.0 - BAND_SLACK) => Word::Low,
@@ -180,10 +192,14 @@ pub fn verdict(run: &RunData, reference: &[RunData], live_causes: &[String]) -> 
     }
     if matching.is_empty() {
         notes.push(format!(
-            "no committed run of a {gpu} on Gen{} x{} with engine {engine} in data/measured/: bandwidth is judged against {:.0} % of the model (large transfers only), latency not at all",
-            link.gen, link.lanes, MODEL_FLOOR * 100.0
+            "no {}committed run of a {gpu} on Gen{} x{} with engine {engine} in data/measured/: bandwidth is judged against {:.0} % of the model (large transfers only), latency not at all",
+            if itself.is_empty() { "" } else { "other " },
+            link.gen,
+            link.lanes,
+            MODEL_FLOOR * 100.0
         ));
     }
+    notes.extend(small_copies);
     let mut causes = path_causes(info);
     causes.extend(live_causes.iter().cloned());
     let word = figures.iter().map(|f| f.word).max().unwrap_or(Word::NoReference);
@@ -200,6 +216,23 @@ pub fn verdict(run: &RunData, reference: &[RunData], live_causes: &[String]) -> 
         buffer: buffer_line(info),
         notes,
     })
+}
+
+/// Why a small copy's figure says little about the link: the time one copy took, which at
+/// these sizes is the copy engine's and the driver's set-up (the committed H100 run: 2 KiB
+/// copies at 6.6 Gb/s, one every 2.5 µs, where the link would carry one in 37 ns).
+fn set_up_bound(figure: &str, test: TestKind, size: u32, gbps: f64) -> String {
+    let test_name = if test == TestKind::BwWr { "BW_WR" } else { "BW_RD" };
+    format!(
+        "{figure} by the copy engines at {size} B is one copy every {:.2} µs: copies under 1 MiB are bound by each copy's set-up, not by the link; for the link's figure run --engine ce --test {test_name} --size 2M --window 64M",
+        f64::from(size) * 8.0 / gbps / 1e3
+    )
+}
+
+/// The same run loaded twice (a committed run reported from its directory): same start, same
+/// command.
+fn same_run(a: &RunInfo, b: &RunInfo) -> bool {
+    a.start_time == b.start_time && a.command_line == b.command_line
 }
 
 fn op(test: TestKind) -> Op {
@@ -410,10 +443,17 @@ mod tests {
         v.figures.iter().find(|f| f.figure == name).unwrap()
     }
 
+    /// The run as another run of the same GPU would be: a later start.
+    fn another(mut run: RunData) -> RunData {
+        run.info.as_mut().unwrap().start_time.push_str(" (another run)");
+        run
+    }
+
     #[test]
-    fn the_committed_ce_run_is_normal_against_itself() {
+    fn the_committed_ce_run_is_not_its_own_reference_and_its_small_copies_say_why() {
         let v = verdict(&committed("h100-80gb-hbm3-vm/quick-ce"), &committed_runs(), &[]).unwrap();
-        assert_eq!(v.word, Word::Normal, "{v:?}");
+        // Its only band would be itself; its 2 KiB copies are under the 1 MiB floor.
+        assert_eq!(v.word, Word::NoReference, "{v:?}");
         assert_eq!(v.link, "Gen5 x16, MPS 256, MRRS 4096, 8-bit tags");
         let h2d = figure(&v, "H2D");
         // quick-ce's largest BW_RD: 2048 B in its 8 KiB window, 6.589 Gb/s of the model's 446.9.
@@ -422,14 +462,36 @@ mod tests {
             (h2d.measured - 6.589).abs() < 0.001 && (h2d.model.unwrap() - 446.86).abs() < 0.01,
             "{h2d:?}"
         );
-        let band = h2d.band.as_ref().unwrap();
+        assert!(h2d.band.is_none(), "{h2d:?}");
         assert_eq!(
-            (band.lo, band.hi),
-            (h2d.of_model.unwrap(), h2d.of_model.unwrap()),
-            "one run: its own figure"
+            v.notes[0],
+            "h100-80gb-hbm3-vm/quick-ce is this run: it is not its own reference"
         );
-        assert_eq!(band.runs, vec!["h100-80gb-hbm3-vm/quick-ce".to_string()]);
+        // 2048 B x 8 / 6.589 Gb/s = 2.49 µs a copy.
+        assert!(
+            v.notes[1].starts_with("no other committed run of a NVIDIA H100"),
+            "{:?}",
+            v.notes
+        );
+        assert!(
+            v.notes[2].starts_with("H2D by the copy engines at 2048 B is one copy every 2.49 µs: copies under 1 MiB are bound by each copy's set-up"),
+            "{:?}",
+            v.notes
+        );
         assert!(v.causes.is_empty() && v.buffer.is_none(), "{v:?}");
+        // Another run of the same GPU is judged by the committed one's band, at the same point.
+        let v = verdict(
+            &another(committed("h100-80gb-hbm3-vm/quick-ce")),
+            &committed_runs(),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(v.word, Word::Normal, "{v:?}");
+        let band = figure(&v, "H2D").band.as_ref().unwrap();
+        assert_eq!(
+            (band.runs.clone(), band.same_point),
+            (vec!["h100-80gb-hbm3-vm/quick-ce".to_string()], true)
+        );
     }
 
     #[test]
@@ -447,15 +509,16 @@ mod tests {
             h2d.size == 64 && h2d.window >= SM_MIN_WINDOW && h2d.word == Word::Normal,
             "{h2d:?}"
         );
+        // Its own latency is no reference for itself.
         let lat = figure(&v, "LAT_RD 64 B");
-        assert_eq!((lat.unit, lat.word), ("ns", Word::Normal));
+        assert_eq!((lat.unit, lat.word), ("ns", Word::NoReference));
         assert!((lat.measured - 1229.2).abs() < 0.1, "{lat:?}");
     }
 
     #[test]
     fn a_slow_run_is_low_with_the_callers_causes_and_a_fast_one_above_the_link() {
         let refs = committed_runs();
-        let ce = committed("h100-80gb-hbm3-vm/quick-ce");
+        let ce = another(committed("h100-80gb-hbm3-vm/quick-ce"));
         let slow = verdict(&scaled(ce.clone(), 0.8), &refs, &["hop 0000:00:01.0 at Gen4".into()]).unwrap();
         assert_eq!(slow.word, Word::Low);
         assert_eq!(slow.causes, vec!["hop 0000:00:01.0 at Gen4".to_string()]);

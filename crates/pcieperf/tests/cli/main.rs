@@ -22,6 +22,8 @@ mod cuda_cli;
 mod cuda_fake_cli;
 #[path = "exec_cli.rs"]
 mod exec_cli;
+#[path = "gpu_check_script.rs"]
+mod gpu_check_script;
 #[path = "hostile_cli.rs"]
 mod hostile_cli;
 #[path = "model_cli.rs"]
