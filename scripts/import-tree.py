@@ -294,18 +294,19 @@ def self_test():
         rc, out = run(tmp)
         assert rc == 1 and 'stats.rs -> sim_backend.rs' in out, out
         open(stats, 'w').write(clean)
-        manifest = os.path.join(tmp, 'crates/pcie-bench/Cargo.toml')
-        text = open(manifest).read()
-        open(manifest, 'w').write(text.replace('[dependencies]\n', '[dependencies]\npcie-gpu.workspace = true\n', 1))
-        rc, out = run(tmp)
-        assert rc == 1 and 'pcie-bench (layer "methodology") depends on pcie-gpu (layer "backends, fit, PMU, exporter")' in out, out
-        open(manifest, 'w').write(text)
-        manifest = os.path.join(tmp, 'crates/pcie-exporter/Cargo.toml')
-        text = open(manifest).read()
-        open(manifest, 'w').write(text.replace('[dependencies]\n', '[dependencies]\npcie-pmu.workspace = true\n', 1))
-        rc, out = run(tmp)
-        assert rc == 1 and 'pcie-exporter (layer "backends, fit, PMU, exporter") depends on pcie-pmu (layer "backends, fit, PMU, exporter")' in out, out
-        open(manifest, 'w').write(text)
+        layer = 'backends, fit, PMU, exporter'
+        for crate, dep, fault in [
+            # upward
+            ('pcie-bench', 'pcie-gpu', f'pcie-bench (layer "methodology") depends on pcie-gpu (layer "{layer}")'),
+            # the exporter on what it serves
+            ('pcie-exporter', 'pcie-pmu', f'pcie-exporter (layer "{layer}") depends on pcie-pmu (layer "{layer}")'),
+        ]:
+            manifest = os.path.join(tmp, 'crates', crate, 'Cargo.toml')
+            text = open(manifest).read()
+            open(manifest, 'w').write(text.replace('[dependencies]\n', f'[dependencies]\n{dep}.workspace = true\n', 1))
+            rc, out = run(tmp)
+            assert rc == 1 and fault in out, out
+            open(manifest, 'w').write(text)
         assert run(tmp)[0] == 0
     print('import-tree self-test: passes on the repository, fails on a planted back-import, upward dependency and exporter -> pcie-pmu dependency')
 
