@@ -7,8 +7,8 @@
 //!   head (the TLS handshake too) within [`HEAD_TIME`] of being accepted, its answer written
 //!   within [`ANSWER_TIME`];
 //! * at most [`MAX_CONNS`](crate::MAX_CONNS) connections are held, a new one always admitted
-//!   ([`Conns`]);
-//! * a page is rendered once by the [`Pages`] and written from its buffers in slices ([`Page`]).
+//!   (`Conns`);
+//! * a page is rendered once by the [`Pages`] and written from its buffers in slices (`Page`).
 
 use crate::auth::{Users, BCRYPT_AT_ONCE};
 use crate::conns::{Conns, Slot};
