@@ -14,8 +14,8 @@ dev- and build-dependencies) only on crates of lower layers; within a crate, its
 module but those BACKENDS names) imports no backend module. A crate missing from LAYERS, a
 dependency on a crate of its own or a higher layer, or a core file importing a backend is
 printed with the line at fault and exits 1. `--self-test` checks the rule itself on a copy of
-the repository: it passes as it is, and fails on a planted back-import and a planted upward
-dependency.
+the repository: it passes as it is, and fails on a planted back-import, a planted upward
+dependency and a planted dependency of the exporter on what it serves.
 
 usage: scripts/import-tree.py [REPO] [-v] [--self-test]
 """
@@ -28,7 +28,9 @@ LAYERS = [
     ('GPU reader (reads the sysfs device record too)', ['pcie-nvml']),
     ('simulation, health', ['pcie-sim', 'pcie-health']),
     ('methodology', ['pcie-bench']),
-    ('backends, fit, PMU', ['pcie-gpu', 'pcie-fit', 'pcie-pmu']),
+    # pcie-exporter serves pages it is handed: it depends on none of the crates whose data it
+    # serves (pcie-pmu, pcie-health), which sharing their layer enforces.
+    ('backends, fit, PMU, exporter', ['pcie-gpu', 'pcie-fit', 'pcie-pmu', 'pcie-exporter']),
     ('command line', ['pcieperf', 'pcie-fuzz']),
 ]
 # Modules of a crate that are backends above its core (files below src/, without `.rs`).
@@ -292,14 +294,21 @@ def self_test():
         rc, out = run(tmp)
         assert rc == 1 and 'stats.rs -> sim_backend.rs' in out, out
         open(stats, 'w').write(clean)
-        manifest = os.path.join(tmp, 'crates/pcie-bench/Cargo.toml')
-        text = open(manifest).read()
-        open(manifest, 'w').write(text.replace('[dependencies]\n', '[dependencies]\npcie-gpu.workspace = true\n', 1))
-        rc, out = run(tmp)
-        assert rc == 1 and 'pcie-bench (layer "methodology") depends on pcie-gpu (layer "backends, fit, PMU")' in out, out
-        open(manifest, 'w').write(text)
+        layer = 'backends, fit, PMU, exporter'
+        for crate, dep, fault in [
+            # upward
+            ('pcie-bench', 'pcie-gpu', f'pcie-bench (layer "methodology") depends on pcie-gpu (layer "{layer}")'),
+            # the exporter on what it serves
+            ('pcie-exporter', 'pcie-pmu', f'pcie-exporter (layer "{layer}") depends on pcie-pmu (layer "{layer}")'),
+        ]:
+            manifest = os.path.join(tmp, 'crates', crate, 'Cargo.toml')
+            text = open(manifest).read()
+            open(manifest, 'w').write(text.replace('[dependencies]\n', f'[dependencies]\n{dep}.workspace = true\n', 1))
+            rc, out = run(tmp)
+            assert rc == 1 and fault in out, out
+            open(manifest, 'w').write(text)
         assert run(tmp)[0] == 0
-    print('import-tree self-test: passes on the repository, fails on a planted back-import and upward dependency')
+    print('import-tree self-test: passes on the repository, fails on a planted back-import, upward dependency and exporter -> pcie-pmu dependency')
 
 if '--self-test' in sys.argv:
     self_test()

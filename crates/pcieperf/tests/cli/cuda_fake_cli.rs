@@ -10,6 +10,7 @@ use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// The fake GPU's model: the constants of fake_driver/libcuda.rs.
@@ -56,28 +57,54 @@ fn one(args: &[&str]) -> Value {
     serde_json::from_str(&stdout(&o)).unwrap()
 }
 
-/// `bench run --backend cuda --test LAT_RD --samples 100` with `more` options and `env`, into a
-/// fresh directory: the exit code, stderr, and run.json where it ran.
-fn lat_rd_run(env: &[(&str, &str)], more: &[&str]) -> (Option<i32>, String, Option<Value>) {
-    let out = fresh_path("fake-cuda-lat-rd");
-    let mut args = vec![
-        "bench",
-        "run",
-        "--backend",
-        "cuda",
-        "--test",
-        "LAT_RD",
-        "--samples",
-        "100",
-    ];
-    args.extend(more);
-    args.extend(["--out", out.to_str().unwrap()]);
-    let o = with_fake(env, &args);
+/// A `bench run --backend cuda ARGS --out DIR` on the fake GPU, DIR a fresh directory removed
+/// when the run is dropped: what it printed, and the run.json it wrote.
+struct CudaRun {
+    out: PathBuf,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    run: Option<Value>,
+}
+
+/// Run `bench run --backend cuda` with `args` and `env` into a fresh directory.
+fn cuda_run(env: &[(&str, &str)], args: &[&str]) -> CudaRun {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let out = fresh_path(&format!("fake-cuda-run-{}", RUNS.fetch_add(1, Ordering::Relaxed)));
+    let dir = out.to_str().unwrap();
+    let all = [&["bench", "run", "--backend", "cuda"][..], args, &["--out", dir]].concat();
+    let o = with_fake(env, &all);
     let run = std::fs::read_to_string(out.join("run.json"))
         .ok()
         .map(|t| serde_json::from_str(&t).unwrap());
-    let _ = std::fs::remove_dir_all(&out);
-    (o.status.code(), stderr(&o), run)
+    CudaRun {
+        code: o.status.code(),
+        stdout: stdout(&o),
+        stderr: stderr(&o),
+        run,
+        out,
+    }
+}
+
+impl CudaRun {
+    /// run.json of a run that must have succeeded.
+    fn succeeded(&self) -> &Value {
+        assert_eq!(self.code, Some(0), "{}", self.stderr);
+        self.run.as_ref().expect("run.json")
+    }
+}
+
+impl Drop for CudaRun {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.out);
+    }
+}
+
+/// `bench run --backend cuda --test LAT_RD --samples 100` with `more` options and `env`: the
+/// exit code, stderr, and run.json where it ran.
+fn lat_rd_run(env: &[(&str, &str)], more: &[&str]) -> (Option<i32>, String, Option<Value>) {
+    let r = cuda_run(env, &[&["--test", "LAT_RD", "--samples", "100"][..], more].concat());
+    (r.code, r.stderr.clone(), r.run.clone())
 }
 
 #[test]
@@ -148,14 +175,9 @@ fn bandwidths_are_the_bytes_over_the_gpu_s_time() {
 
 #[test]
 fn a_suite_run_records_the_gpu_and_the_link_its_nvml_reports_and_reads_back() {
-    let out = fresh_path("fake-cuda-run");
-    let o = with_fake(
+    let r = cuda_run(
         &[],
         &[
-            "bench",
-            "run",
-            "--backend",
-            "cuda",
             "--suite",
             "quick",
             "--only",
@@ -164,12 +186,9 @@ fn a_suite_run_records_the_gpu_and_the_link_its_nvml_reports_and_reads_back() {
             "500",
             "-j",
             "2",
-            "--out",
-            out.to_str().unwrap(),
         ],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let (run, out) = (r.succeeded(), &r.out);
     let gpu = &run["backend"]["description"]["device"];
     assert_eq!(gpu["name"], "pcieperf fake GPU (no hardware)");
     assert_eq!(gpu["uuid"], "GPU-70636965-7065-7266-2d66-616b65677075");
@@ -216,41 +235,25 @@ fn a_suite_run_records_the_gpu_and_the_link_its_nvml_reports_and_reads_back() {
         "{why}"
     );
     assert!(
-        stderr(&o).contains(&format!("note: --backend cuda leaves out 2 of 26 tests:\n  {why}\n")),
+        r.stderr
+            .contains(&format!("note: --backend cuda leaves out 2 of 26 tests:\n  {why}\n")),
         "{}",
-        stderr(&o)
+        r.stderr
     );
     let report = ok(&["bench", "report", out.to_str().unwrap()]);
     assert!(report.contains("pcieperf fake GPU (no hardware)"), "{report}");
     assert!(report.contains(&format!("Left out by the backend: {why}.")), "{report}");
-    std::fs::remove_dir_all(&out).unwrap();
 }
 
 #[test]
 fn a_gpu_runs_the_gpu_suite_unless_told_and_leaves_nothing_out() {
-    let out = fresh_path("fake-cuda-default-suite");
-    let o = with_fake(
-        &[],
-        &[
-            "bench",
-            "run",
-            "--backend",
-            "cuda",
-            "--only",
-            "bw_dma_win_sweep_rd_rnd_64",
-            "--samples",
-            "300",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(!stderr(&o).contains("leaves out"), "{}", stderr(&o));
-    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let r = cuda_run(&[], &["--only", "bw_dma_win_sweep_rd_rnd_64", "--samples", "300"]);
+    let run = r.succeeded();
+    assert!(!r.stderr.contains("leaves out"), "{}", r.stderr);
     assert_eq!(run["suite"], "gpu");
     assert!(run.get("left_out").is_none(), "{run}");
     // Five windows from 256 KiB to 64 MiB, cold and host-warm: none the quick suite's 4 KiB.
-    let csv = std::fs::read_to_string(out.join("bw_dma_win_sweep_rd_rnd_64.csv")).unwrap();
+    let csv = std::fs::read_to_string(r.out.join("bw_dma_win_sweep_rd_rnd_64.csv")).unwrap();
     let windows: Vec<u64> = csv
         .lines()
         .skip(1)
@@ -258,22 +261,18 @@ fn a_gpu_runs_the_gpu_suite_unless_told_and_leaves_nothing_out() {
         .collect();
     assert_eq!(windows.len(), 10, "{csv}");
     assert_eq!(windows.iter().min(), Some(&(256 << 10)), "{csv}");
-    std::fs::remove_dir_all(&out).unwrap();
 }
 
 #[test]
 fn driver_failures_name_the_call_and_leave_what_finished() {
-    let e = |env: &[(&str, &str)], args: &[&str]| {
-        let o = with_fake(env, args);
-        (o.status.code(), stderr(&o))
-    };
     let (code, err, _) = lat_rd_run(&[("FAKE_CUDA_DEVICES", "0")], &[]);
     assert_eq!(code, Some(2));
     assert!(
         err.ends_with("error: --backend cuda: the driver sees no CUDA device\n"),
         "{err}"
     );
-    let (code, err) = e(&[], &["bench", "run", "--backend", "cuda:3", "--test", "LAT_RD"]);
+    let o = with_fake(&[], &["bench", "run", "--backend", "cuda:3", "--test", "LAT_RD"]);
+    let (code, err) = (o.status.code(), stderr(&o));
     assert_eq!(code, Some(2));
     assert!(
         err.ends_with("error: --backend cuda:3: this host has 1 CUDA device (cuda:0)\n"),
@@ -301,14 +300,9 @@ fn driver_failures_name_the_call_and_leave_what_finished() {
     );
     // A launch failing in the fifth test: the error names the test and the call (with the
     // code's name, where the driver has no words for it), the four before it are kept.
-    let out = fresh_path("fake-cuda-fail");
-    let (code, err) = e(
+    let r = cuda_run(
         &[("FAKE_CUDA_FAIL", "cuLaunchKernel:719:8")],
         &[
-            "bench",
-            "run",
-            "--backend",
-            "cuda",
             "--suite",
             "quick",
             "--only",
@@ -317,16 +311,14 @@ fn driver_failures_name_the_call_and_leave_what_finished() {
             "200",
             "-j",
             "1",
-            "--out",
-            out.to_str().unwrap(),
         ],
     );
-    assert_eq!(code, Some(1), "{err}");
+    let err = &r.stderr;
+    assert_eq!(r.code, Some(1), "{err}");
     assert!(err.contains(": cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED\n"), "{err}");
     assert!(err.contains("the 4 tests that finished before it are in "), "{err}");
-    let kept = std::fs::read_to_string(out.join("lat_dma_sizes.csv")).unwrap();
+    let kept = std::fs::read_to_string(r.out.join("lat_dma_sizes.csv")).unwrap();
     assert_eq!(kept.lines().count(), 5, "{kept}");
-    std::fs::remove_dir_all(&out).unwrap();
 }
 
 #[test]
@@ -391,30 +383,13 @@ fn a_real_device_runs_under_the_host_s_iommu() {
 /// `bench run --backend cuda --test BW_RD --size 4096 --window 256k` with `env` and the
 /// output `format`: the exit code and stdout.
 fn bw_rd_verdict(env: &[(&str, &str)], format: &str) -> (Option<i32>, String) {
-    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let out = fresh_path(&format!("fake-cuda-verdict-{n}"));
-    let o = with_fake(
+    let r = cuda_run(
         env,
         &[
-            "bench",
-            "run",
-            "--backend",
-            "cuda",
-            "--test",
-            "BW_RD",
-            "--size",
-            "4096",
-            "--window",
-            "256k",
-            "--format",
-            format,
-            "--out",
-            out.to_str().unwrap(),
+            "--test", "BW_RD", "--size", "4096", "--window", "256k", "--format", format,
         ],
     );
-    let _ = std::fs::remove_dir_all(&out);
-    (o.status.code(), stdout(&o) + &stderr(&o))
+    (r.code, r.stdout.clone() + &r.stderr)
 }
 
 #[test]
@@ -476,28 +451,21 @@ fn a_gpu_suite_run_carries_the_verdict_in_json_and_csv() {
         ("json", "{\"verdict\":"),
         ("csv", "# verdict\ngpu,engine,link,verdict,causes,buffer,notes,figure,"),
     ] {
-        let out = fresh_path("fake-cuda-verdict-suite");
-        let o = with_fake(
+        let r = cuda_run(
             &[],
             &[
-                "bench",
-                "run",
-                "--backend",
-                "cuda",
                 "--only",
                 "bw_dma_win_sweep_rd_rnd_64",
                 "--samples",
                 "300",
                 "--format",
                 format,
-                "--out",
-                out.to_str().unwrap(),
             ],
         );
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        assert!(stdout(&o).contains(check), "{}", stdout(&o));
+        let run = r.succeeded();
+        assert!(r.stdout.contains(check), "{}", r.stdout);
         if format == "json" {
-            let last: Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
+            let last: Value = serde_json::from_str(r.stdout.lines().last().unwrap()).unwrap();
             assert_eq!(last["verdict"]["figures"][0]["figure"], "H2D");
             assert!(last["verdict"]["buffer"]
                 .as_str()
@@ -505,12 +473,10 @@ fn a_gpu_suite_run_carries_the_verdict_in_json_and_csv() {
                 .starts_with("host buffer pages sampled"));
         }
         // run.json records where the buffer's pages are.
-        let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
         let hb = &run["backend"]["description"]["device"]["host_buffer"];
         assert!(
             hb["pages"]["pages_sampled"].as_u64().unwrap() > 0 || hb["pages"]["error"].is_string(),
             "{hb}"
         );
-        std::fs::remove_dir_all(&out).unwrap();
     }
 }

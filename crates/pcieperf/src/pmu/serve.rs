@@ -2,20 +2,18 @@
 //! polling `/api/targets`. The counters are sampled on the main thread every `-I`, the host's
 //! link health is checked on a thread of its own every `-I` (on every host, with or without
 //! PCIe PMUs); each publishes its text once into shared buffers (swapped under a lock held for
-//! a pointer copy), and the HTTP server ([`http`], its own thread) answers every connection
-//! from the last ones, so a slow scrape never delays a read and clients never delay each other.
-
-mod http;
-mod web_config;
+//! a pointer copy), and the HTTP server (`pcie_exporter`, its own thread) answers every
+//! connection from the last ones, so a slow scrape never delays a read and clients never delay
+//! each other.
 
 use super::live_options::{check_duration, usage, WatchArgs};
 use crate::error::CliError;
 use crate::signals::cancel_on_signals;
-use bytes::Bytes;
 use clap::Args;
+use pcie_exporter::{web_config, Bytes, Listener, Pages, WebConfig};
 use pcie_pmu::exposition::{check_health, exposition, Snapshot};
 use pcie_pmu::monitor::{self, Monitor, Row, Schedule, Sink};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -45,7 +43,7 @@ const HISTORY: usize = 120;
 
 /// The pages of the last snapshot of the counters (its metrics and its JSON) and the last
 /// link-health metrics, each rendered once when published and shared by every answer.
-pub(super) struct Published {
+struct Published {
     counters: Mutex<(Bytes, Bytes)>,
     health: Mutex<Bytes>,
 }
@@ -73,14 +71,20 @@ impl Published {
             health: Mutex::default(),
         }
     }
+}
 
-    /// `/metrics`: the counters' families, then the link health's.
-    pub(super) fn metrics(&self) -> [Bytes; 2] {
-        [last(&self.counters).0, last(&self.health)]
+impl Pages for Published {
+    /// The counters' families, then the link health's.
+    fn metrics(&self) -> Vec<Bytes> {
+        vec![last(&self.counters).0, last(&self.health)]
     }
 
-    /// `/api/targets`.
-    pub(super) fn targets(&self) -> Bytes {
+    fn live_page(&self) -> Bytes {
+        Bytes::from_static(PAGE.as_bytes())
+    }
+
+    /// The last snapshot's targets and history, which the live page draws.
+    fn targets(&self) -> Bytes {
         last(&self.counters).1
     }
 }
@@ -100,10 +104,10 @@ impl Sink for Publisher {
     }
 }
 
-pub(super) const PAGE: &str = include_str!("page.html");
+const PAGE: &str = include_str!("serve_page.html");
 
 /// Listen on `listen`; `open` (no users to authenticate) draws a warning off loopback.
-fn bind(listen: &str, open: bool) -> Result<TcpListener, CliError> {
+fn bind(listen: &str, open: bool) -> Result<Listener, CliError> {
     let addr: SocketAddr = listen.parse().map_err(|_| {
         usage(format!(
             "--listen {listen}: expected ADDRESS:PORT such as 127.0.0.1:9464 or [::1]:9464"
@@ -115,7 +119,7 @@ fn bind(listen: &str, open: bool) -> Result<TcpListener, CliError> {
              (basic_auth_users in a --web.config.file restricts them)"
         );
     }
-    TcpListener::bind(addr).map_err(|e| CliError::Runtime(format!("--listen {addr}: cannot listen: {e}")))
+    Listener::bind(addr).map_err(|e| CliError::Runtime(format!("--listen {addr}: cannot listen: {e}")))
 }
 
 /// Check the link health below `root` every `every`, or ten times as long as the check's CPU
@@ -152,10 +156,10 @@ fn process_cpu() -> Duration {
 pub fn run(a: &ServeArgs) -> Result<String, CliError> {
     check_duration(a.duration)?;
     let web = match &a.web_config {
-        Some(f) => web_config::load(f)?,
-        None => web_config::WebConfig::none(),
+        Some(f) => web_config::load(f).map_err(|e| CliError::Usage(format!("--web.config.file {e}")))?,
+        None => WebConfig::none(),
     };
-    let listener = bind(&a.listen, web.users.is_empty())?;
+    let listener = bind(&a.listen, !web.authenticates())?;
     // Before the source starts: a signal during setup still ends the run cleanly (and a
     // simulated host's tree is removed).
     let cancel = cancel_on_signals();
@@ -168,8 +172,10 @@ pub fn run(a: &ServeArgs) -> Result<String, CliError> {
     let for_health = Arc::clone(&shared);
     let nvml = a.nvml || a.watch.source.is_live_host();
     std::thread::spawn(move || watch_health(root, nvml, every, for_health));
-    let scheme = if web.tls.is_some() { "https" } else { "http" };
-    http::spawn(listener, web, Arc::clone(&shared))?;
+    let scheme = if web.tls() { "https" } else { "http" };
+    listener
+        .serve(web, Arc::clone(&shared) as Arc<dyn Pages>)
+        .map_err(|e| CliError::Runtime(format!("cannot start the HTTP server: {e}")))?;
     eprintln!("pcieperf pmu serve: listening on {scheme}://{local}/ (Prometheus metrics on /metrics)");
     let sched = Schedule {
         interval: Some(every),

@@ -4,7 +4,6 @@
 //! What the toolkit offers beyond that (client certificates, TLS versions, ciphers, headers) is
 //! refused by name rather than ignored.
 
-use crate::error::CliError;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use saphyr_parser::{Event, Parser, ScalarStyle};
@@ -14,9 +13,9 @@ use std::sync::Arc;
 
 /// What the web config asks for: TLS (a server configuration) and the users who may read.
 pub struct WebConfig {
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
     /// User name to bcrypt hash; empty: no authentication.
-    pub users: BTreeMap<String, String>,
+    pub(crate) users: BTreeMap<String, String>,
 }
 
 impl WebConfig {
@@ -27,7 +26,30 @@ impl WebConfig {
             users: BTreeMap::new(),
         }
     }
+
+    /// Whether connections are served over TLS (`https`).
+    pub fn tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// Whether readers must authenticate (basic_auth_users names at least one).
+    pub fn authenticates(&self) -> bool {
+        !self.users.is_empty()
+    }
 }
+
+/// Why a web config was refused: the file's path and what is wrong with it (the caller adds
+/// the option that named the file).
+#[derive(Debug)]
+pub struct WebConfigError(String);
+
+impl std::fmt::Display for WebConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WebConfigError {}
 
 /// The keys the exporter-toolkit knows that pcieperf does not do.
 const UNSUPPORTED_TLS: &[&str] = &[
@@ -52,8 +74,8 @@ enum Node {
     List,
 }
 
-fn bad(path: &Path, what: impl std::fmt::Display) -> CliError {
-    CliError::Usage(format!("--web.config.file {}: {what}", path.display()))
+fn bad(path: &Path, what: impl std::fmt::Display) -> WebConfigError {
+    WebConfigError(format!("{}: {what}", path.display()))
 }
 
 /// Read a small regular file whole through the bounded reader: at most 1 MiB (a definition
@@ -222,9 +244,9 @@ fn interpret(root: &Node) -> Result<Parsed, String> {
 }
 
 /// Read `path`: the YAML, then the certificate chain and key it names (relative to the file's
-/// directory, as the exporter-toolkit reads them). Every error is a usage error naming the file.
-pub fn load(path: &Path) -> Result<WebConfig, CliError> {
-    let raw = read_small(path).map_err(|e| CliError::Usage(format!("--web.config.file {e}")))?;
+/// directory, as the exporter-toolkit reads them). Every error names the file.
+pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
+    let raw = read_small(path).map_err(WebConfigError)?;
     let text = String::from_utf8(raw).map_err(|_| bad(path, "not UTF-8 text"))?;
     let parsed = parse_yaml(&text)
         .and_then(|n| interpret(&n))
@@ -296,7 +318,7 @@ mod tests {
 
     #[test]
     fn the_example_in_the_docs_reads() {
-        let doc = include_str!("../../../../../docs/pmu.md");
+        let doc = include_str!("../../../docs/pmu.md");
         let at = doc.find("```yaml\ntls_server_config:").expect("the example");
         let block = &doc[at + 8..];
         let p = parse(&block[..block.find("```").unwrap()]).unwrap();
