@@ -73,8 +73,9 @@ pub enum Tests {
     /// still off (a refit left line_ns 3.0 and write_line_ns 1.63, where 2.5 and 2.0 fit: the
     /// same 2 KB LAT_WRRD, a LAT_RD 2 KB CDF 0.15 away).
     ManyLineReads,
-    /// BW_WR: the posted path's intake. BW_RDWR is left out: the E3-1226 v3 wrote 2 KB at
-    /// 41 Gb/s there beside its reads, at 17-40 Gb/s in BW_WR, which no intake can do both of.
+    /// BW_WR: the posted path's intake. BW_RDWR does not identify it: the intake throttles
+    /// writes only while they flow alone (the E3-1226 v3 wrote 2 KB at 41 Gb/s beside its
+    /// reads, at 17-40 Gb/s in BW_WR), so there the read keys decide.
     WriteBandwidth,
 }
 

@@ -83,6 +83,7 @@ impl Machine<'_> {
             // The completions leave one after another, so the last keeps the uncore busy
             // longest; their DLLPs upstream add up.
             self.rest::<BARE>(last_sent);
+            self.reads_until = self.reads_until.max(last_sent);
             self.up.owe(r.cpl_dllps);
             // The tag is free once the request's last completion has arrived.
             self.tags.hold_until(last_sent + wire);
@@ -115,10 +116,12 @@ impl Machine<'_> {
             let sent = self.up.send(gathered.max(credit), w.mwr.wire);
             self.down.owe(w.mwr.dllps);
             let arrival = self.wake_first::<BARE>(rng, k == writes.0, sent + wire);
-            // The posted path's intake takes the TLPs one after another, ahead of the fabric.
+            // The posted path's intake takes the TLPs one after another, ahead of the fabric,
+            // while posted writes flow alone: a read being served (its completions still to
+            // leave downstream) lifts the throttle (docs/simulator.md, "The E3's DMA writes").
             let arrival = match self.costs.intake {
-                Some(_) => self.intake.serve(arrival, w.intake) + w.intake,
-                None => arrival,
+                Some(_) if arrival >= self.reads_until => self.intake.serve(arrival, w.intake) + w.intake,
+                _ => arrival,
             };
             // Ownership of the lines is granted after their memory latency: the LLC's if cached,
             // DRAM's if not (where the line was before this write). Lines not yet in the LLC

@@ -72,6 +72,9 @@ pub struct Machine<'a> {
     posted: Tokens,
     /// The posted path's intake, where the host has one (`root_complex.write_tlp_ns`).
     intake: Server,
+    /// When the last completion of the reads simulated so far leaves the root complex: until
+    /// then a read is being served, and the intake does not throttle posted writes.
+    reads_until: Ps,
     walkers: Pool,
     /// Translates again, one after another, the requests parked while their page was walked.
     replayer: Server,
@@ -146,6 +149,7 @@ impl<'a> Machine<'a> {
             fabric: Server::default(),
             posted: Tokens::new(host.root_complex.posted_credits as usize),
             intake: Server::default(),
+            reads_until: 0,
             walkers: Pool {
                 free: vec![0; host.iommu.walkers as usize],
             },
