@@ -1374,6 +1374,19 @@ mod tests {
         assert_eq!(parse("total 0\ndrwxr-xr-x 2 root root\n"), Err(LspciError::NoFunctions));
         let twice = "00:01.0 PCI bridge: x\n00:01.0 PCI bridge: x\n";
         assert_eq!(parse(twice), Err(LspciError::Duplicate("00:01.0".parse().unwrap())));
+        // A bare `lspci` line and the same function's record, in either order: the record.
+        let record = "00:01.0 PCI bridge: x\n\tBus: primary=00, secondary=01, subordinate=01\n";
+        for text in [
+            format!("00:01.0 PCI bridge: x\n{record}"),
+            format!("{record}00:01.0 PCI bridge: x\n"),
+        ] {
+            let fs = parse(&text).unwrap();
+            assert_eq!((fs.len(), fs[0].buses), (1, Some((1, 1))), "{text}");
+        }
+        assert!(matches!(
+            parse(&format!("{record}{record}")),
+            Err(LspciError::Duplicate(_))
+        ));
         let skipped = "00:01.0 PCI bridge: x\n00: 86 80\n20: 00 00\n";
         assert!(matches!(parse(skipped), Err(LspciError::BadHex { line: 3, .. })));
         let wide = format!("00:01.0 PCI bridge: x\n00: {}\n", ["00"; 17].join(" "));
