@@ -417,13 +417,16 @@ fn target_cap_finding(s: &mut Subject, host: &Host, hops: &[Hop], mps: u32, dema
     let (Some(port), Some(t)) = (h.upstream.bdf, h.capable_gts) else {
         return;
     };
+    let link = if h.bdf == s.f.bdf() {
+        h.role.clone()
+    } else {
+        format!("{} ({})", h.role, h.bdf)
+    };
     let mut msg = format!(
-        "{}: {} ({}) is held at {} by {port}'s Target Link Speed (Link Control 2) where both ends support {}: \
+        "{}: {link} is held at {} by {port}'s Target Link Speed (Link Control 2) where both ends support {}: \
          a firmware or setpci setting, not a training fault (raise it and retrain the link); {} KiB DMA writes \
          {} Gb/s of {} ({})",
         s.name,
-        h.bdf,
-        h.role,
         rate_name(Some(t), h.capable_width),
         rate_name(h.supported_gts, h.capable_width),
         DMA_BYTES / 1024,
