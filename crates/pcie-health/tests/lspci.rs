@@ -298,7 +298,7 @@ fn real_hosts_reach_the_experts_reading() {
         matched += usize::from(got == want);
         assert_eq!(got, want, "{file}");
     }
-    assert_eq!((matched, total), (37, 37));
+    assert_eq!((matched, total), (39, 39));
 }
 
 /// The forms real pastes come in keep what an expert reads from them.
@@ -366,6 +366,23 @@ fn held_out_paste_forms_keep_their_registers() {
     assert_eq!(m14.len(), 20);
     let wifi = m14.iter().find(|f| f.bdf.to_string() == "0000:08:00.0").unwrap();
     assert_eq!(express(wifi).1.unwrap().correctable_names(), ["RxErr", "BadDLLP"]);
+    // VMD root ports that read all ones, their hex dumps cut (`...`): read, not refused, and
+    // said to be unanswered, not undecoded.
+    let vmd = read("vmd-root-ports-all-ones-patch.txt");
+    assert_eq!(vmd.len(), 2);
+    assert_eq!(vmd[0].bdf.to_string(), "10000:00:00.0");
+    assert_eq!(
+        (&vmd[0].capabilities, vmd[0].hex.as_slice()),
+        (&Capabilities::Unanswered, &[0xff; 16][..])
+    );
+    let root = std::env::temp_dir().join(format!("pcie-real-vmd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let summary = write_snapshot(&vmd, &root).unwrap();
+    let _ = std::fs::remove_dir_all(&root);
+    assert_eq!((summary.unanswered, summary.header_only), (2, 2));
+    let gaps = summary.gaps().unwrap();
+    assert!(gaps.starts_with("2 functions read all ones"), "{gaps}");
+    assert!(!gaps.contains("did not decode"), "{gaps}");
 }
 
 /// A device whose port is not in a partial dump: its own link's loss is information, and no

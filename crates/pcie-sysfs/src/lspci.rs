@@ -30,6 +30,9 @@ mod caps2;
 pub enum Capabilities {
     /// `Capabilities: <access denied>`: lspci ran without root.
     Denied,
+    /// `!!! Unknown header type 7f`: the function's config space read all ones, as a
+    /// function powered off (D3cold) or gone from the bus answers.
+    Unanswered,
     /// lspci printed no registers (run without `-v`), or listed the PCI Express capability
     /// without decoding it (fewer than three `v`).
     NotShown,
@@ -409,6 +412,10 @@ struct Reading {
     /// The AER status register being read (`UESta`: true, `CESta`: false) while its line
     /// continues.
     aer_register: Option<bool>,
+    /// The poster cut rows out of the function's hex dump (`...`).
+    hex_cut: bool,
+    /// lspci's `!!! Unknown header type 7f`: the header read all ones.
+    unanswered: bool,
 }
 
 impl Reading {
@@ -434,6 +441,8 @@ impl Reading {
             denied: false,
             registers_shown: false,
             aer_register: None,
+            hex_cut: false,
+            unanswered: false,
         }
     }
 
@@ -450,6 +459,8 @@ impl Reading {
                 self.f.numa_node = n.trim().parse().ok();
             } else if text.starts_with("Status: ") {
                 self.registers_shown = true;
+            } else if text.starts_with("!!! Unknown header type 7f") {
+                self.unanswered = true;
             } else if let Some(b) = text.strip_prefix("Bus: ") {
                 let num = |k: &str| number_hex_after(b, k).and_then(|v| u8::try_from(v).ok());
                 if let (Some(s), Some(e)) = (num("secondary="), num("subordinate=")) {
@@ -541,7 +552,9 @@ impl Reading {
         if let (Some(None), Some(x)) = (&express, &self.express) {
             self.f.trimmed_link = x.link();
         }
-        self.f.capabilities = if self.denied {
+        self.f.capabilities = if self.unanswered {
+            Capabilities::Unanswered
+        } else if self.denied {
             Capabilities::Denied
         } else {
             match express {
@@ -734,7 +747,17 @@ pub fn parse(text: &str) -> Result<Vec<LspciFunction>, LspciError> {
                 continue;
             }
             let Some(r) = cur.as_mut() else { continue };
-            let Some((off, bytes)) = hex_line(body) else {
+            // `...` where a poster cut rows of a hex dump: the rows after it are not the
+            // function's config space in order, so what was read before the cut is all.
+            if matches!(body, "..." | "[...]" | "\u{2026}") && !r.f.hex.is_empty() {
+                r.hex_cut = true;
+                continue;
+            }
+            let hex = hex_line(body);
+            if hex.is_some() && r.hex_cut {
+                continue;
+            }
+            let Some((off, bytes)) = hex else {
                 // A paste whose indentation was stripped: a line lspci prints under a function
                 // or a capability keeps its level by its key. Any other line is the rest of a
                 // register line a mail client wrapped.
@@ -808,6 +831,10 @@ impl LspciFunction {
         if self.hex.len() >= 64 {
             return (self.hex.clone(), ConfigFrom::Dump);
         }
+        if self.capabilities == Capabilities::Unanswered {
+            // What reading it gives, as the kernel's `config` file of such a function does.
+            return (vec![0xff; 64], ConfigFrom::HeaderOnly);
+        }
         let (vendor, device) = self.ids.unwrap_or((0xffff, 0xffff));
         let class = self.class.unwrap_or(0);
         let Capabilities::Decoded { express, aer } = &self.capabilities else {
@@ -855,6 +882,8 @@ pub struct LspciSummary {
     /// Functions with the 64-byte header only: capabilities denied or not decoded.
     pub header_only: usize,
     pub denied: usize,
+    /// Functions whose config space read all ones (`!!! Unknown header type 7f`).
+    pub unanswered: usize,
     /// Links with lanes whose speed lspci printed as `unknown`.
     pub unknown_speed: usize,
 }
@@ -870,7 +899,14 @@ impl LspciSummary {
                 self.denied
             ));
         }
-        let undecoded = self.header_only - self.denied;
+        if self.unanswered > 0 {
+            unread.push(format!(
+                "{} functions read all ones (lspci: \"!!! Unknown header type 7f\"): powered off (D3cold) \
+                 or gone from the bus (a link that went down, a reset that did not finish)",
+                self.unanswered
+            ));
+        }
+        let undecoded = self.header_only - self.denied - self.unanswered;
         if undecoded > 0 {
             unread.push(format!(
                 "lspci did not decode the registers of {undecoded} functions (run it with -vvv)"
@@ -970,6 +1006,7 @@ pub fn write_snapshot(functions: &[LspciFunction], out: &Path) -> Result<LspciSu
             ConfigFrom::HeaderOnly => {
                 s.header_only += 1;
                 s.denied += usize::from(f.capabilities == Capabilities::Denied);
+                s.unanswered += usize::from(f.capabilities == Capabilities::Unanswered);
             }
         }
         // The function's own directory, not the bus link `write_config` follows: nothing in
@@ -1389,6 +1426,9 @@ mod tests {
         ));
         let skipped = "00:01.0 PCI bridge: x\n00: 86 80\n20: 00 00\n";
         assert!(matches!(parse(skipped), Err(LspciError::BadHex { line: 3, .. })));
+        // Rows a poster cut (`...`): the rows after the cut are passed over, not refused.
+        let cut = "00:01.0 PCI bridge: x\n00: ff ff ff ff\n...\nf0: ff ff\n";
+        assert_eq!(parse(cut).unwrap()[0].hex, [0xff; 4]);
         let wide = format!("00:01.0 PCI bridge: x\n00: {}\n", ["00"; 17].join(" "));
         assert!(parse(&wide).unwrap_err().to_string().starts_with("line 2: "));
         // Truncated and mangled registers read as unknown, never a panic.
