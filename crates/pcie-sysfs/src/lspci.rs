@@ -9,7 +9,8 @@
 //! DevCtl, LnkCap, LnkCtl, LnkSta, DevCap2, DevCtl2, the AER capability and its status
 //! registers). The link files are the Link Capabilities and Status as the kernel prints them.
 //! A function whose capabilities lspci could not read (`<access denied>`: run without root) or
-//! did not decode (fewer than three `v`) gets the 64-byte header Linux shows without root, and
+//! did not decode (fewer than three `v`) gets the 64-byte header Linux shows without root, one
+//! that read all ones (`!!! Unknown header type 7f`) 64 bytes of ones, and
 //! [`LspciSummary::gaps`] says how many. AER counters and CPU lists are not in lspci's output.
 
 use crate::bdf::Bdf;
