@@ -220,6 +220,7 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
             mps.unwrap_or(DEFAULT_MPS),
             demand,
         );
+        target_cap_finding(&mut s, host, &hops, mps.unwrap_or(DEFAULT_MPS), demand);
         if needs_root {
             skipped = CONFIG_CHECKS.iter().map(|k| k.name().to_string()).collect();
         } else if let Some(c) = cap {
@@ -377,16 +378,6 @@ fn link_findings(
     if one_end {
         msg.push_str("; that port may allow no more: a dump with its record can tell");
     }
-    // A port's Target Link Speed below what both ends can do caps the link where it trained:
-    // a setting (firmware's, or setpci's), not a signal that failed to train.
-    if let (true, Some(t), Some(port)) = (speed_lost, l.upstream.target_gts, l.upstream.bdf) {
-        if l.capable_gts.is_some_and(|m| t < m) && l.current_gts.is_some_and(|g| g <= t) {
-            msg.push_str(&format!(
-                "; capped by {port}'s Target Link Speed (Link Control 2) of {t} GT/s: a firmware or setpci \
-                 setting, not a training fault (raise it and retrain the link)"
-            ));
-        }
-    }
     if kind == Kind::LinkPowerSaving {
         msg.push_str(&format!(
             "; likely power saving ({}): check again under load",
@@ -399,6 +390,52 @@ fn link_findings(
         ));
     }
     s.add(severity, kind, Some(l.bdf), Some(lost), msg);
+}
+
+/// A link on the path that its port's Target Link Speed holds below what both its ends
+/// support: a setting (firmware's, or setpci's), not a training fault. Priced as what the
+/// path would carry at the supported speed against what it carries capped (another hop may
+/// bound the path anyway: then it costs nothing).
+fn target_cap_finding(s: &mut Subject, host: &Host, hops: &[Hop], mps: u32, demand: Option<f64>) {
+    let Some(h) = hops.iter().filter(|h| h.supported_gts.is_some()).min_by(|a, b| {
+        a.capable_gbps
+            .unwrap_or(f64::MAX)
+            .total_cmp(&b.capable_gbps.unwrap_or(f64::MAX))
+    }) else {
+        return;
+    };
+    let path_now = hops.iter().filter_map(|h| h.capable_gbps).fold(f64::MAX, f64::min);
+    let uncapped = |k: &Hop| match k.supported_gts {
+        Some(g) => path::priced(&host.prices, Some(g), k.capable_width, mps),
+        None => k.capable_gbps,
+    };
+    let path_free = hops.iter().filter_map(uncapped).fold(f64::MAX, f64::min);
+    if path_now == f64::MAX || path_free == f64::MAX {
+        return;
+    }
+    let lost = felt_pct(path_now, path_free, demand);
+    let (Some(port), Some(t)) = (h.upstream.bdf, h.capable_gts) else {
+        return;
+    };
+    let link = if h.bdf == s.f.bdf() {
+        h.role.clone()
+    } else {
+        format!("{} ({})", h.role, h.bdf)
+    };
+    let mut msg = format!(
+        "{}: {link} is held at {} by {port}'s Target Link Speed (Link Control 2) where both ends support {}: \
+         a firmware or setpci setting, not a training fault (raise it and retrain the link); {} KiB DMA writes \
+         {} Gb/s of {} ({})",
+        s.name,
+        rate_name(Some(t), h.capable_width),
+        rate_name(h.supported_gts, h.capable_width),
+        DMA_BYTES / 1024,
+        gbps(path_now),
+        gbps(path_free),
+        pct(lost)
+    );
+    msg.push_str(&demand_note(demand, path_now, path_free));
+    s.add(cost_severity(lost), Kind::LinkSpeedCapped, Some(h.bdf), Some(lost), msg);
 }
 
 /// The traffic's capacities through the path as it runs (see [`Traffic`]) and, where it was
@@ -681,7 +718,8 @@ fn aer_findings(s: &mut Subject, rates: Option<&AerRates>, link: Option<pcie_sys
 /// Where no counter file exists (kernels before 4.17, firmware-first AER, an lspci dump), the
 /// AER status registers still show which error types happened since they were last cleared.
 /// `link`: the link the function's receiver sits on (its own, or for a port the one below it),
-/// named by its downstream end: bits latched at both ends of one link are one finding.
+/// named by its downstream end: bits latched at both ends of one link are one finding, the
+/// correctable ones and the uncorrectable ones each.
 fn status_findings(s: &mut Subject, state: &AerState, link: Option<pcie_sysfs::Bdf>) {
     let sticky = "sticky status bits, set since they were last cleared; no counter says how many";
     if state.correctable.is_none() && !state.status_correctable.is_empty() {
@@ -715,7 +753,7 @@ fn status_findings(s: &mut Subject, state: &AerState, link: Option<pcie_sysfs::B
             s.name,
             uncorrectable.join(", ")
         );
-        s.add(severity, Kind::AerUncorrectable, None, None, msg);
+        s.add(severity, Kind::AerUncorrectable, link, None, msg);
     }
 }
 

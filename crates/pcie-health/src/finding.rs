@@ -31,6 +31,9 @@ pub enum Kind {
     LinkSpeedDowngraded,
     /// A hop on the path trained narrower than both its ends can do.
     LinkWidthDowngraded,
+    /// A hop held below the speed both its ends support by its port's Target Link Speed: a
+    /// setting, not a fault of training.
+    LinkSpeedCapped,
     /// A speed (never width) below the maximum while the device is idle or in a low-power
     /// state: likely power saving, to check again under load.
     LinkPowerSaving,
@@ -69,9 +72,10 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 18] = [
         Kind::LinkSpeedDowngraded,
         Kind::LinkWidthDowngraded,
+        Kind::LinkSpeedCapped,
         Kind::LinkPowerSaving,
         Kind::LinkUnknown,
         Kind::MpsBelowPath,
@@ -94,6 +98,7 @@ impl Kind {
         match self {
             Kind::LinkSpeedDowngraded => "link_speed_downgraded",
             Kind::LinkWidthDowngraded => "link_width_downgraded",
+            Kind::LinkSpeedCapped => "link_speed_capped",
             Kind::LinkPowerSaving => "link_power_saving",
             Kind::LinkUnknown => "link_unknown",
             Kind::MpsBelowPath => "mps_below_path",
@@ -135,7 +140,12 @@ pub(crate) fn one_per_link(findings: Vec<Finding>) -> Vec<Finding> {
     let link_kind = |k: Kind| {
         matches!(
             k,
-            Kind::LinkWidthDowngraded | Kind::LinkSpeedDowngraded | Kind::LinkPowerSaving | Kind::AerCorrectable
+            Kind::LinkWidthDowngraded
+                | Kind::LinkSpeedDowngraded
+                | Kind::LinkSpeedCapped
+                | Kind::LinkPowerSaving
+                | Kind::AerCorrectable
+                | Kind::AerUncorrectable
         )
     };
     let key = |f: &Finding| {
@@ -162,7 +172,7 @@ pub(crate) fn one_per_link(findings: Vec<Finding>) -> Vec<Finding> {
     for (f, o) in out.iter_mut().zip(others) {
         if !o.is_empty() {
             let names: Vec<String> = o.iter().map(Bdf::to_string).collect();
-            let what = if f.kind == Kind::AerCorrectable {
+            let what = if matches!(f.kind, Kind::AerCorrectable | Kind::AerUncorrectable) {
                 "the same link shows them at"
             } else {
                 "the same link serves"

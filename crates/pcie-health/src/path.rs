@@ -101,7 +101,11 @@ fn hop(below: &Func, role: String, up: LinkEnd, prices: &Prices, mps: u32) -> Ho
     let down = below.end();
     let current_gts = min_opt(up.current_gts, down.current_gts);
     let current_width = min_opt(up.current_width, down.current_width);
-    let capable_gts = min_opt(up.max_gts, down.max_gts);
+    let supported = min_opt(up.max_gts, down.max_gts);
+    // A port trains its link to its Target Link Speed at most (Link Control 2): what the
+    // link can reach counts it, and what both ends could do beyond it is a setting's cost.
+    let capped = up.target_gts.filter(|&t| t > 0.0 && supported.is_some_and(|s| t < s));
+    let capable_gts = capped.or(supported);
     let capable_width = min_opt(up.max_width, down.max_width);
     Hop {
         bdf: below.bdf(),
@@ -114,6 +118,7 @@ fn hop(below: &Func, role: String, up: LinkEnd, prices: &Prices, mps: u32) -> Ho
         current_width,
         capable_gts,
         capable_width,
+        supported_gts: capped.and(supported),
     }
 }
 

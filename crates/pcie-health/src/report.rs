@@ -34,8 +34,13 @@ pub struct Hop {
     pub downstream: LinkEnd,
     pub current_gts: Option<f64>,
     pub current_width: Option<u32>,
+    /// The speed the link can reach: what both ends support (LnkCap, or LnkCap2's speeds), and
+    /// no more than the port's Target Link Speed.
     pub capable_gts: Option<f64>,
     pub capable_width: Option<u32>,
+    /// What both ends support, where the port's Target Link Speed holds the link below it (a
+    /// setting: `capable_gts` is the target then); `None` where nothing caps it.
+    pub supported_gts: Option<f64>,
     /// The model's 4 KiB DMA write bandwidth at the current and the capable rate and width.
     pub available_gbps: Option<f64>,
     pub capable_gbps: Option<f64>,

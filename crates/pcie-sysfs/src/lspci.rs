@@ -9,7 +9,8 @@
 //! DevCtl, LnkCap, LnkCtl, LnkSta, DevCap2, DevCtl2, the AER capability and its status
 //! registers). The link files are the Link Capabilities and Status as the kernel prints them.
 //! A function whose capabilities lspci could not read (`<access denied>`: run without root) or
-//! did not decode (fewer than three `v`) gets the 64-byte header Linux shows without root, and
+//! did not decode (fewer than three `v`) gets the 64-byte header Linux shows without root, one
+//! that read all ones (`!!! Unknown header type 7f`) 64 bytes of ones, and
 //! [`LspciSummary::gaps`] says how many. AER counters and CPU lists are not in lspci's output.
 
 use crate::bdf::Bdf;
@@ -30,6 +31,9 @@ mod caps2;
 pub enum Capabilities {
     /// `Capabilities: <access denied>`: lspci ran without root.
     Denied,
+    /// `!!! Unknown header type 7f`: the function's config space read all ones, as a
+    /// function powered off (D3cold) or gone from the bus answers.
+    Unanswered,
     /// lspci printed no registers (run without `-v`), or listed the PCI Express capability
     /// without decoding it (fewer than three `v`).
     NotShown,
@@ -309,8 +313,10 @@ impl ExpressText {
 
 /// A function header: `[dddd:]bb:dd.f CLASS[ [cccc]]: rest`.
 /// `lspci -PP` prints the path of bridges to the function (`00:1c.4/06:00.0`): its last step
-/// is the address, in the first step's domain.
+/// is the address, in the first step's domain. A quote mark a post opened the paste with
+/// (`'25:00.0 VGA ...`) is no part of it.
 fn header(line: &str) -> Option<(Bdf, &str)> {
+    let line = line.trim_start_matches(['\'', '"', '`']);
     let (addr, rest) = line.split_once(' ')?;
     if !addr.contains('.') {
         return None;
@@ -404,6 +410,13 @@ struct Reading {
     denied: bool,
     /// A `Status:` line: lspci printed the function's registers (`-v` or more).
     registers_shown: bool,
+    /// The AER status register being read (`UESta`: true, `CESta`: false) while its line
+    /// continues.
+    aer_register: Option<bool>,
+    /// The poster cut rows out of the function's hex dump (`...`).
+    hex_cut: bool,
+    /// lspci's `!!! Unknown header type 7f`: the header read all ones.
+    unanswered: bool,
 }
 
 impl Reading {
@@ -428,6 +441,9 @@ impl Reading {
             aer: None,
             denied: false,
             registers_shown: false,
+            aer_register: None,
+            hex_cut: false,
+            unanswered: false,
         }
     }
 
@@ -435,6 +451,7 @@ impl Reading {
     fn line(&mut self, depth: usize, text: &str) {
         if depth == 1 {
             self.section = Section::Other;
+            self.aer_register = None;
             if let Some(cap) = text.strip_prefix("Capabilities: ") {
                 self.capability(cap);
             } else if let Some(d) = text.strip_prefix("Kernel driver in use: ") {
@@ -443,6 +460,8 @@ impl Reading {
                 self.f.numa_node = n.trim().parse().ok();
             } else if text.starts_with("Status: ") {
                 self.registers_shown = true;
+            } else if text.starts_with("!!! Unknown header type 7f") {
+                self.unanswered = true;
             } else if let Some(b) = text.strip_prefix("Bus: ") {
                 let num = |k: &str| number_hex_after(b, k).and_then(|v| u8::try_from(v).ok());
                 if let (Some(s), Some(e)) = (num("secondary="), num("subordinate=")) {
@@ -464,15 +483,22 @@ impl Reading {
         if let (Section::Acs, 2) = (self.section, depth) {
             caps2::acs_line(&mut self.f.acs, text);
         }
-        if let (Section::Aer, 2) = (self.section, depth) {
-            // `CESta:\tRxErr+ BadTLP- ...`: the types marked +. Only these lines make the
-            // status known: an lspci that does not decode AER prints its name and `<?>`.
-            let key = text.split_once(':').map(|(k, _)| k);
-            if !matches!(key, Some("UESta" | "CESta")) {
-                return;
+        if self.section == Section::Aer {
+            // `CESta:\tRxErr+ BadTLP- ...`: the types marked +, on the register's line and the
+            // lines it continues on (pciutils 3.13 wraps UESta; so do mail clients). Only these
+            // lines make the status known: an lspci that does not decode AER prints `<?>`.
+            if depth == 2 {
+                self.aer_register = match text.split_once(':').map(|(k, _)| k) {
+                    Some("UESta") => Some(true),
+                    Some("CESta") => Some(false),
+                    _ => None,
+                };
             }
+            let Some(uncorrectable) = self.aer_register else {
+                return;
+            };
             let status = self.aer.get_or_insert_default();
-            let (register, table) = if key == Some("UESta") {
+            let (register, table) = if uncorrectable {
                 (&mut status.uncorrectable, &UNCORRECTABLE_BITS[..])
             } else {
                 (&mut status.correctable, &CORRECTABLE_BITS[..])
@@ -527,7 +553,9 @@ impl Reading {
         if let (Some(None), Some(x)) = (&express, &self.express) {
             self.f.trimmed_link = x.link();
         }
-        self.f.capabilities = if self.denied {
+        self.f.capabilities = if self.unanswered {
+            Capabilities::Unanswered
+        } else if self.denied {
             Capabilities::Denied
         } else {
             match express {
@@ -562,6 +590,67 @@ impl Reading {
     }
 }
 
+/// The lines lspci prints one level under a function (`Capabilities: [70] Express ...`, the
+/// driver, the NUMA node, the bus range), and those it prints under a capability: the
+/// registers of the Express, AER, ACS and power-management capabilities.
+const FUNCTION_KEYS: [&str; 6] = [
+    "Capabilities",
+    "Kernel driver in use",
+    "Kernel modules",
+    "NUMA node",
+    "Bus",
+    "Status",
+];
+const CAPABILITY_KEYS: [&str; 30] = [
+    "DevCap",
+    "DevCtl",
+    "DevSta",
+    "LnkCap",
+    "LnkCtl",
+    "LnkSta",
+    "SltCap",
+    "SltCtl",
+    "SltSta",
+    "RootCap",
+    "RootCtl",
+    "RootSta",
+    "DevCap2",
+    "DevCtl2",
+    "DevSta2",
+    "LnkCap2",
+    "LnkCtl2",
+    "LnkSta2",
+    "UESta",
+    "UEMsk",
+    "UESvrt",
+    "CESta",
+    "CEMsk",
+    "AERCap",
+    "HeaderLog",
+    "RootCmd",
+    "ErrorSrc",
+    "ACSCap",
+    "ACSCtl",
+    "Flags",
+];
+
+/// The level of a line of a function's record that starts at the margin: by its key where the
+/// paste lost its indentation, else the rest of a wrapped line (`usize::MAX`). `Status:` is
+/// the power-management capability's (`Status: D0 ...`) inside it, the function's elsewhere.
+fn stripped_depth(text: &str, section: Section) -> usize {
+    let Some((key, value)) = text.split_once(':') else {
+        return usize::MAX;
+    };
+    let pm_status = key == "Status" && section == Section::PowerManagement && value.trim_start().starts_with('D');
+    if CAPABILITY_KEYS.contains(&key) || pm_status {
+        2
+    } else if FUNCTION_KEYS.contains(&key) {
+        1
+    } else {
+        usize::MAX
+    }
+}
+
 /// A line's depth and text: leading tabs as lspci prints them, or, in a dump whose tabs an
 /// editor or a web page turned into spaces, groups of `unit` spaces.
 fn indent(line: &str, unit: usize) -> (usize, &str) {
@@ -574,8 +663,15 @@ fn indent(line: &str, unit: usize) -> (usize, &str) {
     (tabs + spaces.div_ceil(unit), text)
 }
 
-/// The spaces of one level where no line is indented by tabs: the shallowest indentation.
+/// The spaces of one level where no line is indented by tabs: the shallowest indentation of
+/// the lines from the first function on (the prose and mail headers above a paste do not set
+/// it: a `Subject:` continued on a line with one space would).
 fn space_unit(lines: &[&str]) -> usize {
+    let first = lines
+        .iter()
+        .position(|l| header(l.trim_start_matches([' ', '\t']).trim_end()).is_some())
+        .unwrap_or(0);
+    let lines = &lines[first..];
     let lead = |l: &str| l.len() - l.trim_start_matches([' ', '\t']).len();
     if lines.iter().any(|l| l.trim_start_matches(' ').starts_with('\t')) {
         return 8;
@@ -634,7 +730,6 @@ fn unframe(text: &str) -> Vec<&str> {
 pub fn parse(text: &str) -> Result<Vec<LspciFunction>, LspciError> {
     let mut out: Vec<LspciFunction> = Vec::new();
     let mut cur: Option<Reading> = None;
-    let mut seen = BTreeSet::new();
     // Quote marks first, so that a quoted-printable paste quoted again decodes the same.
     let unquoted: String = text.lines().map(|l| format!("{}\n", strip_quotes(l))).collect();
     let text = unquote_printable(&unquoted);
@@ -648,17 +743,26 @@ pub fn parse(text: &str) -> Result<Vec<LspciFunction>, LspciError> {
         }
         if depth == 0 {
             if let Some((bdf, rest)) = header(body) {
-                if !seen.insert(bdf) {
-                    return Err(LspciError::Duplicate(bdf));
-                }
                 out.extend(cur.take().map(Reading::finish));
                 cur = Some(Reading::new(bdf, rest));
                 continue;
             }
             let Some(r) = cur.as_mut() else { continue };
-            let Some((off, bytes)) = hex_line(body) else {
-                // A register line a mail client wrapped: its rest continues the register.
-                r.line(usize::MAX, body);
+            // `...` where a poster cut rows of a hex dump: the rows after it are not the
+            // function's config space in order, so what was read before the cut is all.
+            if matches!(body, "..." | "[...]" | "\u{2026}") && !r.f.hex.is_empty() {
+                r.hex_cut = true;
+                continue;
+            }
+            let hex = hex_line(body);
+            if hex.is_some() && r.hex_cut {
+                continue;
+            }
+            let Some((off, bytes)) = hex else {
+                // A paste whose indentation was stripped: a line lspci prints under a function
+                // or a capability keeps its level by its key. Any other line is the rest of a
+                // register line a mail client wrapped.
+                r.line(stripped_depth(body, r.section), body);
                 continue;
             };
             if off != r.f.hex.len() || bytes.is_empty() || bytes.len() > 16 || off >= 4096 {
@@ -677,6 +781,36 @@ pub fn parse(text: &str) -> Result<Vec<LspciFunction>, LspciError> {
     out.extend(cur.map(Reading::finish));
     if out.is_empty() {
         return Err(LspciError::NoFunctions);
+    }
+    one_record_each(out)
+}
+
+/// A post that shows `lspci` and then `lspci -vv -s BDF` lists one function twice: its record
+/// with registers stands for the bare header line. Two records of one address with more than
+/// a header each, or two bare lines, are two hosts' output.
+fn one_record_each(functions: Vec<LspciFunction>) -> Result<Vec<LspciFunction>, LspciError> {
+    let bare = |f: &LspciFunction| {
+        f.capabilities == Capabilities::NotShown
+            && f.hex.is_empty()
+            && f.driver.is_none()
+            && f.buses.is_none()
+            && f.numa_node.is_none()
+    };
+    let mut out: Vec<LspciFunction> = Vec::with_capacity(functions.len());
+    let mut at = std::collections::HashMap::new();
+    for f in functions {
+        match at.get(&f.bdf) {
+            None => {
+                at.insert(f.bdf, out.len());
+                out.push(f);
+            }
+            Some(&i) if bare(&out[i]) != bare(&f) => {
+                if bare(&out[i]) {
+                    out[i] = f;
+                }
+            }
+            Some(_) => return Err(LspciError::Duplicate(f.bdf)),
+        }
     }
     Ok(out)
 }
@@ -697,6 +831,10 @@ impl LspciFunction {
     pub fn config(&self) -> (Vec<u8>, ConfigFrom) {
         if self.hex.len() >= 64 {
             return (self.hex.clone(), ConfigFrom::Dump);
+        }
+        if self.capabilities == Capabilities::Unanswered {
+            // What reading it gives, as the kernel's `config` file of such a function does.
+            return (vec![0xff; 64], ConfigFrom::HeaderOnly);
         }
         let (vendor, device) = self.ids.unwrap_or((0xffff, 0xffff));
         let class = self.class.unwrap_or(0);
@@ -745,6 +883,8 @@ pub struct LspciSummary {
     /// Functions with the 64-byte header only: capabilities denied or not decoded.
     pub header_only: usize,
     pub denied: usize,
+    /// Functions whose config space read all ones (`!!! Unknown header type 7f`).
+    pub unanswered: usize,
     /// Links with lanes whose speed lspci printed as `unknown`.
     pub unknown_speed: usize,
 }
@@ -760,7 +900,14 @@ impl LspciSummary {
                 self.denied
             ));
         }
-        let undecoded = self.header_only - self.denied;
+        if self.unanswered > 0 {
+            unread.push(format!(
+                "{} functions read all ones (lspci: \"!!! Unknown header type 7f\"): powered off (D3cold) \
+                 or gone from the bus (a link that went down, a reset that did not finish)",
+                self.unanswered
+            ));
+        }
+        let undecoded = self.header_only - self.denied - self.unanswered;
         if undecoded > 0 {
             unread.push(format!(
                 "lspci did not decode the registers of {undecoded} functions (run it with -vvv)"
@@ -860,6 +1007,7 @@ pub fn write_snapshot(functions: &[LspciFunction], out: &Path) -> Result<LspciSu
             ConfigFrom::HeaderOnly => {
                 s.header_only += 1;
                 s.denied += usize::from(f.capabilities == Capabilities::Denied);
+                s.unanswered += usize::from(f.capabilities == Capabilities::Unanswered);
             }
         }
         // The function's own directory, not the bus link `write_config` follows: nothing in
@@ -1264,8 +1412,24 @@ mod tests {
         assert_eq!(parse("total 0\ndrwxr-xr-x 2 root root\n"), Err(LspciError::NoFunctions));
         let twice = "00:01.0 PCI bridge: x\n00:01.0 PCI bridge: x\n";
         assert_eq!(parse(twice), Err(LspciError::Duplicate("00:01.0".parse().unwrap())));
+        // A bare `lspci` line and the same function's record, in either order: the record.
+        let record = "00:01.0 PCI bridge: x\n\tBus: primary=00, secondary=01, subordinate=01\n";
+        for text in [
+            format!("00:01.0 PCI bridge: x\n{record}"),
+            format!("{record}00:01.0 PCI bridge: x\n"),
+        ] {
+            let fs = parse(&text).unwrap();
+            assert_eq!((fs.len(), fs[0].buses), (1, Some((1, 1))), "{text}");
+        }
+        assert!(matches!(
+            parse(&format!("{record}{record}")),
+            Err(LspciError::Duplicate(_))
+        ));
         let skipped = "00:01.0 PCI bridge: x\n00: 86 80\n20: 00 00\n";
         assert!(matches!(parse(skipped), Err(LspciError::BadHex { line: 3, .. })));
+        // Rows a poster cut (`...`): the rows after the cut are passed over, not refused.
+        let cut = "00:01.0 PCI bridge: x\n00: ff ff ff ff\n...\nf0: ff ff\n";
+        assert_eq!(parse(cut).unwrap()[0].hex, [0xff; 4]);
         let wide = format!("00:01.0 PCI bridge: x\n00: {}\n", ["00"; 17].join(" "));
         assert!(parse(&wide).unwrap_err().to_string().starts_with("line 2: "));
         // Truncated and mangled registers read as unknown, never a panic.

@@ -84,3 +84,47 @@ fn a_quoted_printable_paste_reads_as_the_dump() {
         (Some(4), Some(4))
     );
 }
+
+/// Held-out pastes with faults: exit 3, each fault once at its link; a paste stripped of its
+/// indentation still gives its link (information: its port is not in the paste), exit 0.
+#[test]
+fn held_out_faults_exit_3_at_their_link() {
+    let warnings = |v: &Value| -> Vec<(String, String)> {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["severity"] != "info")
+            .map(|f| {
+                (
+                    f["kind"].as_str().unwrap().to_string(),
+                    f["limited_by"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    };
+    let (code, v) = check_json("held-out/aurora-r7-gtx1070-x8-double-spaced.txt");
+    assert_eq!(code, Some(3));
+    assert_eq!(
+        warnings(&v),
+        [("link_width_downgraded".to_string(), "0000:01:00.0".to_string())]
+    );
+    let (code, v) = check_json("held-out/mt7925-wifi-cmpltto-mail-wrapped.txt");
+    assert_eq!(code, Some(3));
+    assert_eq!(
+        warnings(&v),
+        [("aer_uncorrectable".to_string(), "0000:73:00.0".to_string())]
+    );
+    let (code, v) = check_json("held-out/qlogic-iba7322-stripped-indent.txt");
+    assert_eq!(code, Some(0));
+    let f = &v["findings"][0];
+    assert_eq!(
+        (f["kind"].as_str(), f["severity"].as_str()),
+        (Some("link_width_downgraded"), Some("info"))
+    );
+    let hop = &v["functions"][0]["path"][0];
+    assert_eq!(
+        (hop["current_width"].as_u64(), hop["capable_width"].as_u64()),
+        (Some(4), Some(8))
+    );
+}
