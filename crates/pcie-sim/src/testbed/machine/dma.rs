@@ -112,10 +112,10 @@ impl Machine<'_> {
         loop {
             let w = self.shapes.writes[k as usize];
             let addr = d.addr + w.offset;
-            // The credit, freed when its last TLP was processed, comes back in an UpdateFC: at
-            // once while the port is sending completions, which it goes with, else at the port's
-            // next UpdateFC tick (docs/simulator.md, "The E3's DMA writes"). Decided when the
-            // credit is needed, so that the reads started since that TLP count.
+            // The credit, freed when the TLP that held it was processed, comes back in an
+            // UpdateFC: at once while the port is sending completions, which it goes with, else
+            // at the port's next UpdateFC tick (docs/simulator.md, "The E3's DMA writes").
+            // Decided when the credit is needed, so that the reads started since count.
             let (freed, tick) = (self.posted.next_free(), self.costs.fc_update);
             let credit = if tick > 0 && freed >= self.reads_until {
                 freed.next_multiple_of(tick)
