@@ -73,9 +73,9 @@ pub enum Tests {
     /// still off (a refit left line_ns 3.0 and write_line_ns 1.63, where 2.5 and 2.0 fit: the
     /// same 2 KB LAT_WRRD, a LAT_RD 2 KB CDF 0.15 away).
     ManyLineReads,
-    /// BW_WR: the posted path's intake. BW_RDWR does not identify it: the intake throttles
-    /// writes only while they flow alone (the E3-1226 v3 wrote 2 KB at 41 Gb/s beside its
-    /// reads, at 17-40 Gb/s in BW_WR), so there the read keys decide.
+    /// BW_WR: the root port's UpdateFC timer. BW_RDWR does not identify it: while completions
+    /// leave downstream the port returns posted credits with them at once (the E3-1226 v3 wrote
+    /// 2 KB at 41 Gb/s beside its reads, at 17-40 Gb/s in BW_WR), so there the read keys decide.
     WriteBandwidth,
 }
 
@@ -288,23 +288,12 @@ pub const KEYS: &[FitKey] = &[
         tests: Tests::ManyLines,
     },
     FitKey {
-        name: "root_complex.write_tlp_ns",
-        mechanism: "posted path intake per TLP",
-        lo: 0.0,
-        hi: MAX_REQUEST_NS,
+        name: "root_complex.fc_update_ns",
+        mechanism: "root port's UpdateFC timer (posted credits of writes alone)",
+        lo: 1.0,
+        hi: 45_000.0,
         scale: Scale::Linear,
-        step: 2.0,
-        groups: &["bw_dma_sz_sweep", "bw_dma_win_sweep_wr", "bw_dma_off_wr"],
-        needs_iommu: false,
-        tests: Tests::WriteBandwidth,
-    },
-    FitKey {
-        name: "root_complex.write_stream_ns",
-        mechanism: "posted path intake per write (its first TLP)",
-        lo: 0.0,
-        hi: MAX_REQUEST_NS,
-        scale: Scale::Linear,
-        step: 2.0,
+        step: 50.0,
         groups: &["bw_dma_sz_sweep", "bw_dma_win_sweep_wr", "bw_dma_off_wr"],
         needs_iommu: false,
         tests: Tests::WriteBandwidth,
@@ -582,7 +571,7 @@ mod tests {
         assert!(!Tests::ManyLineReads.take(&t(TestKind::LatWrRd, 2048, 0)));
         assert!(!Tests::ManyLineReads.take(&t(TestKind::BwWr, 2048, 0)));
         assert!(!Tests::ManyLineReads.take(&t(TestKind::LatCmdRd, 8, 0)));
-        // The posted path's intake: write bandwidth alone.
+        // The UpdateFC timer: write bandwidth alone.
         assert!(Tests::WriteBandwidth.take(&t(TestKind::BwWr, 64, 0)));
         assert!(!Tests::WriteBandwidth.take(&t(TestKind::BwRdWr, 2048, 0)));
         assert!(!Tests::WriteBandwidth.take(&t(TestKind::LatWrRd, 2048, 0)));

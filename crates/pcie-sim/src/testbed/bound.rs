@@ -40,9 +40,10 @@ pub(crate) fn transaction_bound_ns(host: &HostProfile, dev: &DeviceProfile, link
     let hiccup = m.dram_tail.max_ns.max(host.cpu.wake.max_ns) + stall;
     let fabric_line = rc.line_ns + m.remote_line_ns;
     // Without an ownership term the hop to a remote owner is the commit's.
-    let intake = tlps * rc.write_tlp_ns.unwrap_or(0.0) + rc.write_stream_ns.unwrap_or(0.0);
+    // Each TLP's credit may come back an UpdateFC period late.
+    let credits = tlps * rc.fc_update_ns.unwrap_or(0.0);
     let commit = host.link.wire_ns
-        + intake
+        + credits
         + spans * (rc.write_line_ns + m.ddio_allocate_ns)
         + rc.write_commit_ns
         + m.remote_ns

@@ -17,9 +17,9 @@ pub(super) struct Costs {
     pub(super) request: Ps,
     pub(super) line: Ps,
     pub(super) write_line: Ps,
-    /// The posted path's intake per TLP and per TLP that starts a write; `None` where the host
-    /// has no such stage.
-    pub(super) intake: Option<(Ps, Ps)>,
+    /// The period of the root port's UpdateFC timer for posted credits, which it returns at
+    /// its ticks while no completion is leaving downstream; 0 where it returns each at once.
+    pub(super) fc_update: Ps,
     pub(super) commit: Ps,
     /// `None`: no ownership term.
     pub(super) own: Option<Ps>,
@@ -58,12 +58,7 @@ impl Costs {
             request: ps(rc.request_ns),
             line: ps(rc.line_ns),
             write_line: ps(rc.write_line_ns),
-            intake: (rc.write_tlp_ns.is_some() || rc.write_stream_ns.is_some()).then(|| {
-                (
-                    ps(rc.write_tlp_ns.unwrap_or(0.0)),
-                    ps(rc.write_stream_ns.unwrap_or(0.0)),
-                )
-            }),
+            fc_update: rc.fc_update_ns.map_or(0, ps),
             commit: ps(rc.write_commit_ns),
             own: rc.write_own_ns.map(ps),
             own_line: ps(rc.write_own_line_ns),

@@ -32,16 +32,13 @@ pub struct RootComplex {
     pub line_ns: f64,
     /// Occupancy per 64 B line written (bounds posted write bandwidth).
     pub write_line_ns: f64,
-    /// The posted path's intake, a stage of its own before the fabric (reads do not queue in
-    /// it): it takes one MWr TLP per this long. Absent: the intake keeps up with any link.
-    #[serde(default)]
-    pub write_tlp_ns: Option<f64>,
-    /// A TLP that starts a write (its address does not continue the TLP before it) takes this
-    /// much longer in the intake. Absent: 0.
-    #[serde(default)]
-    pub write_stream_ns: Option<f64>,
     /// Posted requests the port buffers before it stops returning credits.
     pub posted_credits: u32,
+    /// The period of the root port's UpdateFC timer: while no completion is leaving downstream
+    /// it returns the posted credits it freed at the timer's ticks, in one UpdateFC, and while
+    /// completions leave it returns each at once. Absent: every credit at once.
+    #[serde(default)]
+    pub fc_update_ns: Option<f64>,
     /// From a posted write's arrival until a later read of the same line sees it.
     pub write_commit_ns: f64,
     /// After its address is translated, a posted write needs ownership of its lines, granted
@@ -348,6 +345,10 @@ fn power(p: &Power) -> Result<(), String> {
 /// The MPS and MRRS values PCIe allows.
 const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
 
+/// The longest UpdateFC period: PCIe Base spec r5.0 section 2.6.1.2 has a receiver schedule an
+/// UpdateFC for each credit type at least once every 30 µs (-0 %/+50 %).
+const MAX_FC_UPDATE_NS: f64 = 45_000.0;
+
 /// Times of a profile by key, with their largest allowed value; all may be 0.
 fn times(list: &[(&str, f64, f64)]) -> Result<(), String> {
     list.iter().try_for_each(|&(k, v, hi)| between(k, v, 0.0, hi, " ns"))
@@ -369,16 +370,6 @@ impl Checked for HostProfile {
             ("root_complex.write_commit_ns", rc.write_commit_ns, MAX_NS),
             ("root_complex.write_own_ns", rc.write_own_ns.unwrap_or(0.0), MAX_NS),
             ("root_complex.write_own_line_ns", rc.write_own_line_ns, MAX_LINE_NS),
-            (
-                "root_complex.write_tlp_ns",
-                rc.write_tlp_ns.unwrap_or(0.0),
-                MAX_REQUEST_NS,
-            ),
-            (
-                "root_complex.write_stream_ns",
-                rc.write_stream_ns.unwrap_or(0.0),
-                MAX_REQUEST_NS,
-            ),
             ("root_complex.write_merge_ns", rc.write_merge_ns, MAX_NS),
             ("root_complex.write_snoop_ns", rc.write_snoop_ns, MAX_NS),
             (
@@ -393,6 +384,9 @@ impl Checked for HostProfile {
             ("iommu.replay_ns", io.replay_ns, MAX_REQUEST_NS),
         ])?;
         count("root_complex.posted_credits", rc.posted_credits, 1, 4096)?;
+        rc.fc_update_ns.map_or(Ok(()), |t| {
+            between("root_complex.fc_update_ns", t, 1.0, MAX_FC_UPDATE_NS, " ns")
+        })?;
         count("memory.llc_bytes", m.llc_bytes, 64 << 10, 1 << 40)?;
         between("memory.ddio_share", m.ddio_share, 0.0, 1.0, "")?;
         spread("memory.llc_hit", &m.llc_hit, MAX_NS)?;

@@ -112,17 +112,19 @@ impl Machine<'_> {
         loop {
             let w = self.shapes.writes[k as usize];
             let addr = d.addr + w.offset;
-            let credit = self.posted.next_free();
+            // The credit, freed when the TLP that held it was processed, comes back in an
+            // UpdateFC: at once while the port is sending completions, which it goes with, else
+            // at the port's next UpdateFC tick (docs/simulator.md, "The E3's DMA writes").
+            // Decided when the credit is needed, so that the reads started since count.
+            let (freed, tick) = (self.posted.next_free(), self.costs.fc_update);
+            let credit = if tick > 0 && freed >= self.reads_until {
+                freed.next_multiple_of(tick)
+            } else {
+                freed
+            };
             let sent = self.up.send(gathered.max(credit), w.mwr.wire);
             self.down.owe(w.mwr.dllps);
             let arrival = self.wake_first::<BARE>(rng, k == writes.0, sent + wire);
-            // The posted path's intake takes the TLPs one after another, ahead of the fabric,
-            // while posted writes flow alone: a read being served (its completions still to
-            // leave downstream) lifts the throttle (docs/simulator.md, "The E3's DMA writes").
-            let arrival = match self.costs.intake {
-                Some(_) if arrival >= self.reads_until => self.intake.serve(arrival, w.intake) + w.intake,
-                _ => arrival,
-            };
             // Ownership of the lines is granted after their memory latency: the LLC's if cached,
             // DRAM's if not (where the line was before this write). Lines not yet in the LLC
             // need a DDIO allocation (and evict an older IO line).

@@ -68,12 +68,11 @@ pub struct Machine<'a> {
     /// The root complex's path into the coherent fabric: read requests, the lines they fetch,
     /// posted writes and the IOMMU's page-walk reads all take their turn in it.
     fabric: Server,
-    /// Release times of the posted credits in use, oldest first.
+    /// When the port frees the posted credits in use, oldest first.
     posted: Tokens,
-    /// The posted path's intake, where the host has one (`root_complex.write_tlp_ns`).
-    intake: Server,
     /// When the last completion of the reads simulated so far leaves the root complex: until
-    /// then a read is being served, and the intake does not throttle posted writes.
+    /// then the port's transmitter is sending completions, and an UpdateFC goes with them at
+    /// once rather than at the port's next UpdateFC tick (`root_complex.fc_update_ns`).
     reads_until: Ps,
     walkers: Pool,
     /// Translates again, one after another, the requests parked while their page was walked.
@@ -148,7 +147,6 @@ impl<'a> Machine<'a> {
             tags: Tokens::new(dev.dma.read_tags as usize),
             fabric: Server::default(),
             posted: Tokens::new(host.root_complex.posted_credits as usize),
-            intake: Server::default(),
             reads_until: 0,
             walkers: Pool {
                 free: vec![0; host.iommu.walkers as usize],

@@ -53,9 +53,6 @@ pub(super) struct WriteTlp {
     /// Its occupancy of the root complex's fabric path, per line written (a DDIO allocation's
     /// share is added as the write finds its lines).
     pub(super) fabric: Ps,
-    /// Its time in the posted path's intake (`write_tlp_ns`, and `write_stream_ns` for the
-    /// DMA's first TLP, whose address does not continue another's).
-    pub(super) intake: Ps,
 }
 
 /// One DMA's shape: the engines' prices and its TLPs.
@@ -166,9 +163,6 @@ impl Shapes {
                 len: wl,
                 mwr: tlp.mwr(wa, wl),
                 fabric: c.write_line * lines,
-                intake: c.intake.map_or(0, |(tlp, stream)| {
-                    tlp + if self.writes.len() == writes_at { stream } else { 0 }
-                }),
             });
         }
         let requests = &self.requests[requests_at..];
