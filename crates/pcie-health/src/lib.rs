@@ -37,6 +37,7 @@ mod aer;
 mod atomics;
 mod checks;
 mod cost;
+mod demand;
 mod finding;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
@@ -53,6 +54,7 @@ mod wake;
 pub use aer::{interval_rates, AerRates, Sampling, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
 pub use checks::{CONFIG_CHECKS, MIN_LOST_PCT, NEEDS_ROOT, WARN_LOST_PCT};
 pub use cost::{rate_name, read_rtt, DMA_BYTES, RTT_64B_NS, RTT_PER_LINE_NS};
+pub use demand::{Demand, DemandSource};
 pub use finding::{Finding, Kind, Severity};
 pub use gpu::{GpuHealth, REPLAY_BER};
 pub use report::{

@@ -33,7 +33,11 @@ fn sata_spd_files(function_dir: &Path) -> Vec<PathBuf> {
         .iter()
         .map(|port| {
             let link = format!("link{}", &port[3..]);
-            Path::new(port).join(&link).join("ata_link").join(&link).join("sata_spd")
+            Path::new(port)
+                .join(&link)
+                .join("ata_link")
+                .join(&link)
+                .join("sata_spd")
         })
         .collect()
 }

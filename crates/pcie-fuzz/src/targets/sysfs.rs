@@ -294,7 +294,11 @@ fn real_hosts() -> Vec<Vec<u8>> {
 fn pieces(dump: &[u8], most: usize) -> Vec<Vec<u8>> {
     let mut out: Vec<Vec<u8>> = Vec::new();
     let mut piece = Vec::new();
-    for block in dump.split_inclusive(|&b| b == b'\n').collect::<Vec<_>>().split_inclusive(|l| l == b"\n") {
+    for block in dump
+        .split_inclusive(|&b| b == b'\n')
+        .collect::<Vec<_>>()
+        .split_inclusive(|l| l == b"\n")
+    {
         let block = block.concat();
         if !piece.is_empty() && piece.len() + block.len() > most {
             out.push(std::mem::take(&mut piece));
@@ -425,10 +429,7 @@ mod tests {
         let dump = b"00:00.0 a\n\tx\n\n00:01.0 b\n\ty\n\n00:02.0 c\n".to_vec();
         let p = pieces(&dump, 16);
         assert_eq!(p.concat(), dump);
-        assert_eq!(
-            p,
-            [&b"00:00.0 a\n\tx\n\n"[..], b"00:01.0 b\n\ty\n\n", b"00:02.0 c\n"]
-        );
+        assert_eq!(p, [&b"00:00.0 a\n\tx\n\n"[..], b"00:01.0 b\n\ty\n\n", b"00:02.0 c\n"]);
         assert_eq!(pieces(&dump, 1 << 10), [dump.clone()]);
     }
 
