@@ -430,7 +430,7 @@ mod tests {
         let p = pieces(&dump, 16);
         assert_eq!(p.concat(), dump);
         assert_eq!(p, [&b"00:00.0 a\n\tx\n\n"[..], b"00:01.0 b\n\ty\n\n", b"00:02.0 c\n"]);
-        assert_eq!(pieces(&dump, 1 << 10), [dump.clone()]);
+        assert_eq!(pieces(&dump, 1 << 10), [dump]);
     }
 
     /// Every paste of the corpus is among the lspci target's seeds (cut where long), so the
