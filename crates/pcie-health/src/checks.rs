@@ -112,7 +112,12 @@ fn demand_note(demand: Option<&Demand>, now: f64, best: f64) -> String {
         Some(d) if d.gbps < best => format!(
             "; {} is {} Gb/s, priced against that{}",
             d.basis,
-            crate::demand::figure(d.gbps),
+            // Small ones in full: 0.048, not 0.05.
+            if d.gbps < 0.1 {
+                format!("{:.3}", d.gbps)
+            } else {
+                gbps(d.gbps)
+            },
             if now >= d.gbps {
                 ": its traffic cannot feel this"
             } else {

@@ -236,15 +236,6 @@ pub(crate) fn of_link<'a>(functions: impl IntoIterator<Item = Option<&'a Demand>
     total
 }
 
-/// A demand figure for a message: three digits, and small ones in full (0.048, not 0.05).
-pub(crate) fn figure(gbps: f64) -> String {
-    if gbps < 0.1 {
-        format!("{gbps:.3}")
-    } else {
-        crate::checks::gbps(gbps)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,7 +272,5 @@ mod tests {
         // A GPU and its HDMI audio: the GPU has no ceiling below its link.
         assert_eq!(of_link([None, Some(&audio)]), None);
         assert_eq!(of_link(std::iter::empty()), None);
-        assert_eq!(figure(0.048), "0.048");
-        assert_eq!(figure(9.6), "9.60");
     }
 }

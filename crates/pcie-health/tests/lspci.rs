@@ -326,7 +326,10 @@ fn a_two_socket_servers_lom_is_priced_against_its_line_rate() {
     assert_eq!((w.severity, w.lost_pct), (Severity::Info, Some(0.0)));
     assert!(w.message.contains("3.55 Gb/s of 7.09"), "{}", w.message);
     assert!(w.message.contains("line rate is 2.00 Gb/s"), "{}", w.message);
-    let d = w.demand.as_ref().expect("the finding carries the demand it was priced against");
+    let d = w
+        .demand
+        .as_ref()
+        .expect("the finding carries the demand it was priced against");
     assert_eq!((d.gbps, d.source), (2.0, pcie_health::DemandSource::NetSpeed));
     let rec = r.functions.iter().find(|f| f.bdf == lom).unwrap();
     assert_eq!(rec.demand_gbps, Some(2.0));
