@@ -3,7 +3,10 @@
 use pcie_fuzz::{targets, Verdict};
 
 fn run(target: &str, input: &str) -> Verdict {
-    let t = targets::all().into_iter().find(|t| t.name == target).expect("the target");
+    let t = targets::all()
+        .into_iter()
+        .find(|t| t.name == target)
+        .expect("the target");
     (t.run)(input.as_bytes())
 }
 
