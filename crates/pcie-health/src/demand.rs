@@ -31,6 +31,20 @@ pub enum DemandSource {
     Mixed,
 }
 
+impl DemandSource {
+    /// The JSON and CSV name (`sata_links`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DemandSource::NetSpeed => "net_speed",
+            DemandSource::SataLinks => "sata_links",
+            DemandSource::UsbRootHubs => "usb_root_hubs",
+            DemandSource::Class => "class",
+            DemandSource::Assumed => "assumed",
+            DemandSource::Mixed => "mixed",
+        }
+    }
+}
+
 /// What a device can use of its link, Gb/s of payload each way.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Demand {
