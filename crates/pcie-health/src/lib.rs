@@ -14,8 +14,10 @@
 //!   `findings` (worst first), `skipped` (checks not done and why, e.g. without root),
 //!   `links` (0: no PCIe link to check). [`Report::needs_attention`] is `check`'s exit 3.
 //! - [`Finding`]: `severity` ([`Severity`]), `kind` ([`Kind`]), `bdf`, `limited_by`,
-//!   `lost_pct` (the model's loss for 4 KiB DMAs in the direction it hurts), `message`.
-//!   Serialised with serde as the JSON contract:
+//!   `lost_pct` (the model's loss for 4 KiB DMAs in the direction it hurts), `message`,
+//!   `demand` ([`Demand`]: what the device can use of its link, from its network interfaces'
+//!   line rate, its SATA links, its USB root hubs or its class, with [`DemandSource`]), against
+//!   which link, MPS, MRRS and tag findings are priced. Serialised with serde as the JSON contract:
 //!   `{"functions": [...], "findings": [{"severity": "warning", "kind": "mps_below_path", ...}]}`.
 //!
 //! - Routing: each endpoint's [`AtomicsRoute`] (do its AtomicOps reach the root complex, which
