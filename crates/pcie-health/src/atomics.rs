@@ -149,6 +149,7 @@ pub(crate) fn finding(funcs: &[Func], chain: &[usize], route: &AtomicsRoute) -> 
         bdf: f.bdf(),
         limited_by: Some(port),
         lost_pct: None,
+        demand: None,
         message,
     })
 }

@@ -4,6 +4,7 @@
 
 use crate::aer::{AerRates, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
 use crate::cost::{lost_pct, rate_name, Prices, Setting, DEFAULT_MPS, DEFAULT_MRRS, DMA_BYTES};
+use crate::demand::Demand;
 use crate::finding::{display_name, Finding, Kind, Severity};
 use crate::path;
 use crate::read::Func;
@@ -80,43 +81,48 @@ fn does_dma(class: Option<u32>, driver: Option<&str>) -> bool {
     }
 }
 
-/// What the device on `f`'s link can use, in Gb/s each way, where it is known: the summed
-/// line rate of the network interfaces of every function on the link (a NIC moves no more
-/// than its ports carry). Not known where a function on the link is no network function or
-/// an interface's speed is unknown (link down, an lspci dump): then the path alone prices.
-/// (What the device could use beyond that is bounded by its own LnkCap, which the path's
-/// capability already takes.)
-fn demand_gbps(host: &Host, f: &Func) -> Option<f64> {
+/// What the device on `f`'s link can use (crate::demand): what each function on the link can
+/// use, summed; not known where any of them has no ceiling below its link. (What the device
+/// could use beyond that is bounded by its own LnkCap, which the path's capability takes.)
+fn demand_of(host: &Host, f: &Func) -> Option<Demand> {
     let b = f.bdf();
-    let mut total = 0u64;
-    for g in host.funcs.iter().filter(|g| {
-        let c = g.bdf();
-        (c.domain, c.bus, c.dev) == (b.domain, b.bus, b.dev) && !g.dev.is_bridge()
-    }) {
-        if g.dev.class.map(|c| c >> 16) != Some(0x02) {
-            return None;
-        }
-        total = total.saturating_add(g.line_rate_mbps?);
-    }
-    Some(total as f64 / 1000.0)
+    crate::demand::of_link(
+        host.funcs
+            .iter()
+            .filter(|g| {
+                let c = g.bdf();
+                (c.domain, c.bus, c.dev) == (b.domain, b.bus, b.dev) && !g.dev.is_bridge()
+            })
+            .map(|g| g.demand.as_ref()),
+    )
 }
 
 /// The share lost from `best` to `now`, both capped at what the device can use (`demand`): a
 /// loss the device's own traffic cannot feel is no loss.
-fn felt_pct(now: f64, best: f64, demand: Option<f64>) -> f64 {
-    match demand {
+fn felt_pct(now: f64, best: f64, demand: Option<&Demand>) -> f64 {
+    match demand.map(|d| d.gbps) {
         Some(d) => lost_pct(now.min(d), best.min(d)),
         None => lost_pct(now, best),
     }
 }
 
 /// What a message adds where the device's demand capped the price.
-fn demand_note(demand: Option<f64>, now: f64, best: f64) -> String {
+fn demand_note(demand: Option<&Demand>, now: f64, best: f64) -> String {
     match demand {
-        Some(d) if d < best => format!(
-            "; its network interfaces' line rate is {} Gb/s, priced against that{}",
-            gbps(d),
-            if now >= d { ": its traffic cannot feel this" } else { "" }
+        Some(d) if d.gbps < best => format!(
+            "; {} is {} Gb/s, priced against that{}",
+            d.basis,
+            // Small ones in full: 0.048, not 0.05.
+            if d.gbps < 0.1 {
+                format!("{:.3}", d.gbps)
+            } else {
+                gbps(d.gbps)
+            },
+            if now >= d.gbps {
+                ": its traffic cannot feel this"
+            } else {
+                ""
+            }
         ),
         _ => String::new(),
     }
@@ -150,6 +156,8 @@ struct Subject<'a> {
     f: &'a Func,
     name: String,
     findings: Vec<Finding>,
+    /// What the device on its link can use: kept with each finding priced against it.
+    demand: Option<Demand>,
 }
 
 impl Subject<'_> {
@@ -168,6 +176,7 @@ impl Subject<'_> {
             limited_by,
             lost_pct: lost,
             message,
+            demand: self.demand.clone().filter(|_| kind.priced_by_demand()),
         });
     }
 }
@@ -190,10 +199,13 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         _ => None,
     };
     let name = display_name(f.bdf(), id.as_deref());
+    let need = demand_of(host, f);
+    let demand = need.as_ref();
     let mut s = Subject {
         f,
         name,
         findings: Vec::new(),
+        demand: need.clone(),
     };
     let is_bridge = f.dev.is_bridge();
     let chain_caps: Vec<_> = chain.iter().map(|&j| &host.funcs[j].cap).collect();
@@ -209,7 +221,6 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         .filter(|c| c.port_type == PortType::RootPort);
     let tag_state = cap.map(|c| tags(c, root_cap));
     let cannot_tell = f.cannot_tell();
-    let demand = demand_gbps(host, f);
     let mut skipped = Vec::new();
 
     if !is_bridge && !hops.is_empty() {
@@ -288,7 +299,8 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         limited_by: limiting.as_ref().map(|h| h.bdf),
         available_gbps: limiting.as_ref().and_then(|h| h.available_gbps),
         capable_gbps: capable_hop.and_then(|h| h.capable_gbps),
-        demand_gbps: demand,
+        demand_gbps: demand.map(|d| d.gbps),
+        demand: need.clone(),
         path: hops,
         mps,
         mps_supported: cap.map(|c| c.control.mps_supported),
@@ -320,7 +332,7 @@ fn link_findings(
     host: &Host,
     (limiting, capable): (Option<&Hop>, Option<&Hop>),
     mps: u32,
-    demand: Option<f64>,
+    demand: Option<&Demand>,
 ) {
     let (Some(l), Some(c)) = (limiting, capable) else {
         return;
@@ -498,7 +510,7 @@ fn settings_findings(
     s: &mut Subject,
     prices: &Prices,
     c: &PcieCapability,
-    (rate, demand): (Option<(f64, u32)>, Option<f64>),
+    (rate, demand): (Option<(f64, u32)>, Option<&Demand>),
     (path_mps, port_hidden): (Option<u32>, bool),
     tags: Option<Tags>,
 ) {
@@ -826,6 +838,7 @@ pub(crate) fn shared_link(
             bdf: hop.bdf,
             limited_by: Some(hop.bdf),
             lost_pct: None,
+            demand: None,
             message: format!(
                 "the link above {below} ({}) is shared by {} functions below {port_bdf} ({}): together {peak:.1} Gb/s {way} at their busiest interval, {share:.0} % of what the model gives {what} through it ({c:.1} Gb/s at {}), where the most any one of them moved was {alone:.1}: the shared link is their bottleneck",
                 hop.role,

@@ -1,6 +1,7 @@
 //! One finding of the link checks: how bad, what kind, which function, which hop limits it,
 //! what the model says it costs, and a sentence for people.
 
+use crate::demand::Demand;
 use pcie_sysfs::Bdf;
 use serde::Serialize;
 
@@ -93,6 +94,19 @@ impl Kind {
         Kind::GpuReplays,
     ];
 
+    /// Whether findings of this kind are priced against what the device can use (its demand).
+    pub fn priced_by_demand(self) -> bool {
+        matches!(
+            self,
+            Kind::LinkSpeedDowngraded
+                | Kind::LinkWidthDowngraded
+                | Kind::LinkPowerSaving
+                | Kind::MpsBelowPath
+                | Kind::MrrsSmall
+                | Kind::TagsLimited
+        )
+    }
+
     /// The JSON and CSV name (`link_speed_downgraded`).
     pub fn name(self) -> &'static str {
         match self {
@@ -129,6 +143,9 @@ pub struct Finding {
     pub limited_by: Option<Bdf>,
     pub lost_pct: Option<f64>,
     pub message: String,
+    /// What the device can use of its link, for the findings priced against it (link, MPS,
+    /// MRRS, tags) where it is known: the figure, its source and its basis.
+    pub demand: Option<Demand>,
 }
 
 /// One finding per link: the functions of one device (a GPU and its HDMI audio, a NIC's

@@ -114,6 +114,7 @@ pub fn findings(gpus: &[GpuHealth]) -> Vec<Finding> {
                 bdf,
                 limited_by: None,
                 lost_pct: None,
+                demand: None,
                 message: format!(
                     "the GPU replayed {rate:.2} TLPs/s, above the {limit:.3}/s a Gen{} x{} link at the specification's bit error ratio (1e-12) would at its full rate: check the slot, riser and retimers",
                     g.current_gen.unwrap_or(0),

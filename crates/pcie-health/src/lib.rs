@@ -14,8 +14,10 @@
 //!   `findings` (worst first), `skipped` (checks not done and why, e.g. without root),
 //!   `links` (0: no PCIe link to check). [`Report::needs_attention`] is `check`'s exit 3.
 //! - [`Finding`]: `severity` ([`Severity`]), `kind` ([`Kind`]), `bdf`, `limited_by`,
-//!   `lost_pct` (the model's loss for 4 KiB DMAs in the direction it hurts), `message`.
-//!   Serialised with serde as the JSON contract:
+//!   `lost_pct` (the model's loss for 4 KiB DMAs in the direction it hurts), `message`,
+//!   `demand` ([`Demand`]: what the device can use of its link, from its network interfaces'
+//!   line rate, its SATA links, its USB root hubs or its class, with [`DemandSource`]), against
+//!   which link, MPS, MRRS and tag findings are priced. Serialised with serde as the JSON contract:
 //!   `{"functions": [...], "findings": [{"severity": "warning", "kind": "mps_below_path", ...}]}`.
 //!
 //! - Routing: each endpoint's [`AtomicsRoute`] (do its AtomicOps reach the root complex, which
@@ -37,6 +39,7 @@ mod aer;
 mod atomics;
 mod checks;
 mod cost;
+mod demand;
 mod finding;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
@@ -53,6 +56,7 @@ mod wake;
 pub use aer::{interval_rates, AerRates, Sampling, CORRECTABLE_ERROR_PER_S, CORRECTABLE_WARN_PER_S};
 pub use checks::{CONFIG_CHECKS, MIN_LOST_PCT, NEEDS_ROOT, WARN_LOST_PCT};
 pub use cost::{rate_name, read_rtt, DMA_BYTES, RTT_64B_NS, RTT_PER_LINE_NS};
+pub use demand::{Demand, DemandSource};
 pub use finding::{Finding, Kind, Severity};
 pub use gpu::{GpuHealth, REPLAY_BER};
 pub use report::{

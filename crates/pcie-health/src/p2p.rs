@@ -157,6 +157,7 @@ fn redirected(funcs: &[Func], health: &[FunctionHealth], pairs: &[P2pPair], s: B
         bdf: s,
         limited_by: Some(s),
         lost_pct: lost,
+        demand: None,
         message,
     }
 }

@@ -25,8 +25,8 @@ pub(crate) struct Func {
     pub iommu_group_type: Option<String>,
     pub local_cpus: Option<String>,
     pub aer: AerFiles,
-    /// Its network interfaces' line rate in Mb/s (`net/<if>/speed`), where all are known.
-    pub line_rate_mbps: Option<u64>,
+    /// What it alone can use of its link, where a ceiling is known (crate::demand).
+    pub demand: Option<crate::demand::Demand>,
 }
 
 impl Func {
@@ -51,7 +51,7 @@ impl Func {
             iommu_group_type: short(dir.attr("iommu_group/type")?),
             local_cpus: short(dir.attr("local_cpulist")?),
             aer: dir.aer_files()?,
-            line_rate_mbps: pcie_sysfs::line_rate_mbps(dev.dir()),
+            demand: crate::demand::own(&dev),
             files,
             cap,
             has_aer,

@@ -124,8 +124,11 @@ pub struct FunctionHealth {
     pub available_gbps: Option<f64>,
     pub capable_gbps: Option<f64>,
     /// What the device can use, Gb/s each way, where known (its network interfaces' line
-    /// rate): findings are priced against the lesser of this and what the path carries.
+    /// rate, its SATA links, its USB root hubs, its class: [`crate::Demand`]): findings are
+    /// priced against the lesser of this and what the path carries.
     pub demand_gbps: Option<f64>,
+    /// The same with its source and basis.
+    pub demand: Option<crate::Demand>,
     pub mps: Option<u32>,
     pub mps_supported: Option<u32>,
     /// The largest MPS the function and every hop above it support.

@@ -163,6 +163,7 @@ impl Links {
                     bdf: f.bdf(),
                     limited_by: Some(f.bdf()),
                     lost_pct: None,
+                    demand: None,
                     message: format!("the link {link} {}", why.join("; and ")),
                 });
             }

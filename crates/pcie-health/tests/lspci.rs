@@ -429,6 +429,8 @@ fn a_two_socket_servers_lom_is_priced_against_its_line_rate() {
     let w = r.findings.iter().find(|f| f.kind == Kind::LinkWidthDowngraded).unwrap();
     assert_eq!((w.severity, w.limited_by), (Severity::Warning, Some(lom)));
     assert!((w.lost_pct.unwrap() - 50.0).abs() < 0.1, "{}", w.message);
+    // A dump shows no line rate: no demand, the path prices.
+    assert_eq!(w.demand, None);
 
     // The live host: each tg3 port's interface below its function, linked at 1000 Mb/s.
     for (f, name) in [("0000:02:00.0", "eno3"), ("0000:02:00.1", "eno4")] {
@@ -448,6 +450,11 @@ fn a_two_socket_servers_lom_is_priced_against_its_line_rate() {
     assert_eq!((w.severity, w.lost_pct), (Severity::Info, Some(0.0)));
     assert!(w.message.contains("3.55 Gb/s of 7.09"), "{}", w.message);
     assert!(w.message.contains("line rate is 2.00 Gb/s"), "{}", w.message);
+    let d = w
+        .demand
+        .as_ref()
+        .expect("the finding carries the demand it was priced against");
+    assert_eq!((d.gbps, d.source), (2.0, pcie_health::DemandSource::NetSpeed));
     let rec = r.functions.iter().find(|f| f.bdf == lom).unwrap();
     assert_eq!(rec.demand_gbps, Some(2.0));
 }

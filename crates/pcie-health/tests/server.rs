@@ -234,7 +234,12 @@ fn the_json_contract() {
     let f = &v["findings"][0];
     let mut keys: Vec<&str> = f.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["bdf", "kind", "limited_by", "lost_pct", "message", "severity"]);
+    assert_eq!(
+        keys,
+        ["bdf", "demand", "kind", "limited_by", "lost_pct", "message", "severity"]
+    );
+    // A GPU has no ceiling below its link: priced against the path alone.
+    assert!(f["demand"].is_null());
     assert_eq!(f["severity"], "warning");
     assert_eq!(f["kind"], "link_width_downgraded");
     assert_eq!(f["limited_by"], "0000:17:00.0");
@@ -702,5 +707,136 @@ fn a_loss_the_devices_line_rate_cannot_feel_is_information() {
     assert_eq!(
         finding(&r, Kind::LinkWidthDowngraded, "0000:02:00.0").severity,
         Severity::Warning
+    );
+}
+
+/// Below one Gen3 x4 root port each: an AHCI controller at Gen2 x1 of x2 with MPS 128 of 256,
+/// an xHCI controller at Gen1 x1 of Gen2 x1, an HD Audio controller at Gen1 x1 of Gen2 x1.
+/// `ports`: lay out the AHCI's ATA links and the xHCI's root hubs as a live host shows them.
+fn controllers(tag: &str, ports: bool) -> Report {
+    let t = Tree::new(tag);
+    let sata = [
+        ("ata1/link1/ata_link/link1/sata_spd", "3.0 Gbps"),
+        ("ata2/link2/ata_link/link2/sata_spd", "<unknown>"),
+    ];
+    let usb = [
+        ("usb1/speed", "480"),
+        ("usb1/maxchild", "1"),
+        ("usb2/speed", "5000"),
+        ("usb2/maxchild", "1"),
+    ];
+    let devices = [
+        (
+            "0000:00:1c.0",
+            "0000:02:00.0",
+            (0x1b21, 0x0612, 0x010601),
+            fixture::link(5.0, 1, 5.0, 2),
+            &sata[..],
+        ),
+        (
+            "0000:00:1c.1",
+            "0000:03:00.0",
+            (0x1912, 0x0015, 0x0c0330),
+            fixture::link(2.5, 1, 5.0, 1),
+            &usb[..],
+        ),
+        (
+            "0000:00:1c.2",
+            "0000:04:00.0",
+            (0x8086, 0x0c0c, 0x040300),
+            fixture::link(2.5, 1, 5.0, 1),
+            &[],
+        ),
+    ];
+    for (i, (port, at, (vendor, device, class), link, files)) in devices.into_iter().enumerate() {
+        fixture::root_port(port, 0, fixture::link(8.0, 4, 8.0, 4), 2 + i as u8)
+            .write(&t.0, &[])
+            .unwrap();
+        let mut f = Func::new(at, vendor, device, class, PortType::Endpoint, 0)
+            .link(link)
+            .config(|c| c.mps(256, 128));
+        for (name, value) in files.iter().filter(|_| ports) {
+            f = f.attr(name, value);
+        }
+        f.write(&t.0, &[port]).unwrap();
+    }
+    t.check()
+}
+
+#[test]
+fn controllers_are_priced_against_what_their_ports_carry() {
+    use pcie_health::DemandSource;
+    let gen2x1 = writes(&cfg(Generation::Gen2, 1, 128, 512, 8));
+    let gen2x2 = writes(&cfg(Generation::Gen2, 2, 128, 512, 8));
+    // As a dump shows them (no ATA links, no root hubs): an AHCI controller is assumed to have
+    // 6 SATA III ports (28.8 Gb/s of data), which feel every lost lane.
+    let r = controllers("demand-class", false);
+    let ahci = finding(&r, Kind::LinkWidthDowngraded, "0000:02:00.0");
+    assert_eq!(ahci.severity, Severity::Warning, "{}", ahci.message);
+    assert_lost(ahci, pct(gen2x1, gen2x2));
+    let d = ahci.demand.as_ref().unwrap();
+    assert_eq!(d.source, DemandSource::Assumed);
+    assert!((d.gbps - 28.8).abs() < 1e-9, "{d:?}");
+    assert!(d.basis.contains("assumed 6 at SATA III"), "{}", d.basis);
+    // The xHCI is assumed to reach 20 Gb/s: Gen1 x1 halves what it could use.
+    let xhci = finding(&r, Kind::LinkSpeedDowngraded, "0000:03:00.0");
+    assert_eq!(xhci.severity, Severity::Warning, "{}", xhci.message);
+    assert_eq!(xhci.demand.as_ref().unwrap().source, DemandSource::Assumed);
+    // HD Audio moves at most 48 Mb/s: its link's speed is information, whatever the host.
+    let audio = finding(&r, Kind::LinkSpeedDowngraded, "0000:04:00.0");
+    assert_eq!(
+        (audio.severity, audio.lost_pct),
+        (Severity::Info, Some(0.0)),
+        "{}",
+        audio.message
+    );
+    assert!(
+        audio.message.contains(
+            "an HD Audio controller's codec link (48 Mb/s) is 0.048 Gb/s, priced against that: its traffic cannot feel this"
+        ),
+        "{}",
+        audio.message
+    );
+    let mps = finding(&r, Kind::MpsBelowPath, "0000:04:00.0");
+    assert_eq!(
+        (mps.severity, mps.lost_pct),
+        (Severity::Info, Some(0.0)),
+        "{}",
+        mps.message
+    );
+
+    // As the host shows them: one disk linked at 3.0 Gb/s (2.4 Gb/s of data, less than Gen2
+    // x1 carries): the lost lane and MPS 128 cost the AHCI nothing its disk can move.
+    let r = controllers("demand-host", true);
+    let rec = r.functions.iter().find(|f| f.bdf == bdf("0000:02:00.0")).unwrap();
+    assert_eq!(rec.demand_gbps, Some(2.4));
+    assert_eq!(rec.demand.as_ref().unwrap().source, DemandSource::SataLinks);
+    for kind in [Kind::LinkWidthDowngraded, Kind::MpsBelowPath] {
+        let f = finding(&r, kind, "0000:02:00.0");
+        assert_eq!((f.severity, f.lost_pct), (Severity::Info, Some(0.0)), "{}", f.message);
+        assert!(
+            f.message.contains(
+                "its 1 linked SATA port's data rate (3.0 Gb/s, 8b/10b) is 2.40 Gb/s, priced against that: its traffic cannot feel this"
+            ),
+            "{}",
+            f.message
+        );
+    }
+    // The xHCI's root hubs: one USB 2.0 port and one 5 Gb/s port (4 Gb/s of data, 8b/10b),
+    // 4.48 Gb/s, more than Gen2 x1 carries: the speed drop is felt, priced against the path.
+    let xhci = finding(&r, Kind::LinkSpeedDowngraded, "0000:03:00.0");
+    assert_eq!(xhci.severity, Severity::Warning, "{}", xhci.message);
+    let d = xhci.demand.as_ref().unwrap();
+    assert_eq!(d.source, DemandSource::UsbRootHubs);
+    assert!((d.gbps - 4.48).abs() < 1e-9, "{d:?}");
+    assert_lost(
+        xhci,
+        pct(writes(&cfg(Generation::Gen1, 1, 128, 512, 8)), gen2x1.min(d.gbps)),
+    );
+    let json = serde_json::to_value(xhci).unwrap();
+    assert_eq!(json["demand"]["source"], "usb_root_hubs");
+    assert_eq!(
+        json["demand"]["basis"],
+        "its USB root hubs' ports' data rate (1 x 480 Mb/s + 1 x 5000 Mb/s)"
     );
 }

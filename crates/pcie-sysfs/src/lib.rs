@@ -26,7 +26,9 @@
 //!   ([`DeviceRecord`]: link, MPS/MRRS or why not, IOMMU group type).
 //! - [`read_traffic`]: the bytes block devices and network interfaces moved ([`DeviceTraffic`]),
 //!   and [`line_rate_mbps`], what a network function's interfaces can move,
-//!   each with its directory below its PCI function's: a link's payload where no PMU counts it.
+//!   each with its directory below its PCI function's: a link's payload where no PMU counts it;
+//!   [`sata_links`] and [`usb_root_hubs`], what a storage or USB controller's ports negotiated
+//!   (what its traffic can ask of its link).
 //! - [`ConfigBuilder`]: realistic config spaces for fixture trees and simulated hosts.
 //! - [`snapshot`]: a copy of exactly the files pcieperf reads, for `--sysfs DIR` offline;
 //!   [`lspci`]: the same tree laid out from an `lspci -vvv` dump (a bug report's).
@@ -66,6 +68,7 @@ mod host_facts;
 mod link_files;
 #[cfg(unix)]
 pub mod lspci;
+mod ports;
 #[cfg(unix)]
 pub mod snapshot;
 mod traffic;
@@ -84,4 +87,5 @@ pub use device::{FunctionFiles, PciDevice, DEVICE_FILES, PCI_DEVICES};
 pub use error::SysfsError;
 pub use host_facts::{numa_layout, DeviceRecord, KernelIommu, NumaNode};
 pub use link_files::{LinkFiles, LinkSpeed, LinkWidth, MAX_WIDTH};
+pub use ports::{port_files, sata_links, usb_root_hubs, UsbRootHub};
 pub use traffic::{line_rate_mbps, read_traffic, CounterKind, DeviceTraffic};

@@ -455,7 +455,13 @@ impl Reading {
             if let Some(cap) = text.strip_prefix("Capabilities: ") {
                 self.capability(cap);
             } else if let Some(d) = text.strip_prefix("Kernel driver in use: ") {
-                self.f.driver = Some(d.trim().to_string());
+                // A driver's name is one word that names a directory: the rest of a line a
+                // paste ran together is not part of it.
+                self.f.driver = d
+                    .split_whitespace()
+                    .next()
+                    .filter(|d| d.len() <= 255 && !d.contains('/') && !matches!(*d, "." | ".."))
+                    .map(str::to_string);
             } else if let Some(n) = text.strip_prefix("NUMA node: ") {
                 self.f.numa_node = n.trim().parse().ok();
             } else if text.starts_with("Status: ") {

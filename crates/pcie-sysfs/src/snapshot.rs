@@ -1,6 +1,7 @@
 //! A copy of exactly the sysfs and procfs files pcieperf reads, laid out as on the host, so
 //! every reader runs offline on it with `--sysfs DIR` (a user attaches it to a bug report):
-//! each PCI function's [`DEVICE_FILES`] and driver link, each PMU's own files with its
+//! each PCI function's [`DEVICE_FILES`], driver link and its ATA links' and USB root hubs'
+//! speeds ([`crate::port_files`]), each PMU's own files with its
 //! `format/` and `events/`, the block devices' and network interfaces' traffic counters (those
 //! of PCI functions), the NUMA nodes' CPU lists, the ASPM policy and `proc/cpuinfo`.
 //! The Device Serial Number capability is blanked in every config space copied. Files the
@@ -140,6 +141,10 @@ impl Copier {
                     }
                 })?;
                 self.summary.serials_blanked += usize::from(blanked);
+            }
+            // Its ATA links' and USB root hubs' speeds: what a controller's ports can carry.
+            for file in crate::ports::port_files(&self.root.join(&real)) {
+                self.copy(&real.join(file), |_| {})?;
             }
             if let Some(driver) = fs::read_link(self.root.join(&real).join("driver"))
                 .ok()
@@ -376,6 +381,38 @@ mod tests {
         assert!(out.join("proc/cpuinfo").is_file() && out.join(EVENT_SOURCE).is_dir());
         let again = snapshot(&root, &out).unwrap_err().to_string();
         assert!(again.contains("snap: exists and is not empty"), "{again}");
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// An AHCI controller's SATA links and an xHCI controller's root hubs read the same from
+    /// the snapshot as on the host: what `check` prices their links against.
+    #[test]
+    fn a_snapshot_keeps_the_sata_links_and_usb_root_hubs() {
+        let base = std::env::temp_dir().join(format!("pcie-sysfs-snap-ports-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let (root, out) = (base.join("host"), base.join("snap"));
+        write_pci_function(&root, &[], "0000:00:17.0", &[("class", "0x010601")], Some("ahci")).unwrap();
+        write_pci_function(&root, &[], "0000:00:14.0", &[("class", "0x0c0330")], Some("xhci_hcd")).unwrap();
+        let host = PciDevice::discover(&root).unwrap();
+        let (xhci, ahci) = (host[0].dir(), host[1].dir());
+        for (port, spd) in [(1, "6.0 Gbps"), (2, "<unknown>")] {
+            let dir = ahci.join(format!("ata{port}/link{port}/ata_link/link{port}"));
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(dir.join("sata_spd"), format!("{spd}\n")).unwrap();
+        }
+        for (hub, speed, ports) in [("usb1", "480", "16"), ("usb2", "10000", "10")] {
+            fs::create_dir_all(xhci.join(hub)).unwrap();
+            fs::write(xhci.join(hub).join("speed"), format!("{speed}\n")).unwrap();
+            fs::write(xhci.join(hub).join("maxchild"), format!("{ports}\n")).unwrap();
+            fs::write(xhci.join(hub).join("manufacturer"), "Linux xhci-hcd\n").unwrap();
+        }
+        snapshot(&root, &out).unwrap();
+        let copy = PciDevice::discover(&out).unwrap();
+        assert_eq!(crate::sata_links(ahci), [Some(6.0), None]);
+        assert_eq!(crate::sata_links(copy[1].dir()), crate::sata_links(ahci));
+        assert_eq!(crate::usb_root_hubs(xhci).len(), 2);
+        assert_eq!(crate::usb_root_hubs(copy[0].dir()), crate::usb_root_hubs(xhci));
+        assert!(!copy[0].dir().join("usb1/manufacturer").exists());
         fs::remove_dir_all(&base).unwrap();
     }
 

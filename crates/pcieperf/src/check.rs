@@ -476,7 +476,7 @@ const TRAFFIC: [Column; 9] = [
 ];
 
 /// The columns of a function, in the table (where marked) and in CSV.
-const COLUMNS: [Column; 25] = [
+const COLUMNS: [Column; 27] = [
     ("id", "Id", true, |f| opt(&f.id)),
     ("class", "Class", false, |f| opt(&f.class)),
     ("driver", "Driver", true, |f| opt(&f.driver)),
@@ -486,6 +486,10 @@ const COLUMNS: [Column; 25] = [
     ("path", "Path", false, |f| Cell::text(path_text(f))),
     ("available_gbps", "Gb/s", true, |f| num(f.available_gbps)),
     ("capable_gbps", "of", true, |f| num(f.capable_gbps)),
+    ("demand_gbps", "Demand Gb/s", false, |f| num(f.demand_gbps)),
+    ("demand_source", "Demand source", false, |f| {
+        opt(&f.demand.as_ref().map(|d| d.source.name()))
+    }),
     ("mps", "MPS", true, |f| opt(&f.mps)),
     ("mps_supported", "MPS supported", false, |f| opt(&f.mps_supported)),
     ("path_mps", "Path MPS", true, |f| opt(&f.path_mps)),

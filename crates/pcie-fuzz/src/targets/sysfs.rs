@@ -9,6 +9,8 @@ use pcie_sysfs::{
     LinkSetup, PcieCapability, PortType, CONFIG_SPACE,
 };
 use pcie_sysfs::{AerCounts, LinkSpeed, LinkWidth};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
 
 const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
 const RATES: [f64; 7] = [2.5, 5.0, 8.0, 16.0, 32.0, 64.0, 128.0];
@@ -120,8 +122,8 @@ fn link_files(input: &[u8]) -> Verdict {
 }
 
 /// An `lspci -vvv` dump: the same quoted in an e-mail, addresses distinct, hex dumps within
-/// 4096 bytes, and each config space built from decoded registers reads back with the
-/// registers' sizes and widths.
+/// 4096 bytes, each config space built from decoded registers reads back with the registers'
+/// sizes and widths, and `check` on the host it describes ([`check_dump`]) gives a sound report.
 fn lspci_dump(input: &[u8]) -> Verdict {
     let dump = text(input);
     let parsed = lspci::parse(&dump);
@@ -133,7 +135,7 @@ fn lspci_dump(input: &[u8]) -> Verdict {
         Ok(f) => f,
         Err(e) => return refused(e.to_string()),
     };
-    let mut seen = std::collections::BTreeSet::new();
+    let mut seen = BTreeSet::new();
     for f in &functions {
         if !seen.insert(f.bdf) {
             return Verdict::Wrong(format!("{} twice", f.bdf));
@@ -183,7 +185,83 @@ fn lspci_dump(input: &[u8]) -> Verdict {
             Err(e) => return Verdict::Wrong(format!("{}: built config space does not decode: {e}", f.bdf)),
         }
     }
-    Verdict::Accepted
+    check_dump(&functions)
+}
+
+/// The whole of `check --lspci` on a parsed dump ([`check_tree`]), unless the same dump already
+/// passed it ([`CHECKED`]).
+fn check_dump(functions: &[lspci::LspciFunction]) -> Verdict {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    format!("{functions:?}").hash(&mut h);
+    let key = h.finish();
+    if checked(|c| c.contains(&key)) {
+        return Verdict::Accepted;
+    }
+    let verdict = check_tree(functions);
+    if verdict == Verdict::Accepted {
+        checked(|c| {
+            if c.len() >= CHECKED_MOST {
+                c.clear();
+            }
+            c.insert(key)
+        });
+    }
+    verdict
+}
+
+/// `f` on [`CHECKED`] (a panic while it was held left it whole: a set of numbers).
+fn checked<T>(f: impl FnOnce(&mut BTreeSet<u64>) -> T) -> T {
+    f(&mut CHECKED.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// The dumps [`check_tree`] passed, by a hash of what the parser read of them: the tree is laid
+/// out from that alone, so a mutant the parser reads the same is known to pass (four in five
+/// mutants of the real pastes change only text the parser skips) and the harness moves on.
+static CHECKED: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
+/// At most this many are kept (some 20 MiB); then the memory starts again.
+const CHECKED_MOST: usize = 1 << 20;
+
+/// `check --lspci` on a parsed dump: laid out as a sysfs tree (in memory-backed `/dev/shm`
+/// where there is one) and checked. The report has a record per function, each finding names
+/// one of them with a message and a loss within 0-100 %, every Gb/s figure is finite and not
+/// negative, and the report serialises as the JSON contract.
+fn check_tree(functions: &[lspci::LspciFunction]) -> Verdict {
+    let Ok(dir) = pcie_output::PrivateDir::for_tree("pcie-fuzz-lspci") else {
+        return refused("no temporary directory for the tree".into());
+    };
+    if let Err(e) = lspci::write_snapshot(functions, dir.path()) {
+        return Verdict::Wrong(format!("the dump's tree was not written: {e}"));
+    }
+    let report = match pcie_health::check(dir.path(), &pcie_health::Options::default()) {
+        Ok(r) => r,
+        Err(e) => return Verdict::Wrong(format!("check refused the tree written from the dump: {e}")),
+    };
+    if report.functions.len() != functions.len() {
+        return Verdict::Wrong(format!(
+            "{} functions parsed, {} checked",
+            functions.len(),
+            report.functions.len()
+        ));
+    }
+    for f in &report.findings {
+        if f.message.trim().is_empty() || !report.functions.iter().any(|r| r.bdf == f.bdf) {
+            return Verdict::Wrong(format!("finding {f:?} without a message or a function"));
+        }
+        if f.lost_pct.is_some_and(|l| !(0.0..=100.0).contains(&l)) {
+            return Verdict::Wrong(format!("{}: lost {:?} %", f.kind.name(), f.lost_pct));
+        }
+    }
+    for r in &report.functions {
+        let figures = [r.available_gbps, r.capable_gbps, r.demand_gbps];
+        if figures.iter().flatten().any(|g| !(g.is_finite() && *g >= 0.0)) {
+            return Verdict::Wrong(format!("{}: Gb/s figures {figures:?}", r.bdf));
+        }
+    }
+    match serde_json::to_string(&report) {
+        Ok(_) => Verdict::Accepted,
+        Err(e) => Verdict::Wrong(format!("the report does not serialise: {e}")),
+    }
 }
 
 /// Two functions of the pcie-bench host's `lspci -vvv`: a root port and the NFP below it.
@@ -209,14 +287,62 @@ fn lspci_seeds() -> Vec<Vec<u8>> {
     let numeric = "06:00.0 Class 0300: Device 1002:67df (rev cf) (prog-if 00)\n\tCapabilities: [58] Express (v2) Legacy Endpoint, MSI 00\n\t\tLnkCap:\tPort #2, Speed 8GT/s, Width x8, ASPM L1\n\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x4 (downgraded)\n06:00.1 0403: 1002:aaf0\n";
     let qp = "43:00.0 PCI bridge: Intel Corporation JHL7540 Thunderbolt 3 Bridge [Titan R=\nidge DD 2018] (rev 06)\n\tBus: primary=3D43, secondary=3D44, subordinate=3D45, sec-latency=3D0\n\tCapabilities: [c0] Express (v2) Upstream Port, MSI 00\n\t\tDevCap:\tMaxPayload 128 bytes, PhantFunc 0\n\t\tDevCtl:\tCorrErr- NonFatalErr- FatalErr- UnsupReq-\n\t\t\tMaxPayload 128 bytes, MaxReadReq 512 bytes\n\t\tLnkCap:\tPort #3, Speed 8GT/s, Width x4, ASPM L1, Exit Latency L1 <2us\n\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x4 (ok)\n\t\tLnkCap2: Supported Link Speeds: 2.5-8GT/s, Crosslink- Retimer- 2Retimers-=\n DRS-\n";
     let pp = "00:1c.4/06:00.0 Non-Volatile memory controller [0108]: Samsung [144d:a808]\n \tCapabilities: [70] Express (v2) Endpoint, MSI 00\n \t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0\n \t\tDevCtl:\tCorrErr+\n \t\t\tMaxPayload 128 bytes, MaxReadReq 512 bytes\n \t\tLnkCap:\tPort #0, Speed 8GT/s, Width x4, ASPM L1, Exit Latency L1 <64us\n \t\tLnkSta:\tSpeed 8GT/s (ok),\nWidth x2 (downgraded)\n";
-    vec![
+    let mut seeds = vec![
         format!("{}{}", function("00:02.0"), function("02:00.0")).into_bytes(),
         format!("{}{hex}", function("00:03.0")).into_bytes(),
         numeric.as_bytes().to_vec(),
         qp.as_bytes().to_vec(),
         pp.as_bytes().to_vec(),
         format!("{}{routing}", function("00:02.0").trim_end()).into_bytes(),
-    ]
+    ];
+    seeds.extend(real_hosts());
+    seeds
+}
+
+/// The longest real paste taken whole as a seed; a longer one is cut between records into
+/// pieces of about this size, so that mutants (up to 4 times the longest seed) stay pastes of a
+/// few devices and `check` runs on each in well under a millisecond.
+const SEED_BYTES: usize = 8 << 10;
+
+/// The repository's corpus of real pastes (`data/real-hosts/*.txt` and its `held-out/`), read
+/// from the source tree at start, in name order: every form a posted dump took (numeric headers,
+/// `-PP` paths, trimmed Express blocks, stripped indentation, quoted-printable, an `lspci -t`
+/// tree above). A binary run away from its source tree has the seeds above only.
+fn real_hosts() -> Vec<Vec<u8>> {
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/real-hosts"));
+    let mut paths: Vec<_> = [root.to_path_buf(), root.join("held-out")]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .filter_map(|p| pcie_output::read::read(p, pcie_output::read::Limit::LSPCI_DUMP).ok())
+        .flat_map(|dump| pieces(&dump, SEED_BYTES))
+        .collect()
+}
+
+/// `dump` in pieces of whole blank-line-separated blocks (records), each up to `most` bytes
+/// unless one block alone is longer.
+fn pieces(dump: &[u8], most: usize) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    let mut piece = Vec::new();
+    for block in dump
+        .split_inclusive(|&b| b == b'\n')
+        .collect::<Vec<_>>()
+        .split_inclusive(|l| l == b"\n")
+    {
+        let block = block.concat();
+        if !piece.is_empty() && piece.len() + block.len() > most {
+            out.push(std::mem::take(&mut piece));
+        }
+        piece.extend(block);
+    }
+    out.extend((!piece.is_empty()).then_some(piece));
+    out
 }
 
 fn seeds() -> Vec<Vec<u8>> {
@@ -328,4 +454,39 @@ pub fn targets() -> Vec<FuzzTarget> {
             run: lspci_dump,
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_paste_is_cut_between_records_and_nothing_is_lost() {
+        let dump = b"00:00.0 a\n\tx\n\n00:01.0 b\n\ty\n\n00:02.0 c\n".to_vec();
+        let p = pieces(&dump, 16);
+        assert_eq!(p.concat(), dump);
+        assert_eq!(p, [&b"00:00.0 a\n\tx\n\n"[..], b"00:01.0 b\n\ty\n\n", b"00:02.0 c\n"]);
+        assert_eq!(pieces(&dump, 1 << 10), [dump]);
+    }
+
+    /// Every paste of the corpus is among the lspci target's seeds (cut where long), so the
+    /// forms real pastes take are where mutation starts.
+    #[test]
+    fn the_lspci_seeds_hold_every_real_paste() {
+        let seeds = lspci_seeds();
+        let corpus = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/real-hosts"));
+        let mut n = 0;
+        for d in [corpus.to_path_buf(), corpus.join("held-out")] {
+            for e in std::fs::read_dir(d).expect("the corpus") {
+                let p = e.expect("an entry").path();
+                if p.extension().is_some_and(|x| x == "txt") {
+                    let dump = std::fs::read(&p).expect("a paste");
+                    let first = pieces(&dump, SEED_BYTES).remove(0);
+                    assert!(seeds.contains(&first), "{} is no seed", p.display());
+                    n += 1;
+                }
+            }
+        }
+        assert!(n >= 25, "{n} pastes");
+    }
 }

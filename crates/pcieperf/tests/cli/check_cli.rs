@@ -82,6 +82,48 @@ fn a_server_with_findings_exits_3_and_prices_them_as_model_bw() {
     assert_eq!(csv, findings(&["check", "--sysfs", root, "--format", "csv"]));
 }
 
+/// An HD Audio controller at Gen1 x1 of Gen2 x1 moves at most 48 Mb/s: its link finding is
+/// information (exit 0), and JSON and CSV carry the demand it was priced against.
+#[test]
+fn a_slow_link_an_audio_controller_cannot_feel_is_information() {
+    use pcie_sysfs::PortType;
+    let t = pcie_pmu::fixture::Tree::new("check-cli-demand");
+    fixture::root_port("0000:00:1c.0", 0, fixture::link(8.0, 4, 8.0, 4), 2)
+        .write(t.path(), &[])
+        .unwrap();
+    fixture::Func::new("0000:02:00.0", 0x8086, 0x0c0c, 0x040300, PortType::Endpoint, 0)
+        .link(fixture::link(2.5, 1, 5.0, 1))
+        .write(t.path(), &["0000:00:1c.0"])
+        .unwrap();
+    let root = t.path().to_str().unwrap();
+    let v: Value = serde_json::from_str(&ok(&["check", "--sysfs", root, "--format", "json"])).unwrap();
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "link_speed_downgraded")
+        .unwrap();
+    assert_eq!(
+        (f["severity"].as_str(), f["lost_pct"].as_f64()),
+        (Some("info"), Some(0.0))
+    );
+    assert_eq!(
+        (f["demand"]["gbps"].as_f64(), f["demand"]["source"].as_str()),
+        (Some(0.048), Some("class"))
+    );
+    let csv = ok(&["check", "--sysfs", root, "--format", "csv"]);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let heads = reader.headers().unwrap().clone();
+    let at = |name: &str| heads.iter().position(|h| h == name).unwrap();
+    let audio = reader
+        .records()
+        .map(Result::unwrap)
+        .find(|r| &r[0] == "function" && &r[at("bdf")] == "0000:02:00.0")
+        .unwrap();
+    assert_eq!(audio[at("demand_gbps")].parse::<f64>().ok(), Some(0.048));
+    assert_eq!(&audio[at("demand_source")], "class");
+}
+
 #[test]
 fn without_root_the_skipped_checks_are_named() {
     let t = server("check-cli-user");
