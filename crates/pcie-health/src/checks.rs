@@ -408,7 +408,7 @@ fn link_findings(
 /// support: a setting (firmware's, or setpci's), not a training fault. Priced as what the
 /// path would carry at the supported speed against what it carries capped (another hop may
 /// bound the path anyway: then it costs nothing).
-fn target_cap_finding(s: &mut Subject, host: &Host, hops: &[Hop], mps: u32, demand: Option<f64>) {
+fn target_cap_finding(s: &mut Subject, host: &Host, hops: &[Hop], mps: u32, demand: Option<&Demand>) {
     let Some(h) = hops.iter().filter(|h| h.supported_gts.is_some()).min_by(|a, b| {
         a.capable_gbps
             .unwrap_or(f64::MAX)

@@ -99,6 +99,7 @@ impl Kind {
         matches!(
             self,
             Kind::LinkSpeedDowngraded
+                | Kind::LinkSpeedCapped
                 | Kind::LinkWidthDowngraded
                 | Kind::LinkPowerSaving
                 | Kind::MpsBelowPath
