@@ -298,7 +298,7 @@ fn real_hosts_reach_the_experts_reading() {
         matched += usize::from(got == want);
         assert_eq!(got, want, "{file}");
     }
-    assert_eq!((matched, total), (51, 51));
+    assert_eq!((matched, total), (53, 53));
 }
 
 /// The forms real pastes come in keep what an expert reads from them.
@@ -493,4 +493,24 @@ fn an_empty_ports_unknown_speed_is_no_old_pciutils() {
         "{:?}",
         r.findings
     );
+}
+
+/// The PRIME A520M-A's chipset (02:00.x, behind root port 00:01.2) runs MPS 128 B: its xHCI and
+/// SATA functions support 512 B, as does the root port, but the RTL8111 behind the same chipset
+/// switch (07:00.0) supports only 128 B, and the root port sends to it at its own MPS. The
+/// hierarchy runs its smallest MPS: no `mps_below_path` on the chipset's functions.
+#[test]
+fn a_hierarchy_runs_the_smallest_mps_any_device_in_it_supports() {
+    let (_, r) = population("desktop-asus-prime-a520m-a-63D555C391.txt");
+    assert!(
+        r.findings.iter().all(|f| f.kind.name() != "mps_below_path"),
+        "{:?}",
+        r.findings
+    );
+    let xhci = r
+        .functions
+        .iter()
+        .find(|f| f.bdf.to_string() == "0000:02:00.0")
+        .unwrap();
+    assert_eq!(xhci.path_mps, Some(128));
 }
