@@ -215,6 +215,17 @@ pub(crate) fn function(host: &Host, i: usize) -> (FunctionHealth, Vec<Finding>) 
         .map(|c| c.as_ref().ok().map(|c| c.control.mps_supported))
         .try_fold(u32::MAX, |m, x| x.map(|x| m.min(x)))
         .filter(|&m| m != u32::MAX);
+    // The top port of the path sends writes and completions to every device below it at its own
+    // MPS, so firmware and Linux's default and safe policies run a hierarchy at the smallest MPS
+    // any device in it supports (only `pcie_bus_perf` keeps the ports higher, and caps MRRS
+    // instead): a 128 B NIC behind a chipset switch holds its siblings at 128 B, no setting to raise.
+    let hierarchy_mps = chain.first().filter(|_| chain.len() > 1).and_then(|&top| {
+        (0..host.funcs.len())
+            .filter(|&j| j != top && path::chain(&host.parents, j).first() == Some(&top))
+            .filter_map(|j| host.funcs[j].cap.as_ref().ok().map(|c| c.control.mps_supported))
+            .min()
+    });
+    let path_mps = path_mps.map(|m| hierarchy_mps.map_or(m, |h| m.min(h)));
     let root_cap = chain_caps
         .first()
         .and_then(|c| c.as_ref().ok())
@@ -549,7 +560,7 @@ fn settings_findings(
             s.add(Severity::Info, Kind::MpsBelowPath, None, lost, msg);
         } else {
             let msg = format!(
-                "{} MPS {mps} B where it and every port above it support {best} B{figures}",
+                "{} MPS {mps} B where it, every port above it and every device below its root port support {best} B{figures}",
                 s.name
             );
             s.add(cost_severity(lost.unwrap_or(0.0)), Kind::MpsBelowPath, None, lost, msg);

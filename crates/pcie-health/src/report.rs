@@ -131,7 +131,8 @@ pub struct FunctionHealth {
     pub demand: Option<crate::Demand>,
     pub mps: Option<u32>,
     pub mps_supported: Option<u32>,
-    /// The largest MPS the function and every hop above it support.
+    /// The largest MPS the function, every hop above it and every device below its root port
+    /// support (a hierarchy runs the smallest MPS any device in it supports).
     pub path_mps: Option<u32>,
     pub mrrs: Option<u32>,
     pub tags: Option<Tags>,

@@ -298,7 +298,7 @@ fn real_hosts_reach_the_experts_reading() {
         matched += usize::from(got == want);
         assert_eq!(got, want, "{file}");
     }
-    assert_eq!((matched, total), (39, 39));
+    assert_eq!((matched, total), (56, 56));
 }
 
 /// The forms real pastes come in keep what an expert reads from them.
@@ -457,4 +457,67 @@ fn a_two_socket_servers_lom_is_priced_against_its_line_rate() {
     assert_eq!((d.gbps, d.source), (2.0, pcie_health::DemandSource::NetSpeed));
     let rec = r.functions.iter().find(|f| f.bdf == lom).unwrap();
     assert_eq!(rec.demand_gbps, Some(2.0));
+}
+
+/// A population host (linuxhw/LsPCI, data/real-hosts/population) by file name: parsed,
+/// written as a tree, checked.
+fn population(file: &str) -> (pcie_sysfs::lspci::LspciSummary, pcie_health::Report) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/real-hosts/population");
+    let text = std::fs::read_to_string(dir.join(file)).unwrap();
+    let root = std::env::temp_dir().join(format!("pcie-population-{file}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let s = write_snapshot(&parse(&text).unwrap(), &root).unwrap();
+    let r = check(&root, &Options::default()).unwrap();
+    let _ = std::fs::remove_dir_all(&root);
+    (s, r)
+}
+
+/// The ThinkSystem SR250's x8 CPU port prints `LnkCap: Speed 2.5GT/s` while `LnkCap2` lists
+/// 2.5-8GT/s and its RAID adapter runs at 8GT/s: the port supports 8GT/s, and the adapter's
+/// path is not "55.9 Gb/s of 14.2".
+#[test]
+fn a_ports_supported_speeds_come_from_lnkcap2_and_the_running_link() {
+    let (_, r) = population("server-lenovo-thinksystem-sr250-A2FD0BC88C.txt");
+    let raid = r
+        .functions
+        .iter()
+        .find(|f| f.bdf.to_string() == "0000:05:00.0")
+        .unwrap();
+    let (avail, cap) = (raid.available_gbps.unwrap(), raid.capable_gbps.unwrap());
+    assert!((avail - cap).abs() < 1e-9, "{avail} of {cap}");
+    assert!(avail > 50.0, "Gen3 x8: {avail}");
+}
+
+/// The FM2A88X's empty Hudson port (`LnkSta: Speed unknown (downgraded), Width x16 (strange)`,
+/// DLActive-, nothing below it) beside `LnkCap: Speed 5GT/s` is a link that is down, not a
+/// pciutils too old for its generation: no gap is reported, and no finding.
+#[test]
+fn an_empty_ports_unknown_speed_is_no_old_pciutils() {
+    let (s, r) = population("desktop-asrock-fm2a88x-extreme6plus-4C71606B0A.txt");
+    assert_eq!((s.unknown_speed, s.gaps()), (0, None));
+    assert!(
+        r.findings.iter().all(|f| f.bdf.to_string() != "0000:00:15.0"),
+        "{:?}",
+        r.findings
+    );
+}
+
+/// The PRIME A520M-A's chipset (02:00.x, behind root port 00:01.2) runs MPS 128 B: its xHCI and
+/// SATA functions support 512 B, as does the root port, but the RTL8111 behind the same chipset
+/// switch (07:00.0) supports only 128 B, and the root port sends to it at its own MPS. The
+/// hierarchy runs its smallest MPS: no `mps_below_path` on the chipset's functions.
+#[test]
+fn a_hierarchy_runs_the_smallest_mps_any_device_in_it_supports() {
+    let (_, r) = population("desktop-asus-prime-a520m-a-63D555C391.txt");
+    assert!(
+        r.findings.iter().all(|f| f.kind.name() != "mps_below_path"),
+        "{:?}",
+        r.findings
+    );
+    let xhci = r
+        .functions
+        .iter()
+        .find(|f| f.bdf.to_string() == "0000:02:00.0")
+        .unwrap();
+    assert_eq!(xhci.path_mps, Some(128));
 }

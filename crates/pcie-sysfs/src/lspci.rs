@@ -238,23 +238,23 @@ impl ExpressText {
     }
 
     /// The link from `LnkCap` and `LnkSta`, even where a trimmed paste left out the rest of
-    /// the capability; the maximum speed from `LnkCap2`'s supported speeds where an old lspci
-    /// printed `LnkCap`'s as unknown.
+    /// the capability. The maximum speed is the highest of `LnkCap`'s, `LnkCap2`'s supported
+    /// speeds (the spec's list since PCIe 3.0: some ports' `LnkCap` says 2.5GT/s where
+    /// `LnkCap2` lists 8 and the link runs at 8) and the speed the link runs at (no link
+    /// trains above what its ends support).
     fn link(&self) -> Option<LinkSetup> {
         match (self.reg("LnkCap"), self.reg("LnkSta")) {
             (Some(cap), Some(sta)) => {
-                let (mut max_gts, max_width) = speed_width(cap);
-                if max_gts == 0.0 {
-                    let supported = self.reg("LnkCap2").and_then(|c| {
-                        let speeds = c.split_once("Supported Link Speeds: ")?.1;
-                        let top = speeds.split(['-', ',']).nth(1).unwrap_or(speeds);
-                        digits_after(top, "", |c| c.is_ascii_digit() || c == '.')?
-                            .parse::<f64>()
-                            .ok()
-                    });
-                    max_gts = supported.unwrap_or(0.0);
-                }
+                let (cap_gts, max_width) = speed_width(cap);
+                let supported = self.reg("LnkCap2").and_then(|c| {
+                    let speeds = c.split_once("Supported Link Speeds: ")?.1;
+                    let top = speeds.split(['-', ',']).nth(1).unwrap_or(speeds);
+                    digits_after(top, "", |c| c.is_ascii_digit() || c == '.')?
+                        .parse::<f64>()
+                        .ok()
+                });
                 let (gts, width) = speed_width(sta);
+                let max_gts = cap_gts.max(supported.unwrap_or(0.0)).max(gts);
                 let supported = cap
                     .split_once("ASPM ")
                     .map_or("", |(_, r)| r.split(',').next().unwrap_or(""));
@@ -891,7 +891,8 @@ pub struct LspciSummary {
     pub denied: usize,
     /// Functions whose config space read all ones (`!!! Unknown header type 7f`).
     pub unanswered: usize,
-    /// Links with lanes whose speed lspci printed as `unknown`.
+    /// Links with lanes whose maximum speed lspci printed as `unknown` (a pciutils older than
+    /// their generation).
     pub unknown_speed: usize,
 }
 
@@ -996,7 +997,10 @@ pub fn write_snapshot(functions: &[LspciFunction], out: &Path) -> Result<LspciSu
             _ => None,
         };
         if let Some(l) = express.and_then(|x| x.link).or(f.trimmed_link) {
-            s.unknown_speed += usize::from(l.width > 0 && (l.gts == 0.0 || l.max_gts == 0.0));
+            // An old pciutils cannot name the capability's speed either; a current speed it
+            // cannot name beside a named maximum is a link that is down (an empty port's
+            // register), not the tool's age.
+            s.unknown_speed += usize::from(l.width > 0 && l.max_gts == 0.0);
             attrs.push(("current_link_speed", LinkSpeed::kernel_text(l.gts)));
             attrs.push(("max_link_speed", LinkSpeed::kernel_text(l.max_gts)));
             attrs.push(("current_link_width", l.width.to_string()));
