@@ -107,7 +107,8 @@ def load_json(out, name):
 
 
 def suite_rows(out, run, tests):
-    """(test, window, size, Gb/s) of a suite run's rows of `tests` (pcie-bench's CSV names)."""
+    """(file, test, window, size, Gb/s) of a suite run's rows of `tests` (pcie-bench's CSV
+    names)."""
     d = os.path.join(out, run)
     if not os.path.isdir(d):
         raise Unknown(f"{run}/ missing")
@@ -118,25 +119,14 @@ def suite_rows(out, run, tests):
         with open(os.path.join(d, name)) as f:
             for r in csv.DictReader(f):
                 if r.get("Test") in tests:
-                    rows.append((r["Test"], int(r["WinSZ"]), int(r["SZ"]), float(r["BW (Gb/s)"])))
+                    rows.append((name, r["Test"], int(r["WinSZ"]), int(r["SZ"]), float(r["BW (Gb/s)"])))
     return rows
 
 
 def suite_writes(out, run):
     """(what, size, Gb/s) of every write row of a suite's run directory (pcie-bench's CSV
     names the test BW_DMA_WR)."""
-    d = os.path.join(out, run)
-    if not os.path.isdir(d):
-        raise Unknown(f"{run}/ missing")
-    rows = []
-    for name in sorted(os.listdir(d)):
-        if not name.endswith(".csv") or name.endswith(("_cdf.csv", "_raw.csv")):
-            continue
-        with open(os.path.join(d, name)) as f:
-            for r in csv.DictReader(f):
-                if r.get("Test") in ("BW_DMA_WR", "BW_WR"):
-                    rows.append((f"{run}/{name} {r['SZ']} B", int(r["SZ"]), float(r["BW (Gb/s)"])))
-    return rows
+    return [(f"{run}/{name} {size} B", size, gbps) for name, _, _, size, gbps in suite_rows(out, run, ("BW_DMA_WR", "BW_WR"))]
 
 
 def targets(out, elapsed):
@@ -188,7 +178,7 @@ def targets(out, elapsed):
 
     def sm_windows():
         m = model(out)
-        rows = [r for r in suite_rows(out, "gpu-sm", ("BW_DMA_RD", "BW_DMA_WR")) if r[1] >= SM_MIN_WINDOW]
+        rows = [r[1:] for r in suite_rows(out, "gpu-sm", ("BW_DMA_RD", "BW_DMA_WR")) if r[2] >= SM_MIN_WINDOW]
         if not rows:
             raise Unknown("gpu-sm/ has no BW_DMA_RD or BW_DMA_WR row in a window of 256 KiB or more")
         size = max(r[2] for r in rows)

@@ -24,6 +24,9 @@ pub enum DemandSource {
     UsbRootHubs,
     /// The PCI class alone fixes it (HD Audio, SMBus, USB 1.1/2.0 controllers, ...).
     Class,
+    /// The part's vendor and device ids name a controller whose ports' line rate is fixed
+    /// (a 1 GbE NIC in a dump, where no interface shows its speed).
+    Part,
     /// The class with an assumption the host could not check (ports and speeds of an AHCI or
     /// xHCI controller in an `lspci` dump): the basis says what is assumed.
     Assumed,
@@ -39,6 +42,7 @@ impl DemandSource {
             DemandSource::SataLinks => "sata_links",
             DemandSource::UsbRootHubs => "usb_root_hubs",
             DemandSource::Class => "class",
+            DemandSource::Part => "part",
             DemandSource::Assumed => "assumed",
             DemandSource::Mixed => "mixed",
         }
@@ -113,14 +117,14 @@ fn of(mbps: f64, source: DemandSource, basis: String) -> Option<Demand> {
 pub(crate) fn own(dev: &PciDevice) -> Option<Demand> {
     let class = dev.class?;
     match (class >> 8, class & 0xff) {
-        (0x0200..=0x02ff, _) => {
-            let mbps = pcie_sysfs::line_rate_mbps(dev.dir())?;
-            of(
+        (0x0200..=0x02ff, _) => match pcie_sysfs::line_rate_mbps(dev.dir()) {
+            Some(mbps) => of(
                 mbps as f64,
                 DemandSource::NetSpeed,
                 "its network interfaces' line rate".into(),
-            )
-        }
+            ),
+            None => gigabit_part(dev),
+        },
         (0x0101 | 0x0106, _) => sata(dev, class >> 8 == 0x0106),
         (0x0c03, 0x00 | 0x10) => of(
             USB11_MBPS,
@@ -160,6 +164,49 @@ pub(crate) fn own(dev: &PciDevice) -> Option<Demand> {
         ),
         _ => None,
     }
+}
+
+/// Ethernet controllers that pci.ids names "Gigabit" (1000BASE-T/-X, one port per PCI
+/// function), by vendor and device id: the parts most servers and desktops carry on board.
+/// Where no interface shows its speed (an `lspci` dump, no driver bound), each function of one
+/// moves at most 1 Gb/s each way. 10/25 GbE and 2.5 GbE parts are not listed: no ceiling.
+const GIGABIT_PARTS: &[(u16, &[u16], &str)] = &[
+    // 82571EB/82572EI, 82574L, 82575, 82576, 82583V, I350, I210, I211.
+    (
+        0x8086,
+        &[0x105e, 0x105f, 0x10a4, 0x10bc, 0x107d, 0x107e, 0x107f, 0x10b9],
+        "Intel 82571/82572",
+    ),
+    (0x8086, &[0x10d3], "Intel 82574L"),
+    (0x8086, &[0x10a7, 0x10a9, 0x10d6], "Intel 82575"),
+    (
+        0x8086,
+        &[0x10c9, 0x10e6, 0x10e7, 0x10e8, 0x150a, 0x150d, 0x1518, 0x1526],
+        "Intel 82576",
+    ),
+    (0x8086, &[0x150c], "Intel 82583V"),
+    (0x8086, &[0x1521, 0x1522, 0x1523, 0x1524], "Intel I350"),
+    (0x8086, &[0x1533, 0x1536, 0x1537, 0x1538], "Intel I210"),
+    (0x8086, &[0x1539], "Intel I211"),
+    // NetXtreme BCM5717/5718/5719/5720 and BCM5721/5722/5723, NetXtreme II BCM5709/5716.
+    (0x14e4, &[0x1655, 0x1656, 0x1657, 0x165f], "Broadcom BCM5717-5720"),
+    (0x14e4, &[0x1659, 0x165a, 0x165b], "Broadcom BCM5721-5723"),
+    (0x14e4, &[0x1639, 0x163a, 0x163b], "Broadcom BCM5709/5716"),
+    // RTL8111/8168/8411.
+    (0x10ec, &[0x8168], "Realtek RTL8111/8168"),
+];
+
+/// A 1 GbE port by its part (see [`GIGABIT_PARTS`]).
+fn gigabit_part(dev: &PciDevice) -> Option<Demand> {
+    let (vendor, device) = (dev.vendor?, dev.device?);
+    let (_, _, name) = GIGABIT_PARTS
+        .iter()
+        .find(|(v, ids, _)| *v == vendor && ids.contains(&device))?;
+    of(
+        1000.0,
+        DemandSource::Part,
+        format!("its ports' line rate (1 Gb/s a port: [{vendor:04x}:{device:04x}] is an {name} Gigabit Ethernet controller)"),
+    )
 }
 
 /// A SATA (or IDE-mode) controller: its linked ports at their negotiated speed; with ports but

@@ -521,3 +521,28 @@ fn a_hierarchy_runs_the_smallest_mps_any_device_in_it_supports() {
         .unwrap();
     assert_eq!(xhci.path_mps, Some(128));
 }
+
+/// The Dell C6100's 82576 dual 1 GbE (01:00.0/.1, [8086:10c9]) runs MPS 128 B where its path
+/// supports 256 B: "6.38 Gb/s of 7.09", true of the link, but two 1 GbE ports move at most
+/// 2 Gb/s. The dump carries no line rate; the part's ids fix it, so the finding is information.
+#[test]
+fn a_gigabit_part_in_a_dump_is_priced_by_its_ports_line_rate() {
+    let (_, r) = population("server-dell-c6100-87F57E757F.txt");
+    let mps: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.kind.name() == "mps_below_path")
+        .collect();
+    assert!(!mps.is_empty(), "{:?}", r.findings);
+    for f in mps {
+        assert_eq!(f.severity, pcie_health::Severity::Info, "{f:?}");
+        let d = f.demand.as_ref().unwrap();
+        assert_eq!((d.gbps, d.source.name()), (2.0, "part"), "{f:?}");
+        assert!(
+            f.message
+                .contains("[8086:10c9] is an Intel 82576 Gigabit Ethernet controller"),
+            "{}",
+            f.message
+        );
+    }
+}

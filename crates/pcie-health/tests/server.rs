@@ -628,18 +628,18 @@ fn a_switch_uplink_busy_with_drives_none_of_which_fills_its_own_link() {
 }
 
 /// A dual-port NIC at Gen2 x1 of its x2 below a Gen3 x4 root port, MPS 128 of 256, each port
-/// up at `mbps` (`None`: no interface speed, as in an lspci dump), and a 100 GbE NIC at x8 of
-/// x16 whose ports run at 100 Gb/s.
+/// up at `mbps` (`None`: no interface speed, as in an lspci dump; its ids, an X710's, name no
+/// 1 GbE part), and a 100 GbE NIC at x8 of x16 whose ports run at 100 Gb/s.
 fn nics(tag: &str, mbps: Option<&str>) -> Report {
     let t = Tree::new(tag);
     fixture::root_port("0000:00:03.0", 0, fixture::link(8.0, 4, 8.0, 4), 2)
         .write(&t.0, &[])
         .unwrap();
     for (i, f) in ["0000:02:00.0", "0000:02:00.1"].into_iter().enumerate() {
-        let mut nic = Func::new(f, 0x14e4, 0x165f, 0x020000, PortType::Endpoint, 0)
+        let mut nic = Func::new(f, 0x8086, 0x1572, 0x020000, PortType::Endpoint, 0)
             .link(fixture::link(5.0, 1, 5.0, 2))
             .config(|c| c.mps(256, 128))
-            .driver("tg3");
+            .driver("i40e");
         if let Some(s) = mbps {
             nic = nic.attr(&format!("net/eno{i}/speed"), s);
         }
