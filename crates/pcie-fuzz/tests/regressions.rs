@@ -28,3 +28,18 @@ fn a_driver_line_run_into_others_names_the_driver_alone() {
     let drivers: Vec<_> = functions.iter().map(|f| f.driver.as_deref()).collect();
     assert_eq!(drivers, [Some("pcieport"), None]);
 }
+
+/// A NUL byte inside the driver's name (the short run's mutation of a real paste, the Quadro
+/// P1000's `lspci -v -x`): laying out the tree failed ("a name with a NUL byte"); such a name
+/// names no driver.
+#[test]
+fn a_driver_name_with_a_nul_byte_names_no_driver() {
+    let dump = "04:00.0 VGA compatible controller: NVIDIA Corporation GP107GL [Quadro P1000] (rev a1)\n\
+                \tKernel driver in use: nou\0veau\n\n\
+                05:00.0 Audio device: NVIDIA Corporation GP107GL High Definition Audio Controller (rev a1)\n\
+                \tKernel driver in use: snd_hda_intel\n";
+    assert_eq!(run("lspci", dump), Verdict::Accepted);
+    let functions = pcie_sysfs::lspci::parse(dump).unwrap();
+    let drivers: Vec<_> = functions.iter().map(|f| f.driver.as_deref()).collect();
+    assert_eq!(drivers, [None, Some("snd_hda_intel")]);
+}

@@ -456,11 +456,16 @@ impl Reading {
                 self.capability(cap);
             } else if let Some(d) = text.strip_prefix("Kernel driver in use: ") {
                 // A driver's name is one word that names a directory: the rest of a line a
-                // paste ran together is not part of it.
+                // paste ran together is not part of it, and no control byte (a NUL) is.
                 self.f.driver = d
                     .split_whitespace()
                     .next()
-                    .filter(|d| d.len() <= 255 && !d.contains('/') && !matches!(*d, "." | ".."))
+                    .filter(|d| {
+                        d.len() <= 255
+                            && !d.contains('/')
+                            && !d.chars().any(char::is_control)
+                            && !matches!(*d, "." | "..")
+                    })
                     .map(str::to_string);
             } else if let Some(n) = text.strip_prefix("NUMA node: ") {
                 self.f.numa_node = n.trim().parse().ok();
