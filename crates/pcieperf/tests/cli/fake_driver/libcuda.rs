@@ -484,12 +484,15 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxRelease_v2(_dev: c_int) -> CUresult {
 /// Writes the link speed `FAKE_CUDA_BUSY_LINK` names, whole (renamed into place).
 fn busy_link(speed: &str) {
     if let Some(file) = std::env::var_os("FAKE_CUDA_BUSY_LINK") {
-        let file = std::path::PathBuf::from(file);
-        let tmp = file.with_extension("fake-cuda");
-        if std::fs::write(&tmp, speed).is_ok() {
-            let _ = std::fs::rename(&tmp, &file);
-        }
+        write_whole(std::path::Path::new(&file), speed);
     }
+}
+
+/// Writes `text` to `file` whole (a temporary beside it, renamed into place), so a reader in
+/// another process never sees half of it; whether it got there.
+fn write_whole(file: &std::path::Path, text: &str) -> bool {
+    let tmp = file.with_extension("fake-cuda");
+    std::fs::write(&tmp, text).is_ok() && std::fs::rename(&tmp, file).is_ok()
 }
 
 #[no_mangle]
@@ -758,8 +761,7 @@ fn count_pcie_bytes(bytes: u64, to_device: bool) {
     let text = std::fs::read_to_string(&file).unwrap_or_default();
     let mut n = text.split_whitespace().map(|v| v.parse::<u64>().unwrap_or(0));
     let (tx, rx) = (n.next().unwrap_or(0) + p.0, n.next().unwrap_or(0) + p.1);
-    let tmp = file.with_extension("fake-cuda");
-    if std::fs::write(&tmp, format!("{tx} {rx}\n")).is_ok() && std::fs::rename(&tmp, &file).is_ok() {
+    if write_whole(&file, &format!("{tx} {rx}\n")) {
         *p = (0, 0, Some(Instant::now()));
     }
 }
