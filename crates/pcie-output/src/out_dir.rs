@@ -218,15 +218,18 @@ impl OutDir {
     }
 
     /// A file `name` written piece by piece: into a new temporary file made with `O_EXCL` and
-    /// `O_NOFOLLOW`, renamed over `name` at [`DirFile::finish`] (`renameat` replaces whatever
+    /// `O_NOFOLLOW` (the first free name: a planted one is skipped), renamed over `name` at [`DirFile::finish`] (`renameat` replaces whatever
     /// `name` is, a planted link included, without following it); dropped unfinished, the
     /// temporary file is removed.
     pub fn replace(&self, name: &str) -> io::Result<DirFile<'_>> {
         let target = c_name(name)?;
-        let tmp = c_name(&format!(".{name}.pcieperf-{}", std::process::id()))?;
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        // SAFETY: `self.fd` is an open directory, `tmp` a NUL-terminated name.
-        let fd = fd_or_error(unsafe { libc::openat(self.fd.as_raw_fd(), tmp.as_ptr(), flags, 0o666) })?;
+        let (tmp, fd) = crate::replace::create_first(name, |tmp| {
+            let tmp = c_name(tmp)?;
+            // SAFETY: `self.fd` is an open directory, `tmp` a NUL-terminated name.
+            let fd = fd_or_error(unsafe { libc::openat(self.fd.as_raw_fd(), tmp.as_ptr(), flags, 0o666) })?;
+            Ok((tmp, fd))
+        })?;
         Ok(DirFile {
             dir: self,
             out: Some(BufWriter::new(File::from(fd))),
@@ -390,6 +393,34 @@ mod tests {
         fs::create_dir(d.join("empty")).unwrap();
         OutDir::create(&d.join("empty")).unwrap();
         assert!(OutDir::create_new(&d.join("empty")).unwrap().is_none());
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn planted_temporary_names_are_skipped_and_two_writers_of_one_name_each_get_their_own() {
+        let d = scratch("outdir-temporaries");
+        let out = OutDir::create(&d.join("run")).unwrap();
+        fs::create_dir(d.join("elsewhere")).unwrap();
+        // Someone who can write the directory plants links at the next temporary names this
+        // process will try.
+        let pid = std::process::id();
+        let next = crate::replace::peek_next();
+        for n in next..next + 64 {
+            symlink(d.join("elsewhere/victim"), d.join(format!("run/.a.csv.{pid}-{n}.tmp"))).unwrap();
+        }
+        let mut first = out.replace("a.csv").unwrap();
+        let mut second = out.replace("a.csv").unwrap();
+        first.write_all(b"first\n").unwrap();
+        second.write_all(b"second\n").unwrap();
+        first.finish().unwrap();
+        assert_eq!(fs::read_to_string(d.join("run/a.csv")).unwrap(), "first\n");
+        second.finish().unwrap();
+        assert_eq!(fs::read_to_string(d.join("run/a.csv")).unwrap(), "second\n");
+        assert_eq!(
+            fs::read_dir(d.join("elsewhere")).unwrap().count(),
+            0,
+            "no write through a link"
+        );
         fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -71,15 +71,43 @@ impl Drop for Replacement {
 /// there): hidden, and not a `.csv` or `.json` that a reader of the directory would pick up.
 fn create_temporary(target: &Path) -> io::Result<(PathBuf, File)> {
     let name = target.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-    loop {
+    let dir = parent(target);
+    create_first(&name, |tmp| {
+        let tmp = dir.join(tmp);
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map(|f| (tmp, f))
+    })
+}
+
+/// The number the next temporary name will carry, for tests that plant names ahead of it.
+#[cfg(test)]
+pub(crate) fn peek_next() -> u32 {
+    NEXT.load(Ordering::Relaxed)
+}
+
+/// How many names [`create_first`] tries before giving up.
+const TRIES: u32 = 1000;
+
+/// Creates a temporary file beside `name` with `create`, exclusive, under the first free name of
+/// `.name.PID-N.tmp`, N from this process's counter: two writers of one name never share one,
+/// and a name already taken (another process's, or one planted in a directory others may write)
+/// is skipped for the next rather than failing the write. After [`TRIES`] taken names it fails,
+/// saying so.
+pub(crate) fn create_first<T>(name: &str, mut create: impl FnMut(&str) -> io::Result<T>) -> io::Result<T> {
+    for _ in 0..TRIES {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let tmp = parent(target).join(format!(".{name}.{}-{n}.tmp", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
+        match create(&format!(".{name}.{}-{n}.tmp", std::process::id())) {
             Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
+            other => return other,
         }
     }
+    Err(io::Error::new(
+        ErrorKind::AlreadyExists,
+        format!("no free temporary name beside {name}: {TRIES} names .{name}.PID-N.tmp taken"),
+    ))
 }
 
 #[cfg(test)]
