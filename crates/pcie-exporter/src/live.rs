@@ -115,7 +115,7 @@ impl Live {
             }
             Err(e) => {
                 s.broken = true;
-                eprintln!("warning: web config {e}: new connections and requests fail until it loads again");
+                eprintln!("warning: web config {e}; new connections and requests fail until it loads again");
             }
         }
     }
