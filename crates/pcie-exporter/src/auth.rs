@@ -47,7 +47,7 @@ impl Users {
             .unwrap_or(bcrypt::DEFAULT_COST);
         Users {
             hashes,
-            dummy: dummy_hash(cost.clamp(4, 31)),
+            dummy: dummy_hash(cost),
             remembered: Mutex::default(),
             bcrypt,
         }

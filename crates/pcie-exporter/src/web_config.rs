@@ -231,8 +231,13 @@ fn interpret(root: &Node) -> Result<Parsed, String> {
                 for (user, hash) in entries(value, key)? {
                     let name = format!("basic_auth_users.{user}");
                     let hash = text(hash, &name)?.ok_or_else(|| format!("{name}: no password hash"))?;
-                    hash.parse::<bcrypt::HashParts>()
+                    let parts = hash
+                        .parse::<bcrypt::HashParts>()
                         .map_err(|e| format!("{name}: not a bcrypt hash ($2y$10$...): {e}"))?;
+                    // Any other cost fails every check (and would set an unknown user's).
+                    if !(4..=31).contains(&parts.get_cost()) {
+                        return Err(format!("{name}: cost {} (bcrypt allows 4 to 31)", parts.get_cost()));
+                    }
                     out.users.insert(user.clone(), hash.to_string());
                 }
             }
@@ -365,6 +370,15 @@ mod tests {
         assert!(e.contains("tls_server_config.cert_fil: unknown key"), "{e}");
         let e = parse("basic_auth_users:\n  alice: secret\n").unwrap_err();
         assert!(e.contains("basic_auth_users.alice: not a bcrypt hash"), "{e}");
+        let e = parse(&format!(
+            "basic_auth_users:\n  alice: '{}'\n",
+            hash().replace("$04$", "$99$")
+        ))
+        .unwrap_err();
+        assert!(
+            e.contains("basic_auth_users.alice: cost 99 (bcrypt allows 4 to 31)"),
+            "{e}"
+        );
         let e = parse("basic_auth_user:\n  alice: x\n").unwrap_err();
         assert!(e.contains("basic_auth_user: unknown key"), "{e}");
         let e = parse("http_server_config:\n  http2: false\n").unwrap_err();
