@@ -7,6 +7,7 @@
 //!   Listener::bind(addr)  ->  Listener::serve(web config, Arc<dyn Pages>)  ->  its own thread:
 //!     accept -> Conns::admit (the cap) -> first byte, TLS, head, answer (each a deadline)
 //!            -> route: /metrics, /, /api/targets (GET, HEAD) -> Page (shared buffers, sliced)
+//!     (each TLS handshake and request: Live::current, the web config re-read if it changed)
 //! ```
 //!
 //! - [`server`]: the listener, tokio's single-threaded runtime and hyper's HTTP/1.1 connections
@@ -22,18 +23,25 @@
 //! - `page`: a response body made of shared buffers written in slices: a slow reader holds a
 //!   reference to the page it started on, never a copy.
 //! - `auth`: basic authentication against bcrypt hashes, two checks at a time on blocking
-//!   threads, good credentials remembered (by digest) so a scrape does not pay bcrypt each time.
+//!   threads, good credentials remembered (by digest) so a scrape does not pay bcrypt each time;
+//!   an unknown user costs a check against a dummy hash, so timing does not tell names.
 //! - [`web_config`]: `--web.config.file` in the exporter-toolkit's YAML (`tls_server_config:
 //!   {cert_file, key_file}`, `basic_auth_users: {NAME: BCRYPT-HASH}`), so one file serves
 //!   node_exporter and pcieperf; what the toolkit offers beyond that is refused by name.
+//! - `live`: the web config in force, re-read when its file, certificate or key changes (a
+//!   `stat` each per TLS connection and per request, `versions`), so certificates rotate and
+//!   users go without a restart; a file that stops loading fails closed (handshakes refused,
+//!   requests 500, one stderr line per change) until it loads again.
 //!
 //! Errors are `io::Error`s (binding, starting the thread) or a [`web_config::WebConfigError`]
 //! naming the file; the command line adds the option that named them.
 
 mod auth;
 mod conns;
+mod live;
 mod page;
 pub mod server;
+mod versions;
 pub mod web_config;
 
 pub use bytes::Bytes;

@@ -10,8 +10,9 @@
 //!   (`Conns`);
 //! * a page is rendered once by the [`Pages`] and written from its buffers in slices (`Page`).
 
-use crate::auth::{Users, BCRYPT_AT_ONCE};
+use crate::auth::BCRYPT_AT_ONCE;
 use crate::conns::{Conns, Slot};
+use crate::live::Live;
 use crate::page::Page;
 use crate::web_config::WebConfig;
 use bytes::Bytes;
@@ -31,9 +32,8 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use tokio::time::{sleep_until, Instant};
-use tokio_rustls::TlsAcceptor;
 
 /// A connection that has sent nothing for this long after it was accepted is closed.
 pub const SILENT_TIME: Duration = Duration::from_secs(1);
@@ -85,7 +85,7 @@ impl Listener {
     }
 
     /// Serve `pages` from a thread of its own, with the TLS and users of `web`, until the
-    /// process ends.
+    /// process ends; a `web` loaded from a file follows the file's changes (`live`).
     pub fn serve(self, web: WebConfig, pages: Arc<dyn Pages>) -> io::Result<()> {
         let listener = self.0;
         listener.set_nonblocking(true)?;
@@ -96,8 +96,7 @@ impl Listener {
             .build()?;
         let server = Arc::new(Server {
             pages,
-            tls: web.tls.map(TlsAcceptor::from),
-            users: Users::new(web.users),
+            config: Live::new(web, Arc::new(Semaphore::new(BCRYPT_AT_ONCE))),
             conns: Arc::new(Conns::sized_to_descriptors()),
         });
         std::thread::spawn(move || {
@@ -129,8 +128,7 @@ async fn within<F: Future>(fut: F, deadline: Instant, kill: &Notify) -> Option<F
 
 struct Server {
     pages: Arc<dyn Pages>,
-    tls: Option<TlsAcceptor>,
-    users: Users,
+    config: Live,
     conns: Arc<Conns>,
 }
 
@@ -168,12 +166,18 @@ impl Server {
         let ended = match within(stream.readable(), accepted + SILENT_TIME, &slot.kill).await {
             Some(Ok(())) => {
                 let head_by = accepted + HEAD_TIME;
-                match &self.tls {
-                    None => self.exchange(TokioIo::new(stream), head_by, &slot).await,
-                    Some(tls) => match within(tls.accept(stream), head_by, &slot.kill).await {
-                        Some(Ok(s)) => self.exchange(TokioIo::new(s), head_by, &slot).await,
-                        _ => Ended::Cut,
-                    },
+                if !self.config.tls() {
+                    self.exchange(TokioIo::new(stream), head_by, &slot).await
+                } else {
+                    // The certificate in force now; none while the web config is broken: the
+                    // handshake is refused.
+                    match self.config.current().and_then(|c| c.tls.clone()) {
+                        None => Ended::Cut,
+                        Some(tls) => match within(tls.accept(stream), head_by, &slot.kill).await {
+                            Some(Ok(s)) => self.exchange(TokioIo::new(s), head_by, &slot).await,
+                            _ => Ended::Cut,
+                        },
+                    }
                 }
             }
             _ => Ended::Cut,
@@ -228,7 +232,13 @@ impl Server {
         if target > MAX_TARGET {
             return plain(StatusCode::URI_TOO_LONG, "request target longer than 8 KiB\n");
         }
-        if !self.users.authorised(&req).await {
+        let Some(config) = self.config.current() else {
+            return plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the server's web config does not load (its stderr says why)\n",
+            );
+        };
+        if !config.users.authorised(&req).await {
             let mut r = plain(StatusCode::UNAUTHORIZED, "unauthorized\n");
             r.headers_mut().insert(
                 WWW_AUTHENTICATE,

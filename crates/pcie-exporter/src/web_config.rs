@@ -2,7 +2,8 @@
 //! (the exporter-toolkit's YAML: `tls_server_config: {cert_file, key_file}`,
 //! `basic_auth_users: {NAME: BCRYPT-HASH}`), so one file serves node_exporter and pcieperf.
 //! What the toolkit offers beyond that (client certificates, TLS versions, ciphers, headers) is
-//! refused by name rather than ignored.
+//! refused by name rather than ignored. A loaded config remembers the versions of the files it
+//! was read from, so the server can re-read it when one changes (`live`).
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -11,11 +12,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::versions::{Reading, Versions};
+
 /// What the web config asks for: TLS (a server configuration) and the users who may read.
 pub struct WebConfig {
     pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
     /// User name to bcrypt hash; empty: no authentication.
     pub(crate) users: BTreeMap<String, String>,
+    /// The file it was read from and the versions of the files read; `None`: not from a file.
+    pub(crate) file: Option<(PathBuf, Versions)>,
 }
 
 impl WebConfig {
@@ -24,6 +29,7 @@ impl WebConfig {
         WebConfig {
             tls: None,
             users: BTreeMap::new(),
+            file: None,
         }
     }
 
@@ -74,14 +80,16 @@ enum Node {
     List,
 }
 
-fn bad(path: &Path, what: impl std::fmt::Display) -> WebConfigError {
+pub(crate) fn bad(path: &Path, what: impl std::fmt::Display) -> WebConfigError {
     WebConfigError(format!("{}: {what}", path.display()))
 }
 
 /// Read a small regular file whole through the bounded reader: at most 1 MiB (a definition
 /// file's limit), opened without blocking (a FIFO or device is refused, not waited on).
-fn read_small(path: &Path) -> Result<Vec<u8>, String> {
-    pcie_output::read::read(path, pcie_output::read::Limit::DEFINITION).map_err(|e| format!("{}: {e}", path.display()))
+fn read_small(reading: &mut Reading, path: &Path) -> Result<Vec<u8>, String> {
+    reading
+        .read(path, pcie_output::read::Limit::DEFINITION)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Parse YAML text into [`Node`]s (block or flow style, quoted or plain scalars; anchors and
@@ -223,8 +231,13 @@ fn interpret(root: &Node) -> Result<Parsed, String> {
                 for (user, hash) in entries(value, key)? {
                     let name = format!("basic_auth_users.{user}");
                     let hash = text(hash, &name)?.ok_or_else(|| format!("{name}: no password hash"))?;
-                    hash.parse::<bcrypt::HashParts>()
+                    let parts = hash
+                        .parse::<bcrypt::HashParts>()
                         .map_err(|e| format!("{name}: not a bcrypt hash ($2y$10$...): {e}"))?;
+                    // Any other cost fails every check (and would set an unknown user's).
+                    if !(4..=31).contains(&parts.get_cost()) {
+                        return Err(format!("{name}: cost {} (bcrypt allows 4 to 31)", parts.get_cost()));
+                    }
                     out.users.insert(user.clone(), hash.to_string());
                 }
             }
@@ -246,7 +259,23 @@ fn interpret(root: &Node) -> Result<Parsed, String> {
 /// Read `path`: the YAML, then the certificate chain and key it names (relative to the file's
 /// directory, as the exporter-toolkit reads them). Every error names the file.
 pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
-    let raw = read_small(path).map_err(WebConfigError)?;
+    let (config, versions) = reload(path);
+    config.map(|c| WebConfig {
+        file: Some((path.to_path_buf(), versions)),
+        ..c
+    })
+}
+
+/// [`load`]'s config (without its versions), and the versions of the files read whether or not
+/// they made a good config: a broken file is watched too, to be read again once fixed.
+pub(crate) fn reload(path: &Path) -> (Result<WebConfig, WebConfigError>, Versions) {
+    let mut reading = Reading::new();
+    let config = read(path, &mut reading);
+    (config, reading.done())
+}
+
+fn read(path: &Path, reading: &mut Reading) -> Result<WebConfig, WebConfigError> {
+    let raw = read_small(reading, path).map_err(WebConfigError)?;
     let text = String::from_utf8(raw).map_err(|_| bad(path, "not UTF-8 text"))?;
     let parsed = parse_yaml(&text)
         .and_then(|n| interpret(&n))
@@ -257,14 +286,15 @@ pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
         None => None,
         Some((cert, key)) => {
             let (cert, key) = (near(cert), near(key));
-            let read = |p: &Path| read_small(p).map_err(|e| bad(path, e));
-            let chain = CertificateDer::pem_slice_iter(&read(&cert)?)
+            let cert_pem = read_small(reading, &cert).map_err(|e| bad(path, e))?;
+            let key_pem = read_small(reading, &key).map_err(|e| bad(path, e))?;
+            let chain = CertificateDer::pem_slice_iter(&cert_pem)
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| bad(path, format!("cert_file {}: {e}", cert.display())))?;
             if chain.is_empty() {
                 return Err(bad(path, format!("cert_file {}: no PEM certificate", cert.display())));
             }
-            let key_der = PrivateKeyDer::from_pem_slice(&read(&key)?)
+            let key_der = PrivateKeyDer::from_pem_slice(&key_pem)
                 .map_err(|e| bad(path, format!("key_file {}: no PEM private key ({e})", key.display())))?;
             let provider = Arc::new(rustls::crypto::ring::default_provider());
             let config = rustls::ServerConfig::builder_with_provider(provider)
@@ -277,6 +307,7 @@ pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
     Ok(WebConfig {
         tls,
         users: parsed.users,
+        file: None,
     })
 }
 
@@ -339,6 +370,15 @@ mod tests {
         assert!(e.contains("tls_server_config.cert_fil: unknown key"), "{e}");
         let e = parse("basic_auth_users:\n  alice: secret\n").unwrap_err();
         assert!(e.contains("basic_auth_users.alice: not a bcrypt hash"), "{e}");
+        let e = parse(&format!(
+            "basic_auth_users:\n  alice: '{}'\n",
+            hash().replace("$04$", "$99$")
+        ))
+        .unwrap_err();
+        assert!(
+            e.contains("basic_auth_users.alice: cost 99 (bcrypt allows 4 to 31)"),
+            "{e}"
+        );
         let e = parse("basic_auth_user:\n  alice: x\n").unwrap_err();
         assert!(e.contains("basic_auth_user: unknown key"), "{e}");
         let e = parse("http_server_config:\n  http2: false\n").unwrap_err();

@@ -34,7 +34,8 @@ pub struct ServeArgs {
     #[arg(long)]
     nvml: bool,
     /// TLS and basic authentication, in the Prometheus exporter-toolkit's format (YAML:
-    /// tls_server_config: {cert_file, key_file}, basic_auth_users: {NAME: BCRYPT-HASH})
+    /// tls_server_config: {cert_file, key_file}, basic_auth_users: {NAME: BCRYPT-HASH});
+    /// re-read when it or its certificate or key changes
     #[arg(long = "web.config.file", value_name = "FILE")]
     web_config: Option<PathBuf>,
 }

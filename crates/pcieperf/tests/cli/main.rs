@@ -46,6 +46,8 @@ mod pmu_serve_cli;
 mod pmu_serve_health;
 #[path = "pmu_serve_http.rs"]
 mod pmu_serve_http;
+#[path = "pmu_serve_reload.rs"]
+mod pmu_serve_reload;
 #[path = "pmu_serve_tls.rs"]
 mod pmu_serve_tls;
 #[path = "pmu_signal_cli.rs"]

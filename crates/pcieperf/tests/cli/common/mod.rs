@@ -105,6 +105,8 @@ pub fn http_get(addr: &str, path: &str, timeout: std::time::Duration) -> String 
 pub struct Server {
     pub child: std::process::Child,
     pub addr: String,
+    /// What it wrote on stderr after the line naming its address (the first MiB).
+    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Drop for Server {
@@ -115,8 +117,8 @@ impl Drop for Server {
 }
 
 /// Starts `pcieperf pmu serve ARGS` on a free loopback port and reads its address from the
-/// first line naming it; stderr is then drained so the server never blocks on a full pipe or
-/// fails on a closed one.
+/// first line naming it; stderr is then drained (and kept in [`Server::stderr`]) so the server
+/// never blocks on a full pipe or fails on a closed one.
 pub fn serve(args: &[&str]) -> Server {
     serve_with(args, &[])
 }
@@ -149,8 +151,19 @@ pub fn serve_with(args: &[&str], env: &[(&str, &str)]) -> Server {
         .and_then(|r| r.split('/').next())
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_string();
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-    Server { child, addr }
+    let stderr = std::sync::Arc::<std::sync::Mutex<String>>::default();
+    let kept = std::sync::Arc::clone(&stderr);
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while err.read_line(&mut line).unwrap_or(0) > 0 {
+            let mut k = kept.lock().unwrap();
+            if k.len() < 1 << 20 {
+                k.push_str(&line);
+            }
+            line.clear();
+        }
+    });
+    Server { child, addr, stderr }
 }
 
 /// A stand-in driver library built from `tests/cli/fake_driver/<source>` into
