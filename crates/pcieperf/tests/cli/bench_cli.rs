@@ -3,10 +3,10 @@
 use crate::common;
 use common::pcieperf;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
-fn scratch(name: &str) -> PathBuf {
+fn scratch(name: &str) -> common::Scratch {
     common::fresh_path(&format!("bench-{name}"))
 }
 

@@ -227,7 +227,8 @@ fn an_lspci_dump_shows_where_atomics_stop_and_which_gpus_acs_sends_through_the_r
             None,
         );
     }
-    let file = crate::common::scratch_dir("wake-lspci").join("lspci.txt");
+    let dir = crate::common::scratch_dir("wake-lspci");
+    let file = dir.join("lspci.txt");
     std::fs::write(&file, &dump).unwrap();
     let o = pcieperf(&["check", "--lspci", file.to_str().unwrap(), "--format", "json"]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));

@@ -60,7 +60,7 @@ fn one(args: &[&str]) -> Value {
 /// A `bench run --backend cuda ARGS --out DIR` on the fake GPU, DIR a fresh directory removed
 /// when the run is dropped: what it printed, and the run.json it wrote.
 struct CudaRun {
-    out: PathBuf,
+    out: common::Scratch,
     code: Option<i32>,
     stdout: String,
     stderr: String,

@@ -6,12 +6,12 @@ use crate::common;
 use common::{pcieperf, refused, stderr};
 
 use pcie_bench::{ResultData, RunData};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 const REFDEV: &str = env!("CARGO_BIN_EXE_pcieperf-refdev");
 
-fn scratch(name: &str) -> PathBuf {
+fn scratch(name: &str) -> common::Scratch {
     common::fresh_path(&format!("exec-{name}"))
 }
 
@@ -25,7 +25,7 @@ fn run_refdev(switches: &str, out: &Path, more: &[&str]) -> Output {
 
 /// Runs the reference device like `run_refdev` into a fresh scratch directory `name`, expects
 /// success, and returns the directory and stderr.
-fn succeeded(switches: &str, name: &str, more: &[&str]) -> (PathBuf, String) {
+fn succeeded(switches: &str, name: &str, more: &[&str]) -> (common::Scratch, String) {
     let out = scratch(name);
     let o = run_refdev(switches, &out, more);
     let err = stderr(&o);

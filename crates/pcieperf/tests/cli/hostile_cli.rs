@@ -494,7 +494,7 @@ mod environment {
     }
 
     /// A copy of the pcie-bench measurements (no IOMMU) to spoil.
-    fn measurements(name: &str) -> std::path::PathBuf {
+    fn measurements(name: &str) -> crate::common::Scratch {
         let from = reference("nfp6000-1.2GHz_hsw-Xeon-E5-2637v3_supermicro");
         let to = scratch_dir(name);
         for e in fs::read_dir(&from).unwrap() {

@@ -5,11 +5,11 @@
 use crate::common;
 use common::{can_count_software, pcieperf, refused, software_backed_dwc, stderr};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn dir(name: &str) -> PathBuf {
+fn dir(name: &str) -> common::Scratch {
     common::scratch_dir(&format!("record-{name}"))
 }
 

@@ -4,9 +4,9 @@
 use crate::common;
 use common::{pcieperf, reference};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn scratch(name: &str) -> PathBuf {
+fn scratch(name: &str) -> common::Scratch {
     common::scratch_dir(&format!("report-{name}"))
 }
 

@@ -59,16 +59,45 @@ pub fn software_backed_dwc(tag: &str) -> pcie_pmu::fixture::Tree {
     t
 }
 
-/// A path under the temp directory, unique to this test process, that does not exist yet (for
-/// commands that create their output directory themselves).
-pub fn fresh_path(name: &str) -> std::path::PathBuf {
-    let p = std::env::temp_dir().join(format!("pcieperf-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    p
+/// A path under the temp directory, unique to this test process, removed (whatever the test
+/// left there) when dropped, so test runs do not pile up directories in the temp directory.
+pub struct Scratch(std::path::PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
 }
 
-/// An empty directory under the temp directory, unique to this test process.
-pub fn scratch_dir(name: &str) -> std::path::PathBuf {
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A [`Scratch`] path that does not exist yet (for commands that create their output directory
+/// themselves).
+pub fn fresh_path(name: &str) -> Scratch {
+    let p = std::env::temp_dir().join(format!("pcieperf-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    Scratch(p)
+}
+
+/// An empty [`Scratch`] directory.
+pub fn scratch_dir(name: &str) -> Scratch {
     let p = fresh_path(name);
     std::fs::create_dir_all(&p).unwrap();
     p
