@@ -218,9 +218,9 @@ impl OutDir {
     }
 
     /// A file `name` written piece by piece: into a new temporary file made with `O_EXCL` and
-    /// `O_NOFOLLOW` (the first free name: a planted one is skipped), renamed over `name` at [`DirFile::finish`] (`renameat` replaces whatever
-    /// `name` is, a planted link included, without following it); dropped unfinished, the
-    /// temporary file is removed.
+    /// `O_NOFOLLOW` (under the first free name: a planted one is skipped), renamed over `name` at
+    /// [`DirFile::finish`] (`renameat` replaces whatever `name` is, a planted link included,
+    /// without following it); dropped unfinished, the temporary file is removed.
     pub fn replace(&self, name: &str) -> io::Result<DirFile<'_>> {
         let target = c_name(name)?;
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
