@@ -8,7 +8,7 @@
 //! spliced inputs, stray bytes), and [`fuzz`] feeds each input to the target under
 //! `catch_unwind`. Inputs a target accepts join the corpus, so later inputs go deeper.
 //!
-//! A failure is a panic, an input that takes longer than the time limit, or a target's own
+//! A failure is a panic, an input that takes more CPU time than the limit, or a target's own
 //! [`Verdict::Wrong`] (an accepted input whose result is nonsense: NaN, a wrapped time, a refusal
 //! with an empty message). Allocations larger than [`BoundedAlloc`]'s limit abort the process
 //! after printing the input that asked for them, so the harness binaries install it as the

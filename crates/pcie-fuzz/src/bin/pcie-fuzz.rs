@@ -45,8 +45,8 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     println!(
-        "{:<16} {:>12} {:>12} {:>12} {:>9} {:>12} {:>10}",
-        "target", "inputs", "accepted", "refused", "failures", "slowest µs", "inputs/s"
+        "{:<16} {:>12} {:>12} {:>12} {:>9} {:>14} {:>10}",
+        "target", "inputs", "accepted", "refused", "failures", "slowest CPU µs", "inputs/s"
     );
     let mut failed = false;
     for t in all
@@ -63,7 +63,7 @@ fn main() -> ExitCode {
             )
         });
         println!(
-            "{:<16} {:>12} {:>12} {:>12} {:>9} {:>12} {:>10.0}",
+            "{:<16} {:>12} {:>12} {:>12} {:>9} {:>14} {:>10.0}",
             r.target,
             r.tried,
             r.accepted,
