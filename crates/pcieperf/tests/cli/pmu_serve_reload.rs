@@ -6,19 +6,15 @@
 //! test pairs in `tls/` (see its README).
 
 use crate::common;
-use common::{scratch_dir, serve, Server};
+use common::{scratch_dir, serve, tls_dir, Server};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn tls_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/tls")
-}
 
 fn cert_der(file: &str) -> CertificateDer<'static> {
     CertificateDer::from_pem_file(tls_dir().join(file)).unwrap()

@@ -9,7 +9,6 @@ use crate::pmu_serve_health::{encode, get, installed, prometheus_on};
 use common::{scratch_dir, serve};
 
 use std::net::TcpStream;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// `/api/v1/targets`' active targets: (job, health, last error).
@@ -38,7 +37,7 @@ fn prometheus_scrapes_over_tls_with_basic_auth_and_without_the_password_gets_401
         println!("skipped: no prometheus on the PATH (Debian: apt-get install prometheus)");
         return;
     };
-    let tls = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/tls");
+    let tls = common::tls_dir();
     let dir = scratch_dir("serve-tls");
     // The web config names its files relative to itself, as the exporter-toolkit reads them.
     for f in ["localhost.crt", "localhost.key"] {

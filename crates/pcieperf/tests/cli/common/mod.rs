@@ -103,6 +103,11 @@ pub fn scratch_dir(name: &str) -> Scratch {
     p
 }
 
+/// The committed test certificates and keys (`tests/cli/tls`, made as its README says).
+pub fn tls_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/tls")
+}
+
 /// One of the pcie-bench data directories copied into `data/reference/pcie-bench`.
 pub fn reference(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
