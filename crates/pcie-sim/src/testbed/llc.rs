@@ -66,6 +66,26 @@ impl Region {
             capacity: capacity.max(1),
         }
     }
+
+    /// `line` enters the region as `to`, the region's state, evicting its oldest line when
+    /// full. `lines` is the LLC's state bytes ([`Llc::lines`]).
+    #[cold]
+    fn insert(&mut self, lines: &mut [u8], line: u32, to: LineState) {
+        if self.order.len() == self.capacity {
+            if let Some(old) = self.order.pop_front() {
+                // The slot may have been reused by the other region since; only evict our own.
+                // An evicted line is in memory as any other, its no-snoop mark gone with it
+                // (only a line in the DDIO share uses it, and a device write sets it anew).
+                let entry = &mut lines[old as usize];
+                if *entry & STATE == to as u8 {
+                    *entry = LineState::Memory as u8;
+                }
+            }
+        }
+        self.order.push_back(line);
+        let entry = &mut lines[line as usize];
+        *entry = (*entry & !STATE) | to as u8;
+    }
 }
 
 impl Llc {
@@ -92,10 +112,14 @@ impl Llc {
         STATES[(self.lines[line as usize] & STATE) as usize]
     }
 
+    /// Whether the `n` lines from `first` on are all in the DDIO share, last written by a
+    /// request that snooped. One pass the compiler vectorises, without a branch per line.
     #[inline]
-    fn set_state(&mut self, line: u32, to: LineState) {
-        let entry = &mut self.lines[line as usize];
-        *entry = (*entry & !STATE) | to as u8;
+    pub fn all_io(&self, first: u32, n: u32) -> bool {
+        let run = &self.lines[first as usize..first as usize + n as usize];
+        run.iter()
+            .fold(0, |other, &entry| other | (entry ^ LineState::Io as u8))
+            == 0
     }
 
     /// Where a request that snoops or not finds `line`: one that does not snoop may not take
@@ -112,19 +136,7 @@ impl Llc {
         } else {
             &mut self.io
         };
-        if region.order.len() == region.capacity {
-            if let Some(old) = region.order.pop_front() {
-                // The slot may have been reused by the other region since; only evict our own.
-                // An evicted line is in memory as any other, its no-snoop mark gone with it
-                // (only a line in the DDIO share uses it, and a device write sets it anew).
-                let entry = &mut self.lines[old as usize];
-                if *entry & STATE == to as u8 {
-                    *entry = LineState::Memory as u8;
-                }
-            }
-        }
-        region.order.push_back(line);
-        self.set_state(line, to);
+        region.insert(&mut self.lines, line, to);
     }
 
     /// A core writes the line (host warming): it is cached, owned by the core.
@@ -134,6 +146,44 @@ impl Llc {
         }
     }
 
+    /// The device writes `n` lines from `first` on, one after another, as [`Llc::device_write`]
+    /// each: `found(k, state)` is told where the write found the k-th ([`Llc::found`], before
+    /// the write moved it). Returns how many it had to allocate. One bounds check for the run,
+    /// not two per line: every DMA write's lines pass here.
+    #[inline]
+    pub fn device_write_lines(
+        &mut self,
+        first: u32,
+        n: u32,
+        snoop: bool,
+        mut found: impl FnMut(u64, LineState),
+    ) -> u64 {
+        // Locals, not fields: the loop's stores then cannot move the buffer under it.
+        let (lines, io) = (&mut self.lines[..], &mut self.io);
+        let (first, end) = (first as usize, first as usize + n as usize);
+        assert!(end <= lines.len(), "lines {first}..{end} outside the buffer");
+        let flag = if snoop { 0 } else { UNSNOOPED };
+        let mut allocated = 0;
+        for line in first..end {
+            let entry = lines[line];
+            found(
+                (line - first) as u64,
+                FOUND[snoop as usize][(entry & (STATE | UNSNOOPED)) as usize],
+            );
+            let state = entry & STATE;
+            // Where [`Llc::device_write`] leaves the line in place: a DDIO line, or a core's
+            // that a snooping write takes over.
+            if state == LineState::Io as u8 || (state == LineState::Cpu as u8 && snoop) {
+                lines[line] = LineState::Io as u8 | flag;
+            } else {
+                lines[line] = state | flag;
+                io.insert(lines, line as u32, LineState::Io);
+                allocated += 1;
+            }
+        }
+        allocated
+    }
+
     /// The device writes the line: DDIO updates a cached line in place, or allocates it in
     /// the DDIO share. A line updated in place stays where the core left it, outside the DDIO
     /// share's replacement, so a long test keeps finding it in the LLC (LAT_WRRD HWarm at 64 MB,
@@ -141,19 +191,7 @@ impl Llc {
     /// that one too, and leaves the line unsnooped. True when it had to allocate.
     #[inline]
     pub fn device_write(&mut self, line: u32, snoop: bool) -> bool {
-        let entry = &mut self.lines[line as usize];
-        *entry = (*entry & STATE) | if snoop { 0 } else { UNSNOOPED };
-        match self.state(line) {
-            LineState::Cpu if snoop => {
-                self.set_state(line, LineState::Io);
-                false
-            }
-            LineState::Io => false,
-            LineState::Cpu | LineState::Memory => {
-                self.insert(line, LineState::Io);
-                true
-            }
-        }
+        self.device_write_lines(line, 1, snoop, |_, _| {}) == 1
     }
 }
 
@@ -212,5 +250,64 @@ mod tests {
             "a line updated in place is not the DDIO share's to evict"
         );
         assert_eq!(c.state(501), LineState::Memory, "an allocated one is");
+    }
+
+    /// A device write of one line, as the LLC took them before runs: where it found the line,
+    /// and whether it allocated.
+    fn written_alone(c: &mut Llc, line: u32, snoop: bool) -> (LineState, bool) {
+        let found = c.found(line, snoop);
+        let entry = &mut c.lines[line as usize];
+        *entry = (*entry & STATE) | if snoop { 0 } else { UNSNOOPED };
+        let allocated = match c.state(line) {
+            LineState::Cpu if snoop => {
+                c.lines[line as usize] = LineState::Io as u8;
+                false
+            }
+            LineState::Io => false,
+            LineState::Cpu | LineState::Memory => {
+                c.insert(line, LineState::Io);
+                true
+            }
+        };
+        (found, allocated)
+    }
+
+    #[test]
+    fn a_run_of_device_writes_finds_and_leaves_each_line_as_writes_one_at_a_time() {
+        use crate::rng::Rng;
+        let mut rng = Rng::new(7);
+        // Small shares, so that runs allocate, evict and meet lines of every state and flag.
+        let (mut run, mut single) = (Llc::new(512, 64, 0.25), Llc::new(512, 64, 0.25));
+        let mut io_runs = 0;
+        for _ in 0..20_000 {
+            let (first, n) = (rng.below(480) as u32, 1 + rng.below(32) as u32);
+            let snoop = rng.below(4) != 0;
+            if rng.below(3) == 0 {
+                for l in first..first + n {
+                    run.cpu_write(l);
+                    single.cpu_write(l);
+                }
+                continue;
+            }
+            let all_io = (first..first + n).all(|l| single.lines[l as usize] == LineState::Io as u8);
+            assert_eq!(run.all_io(first, n), all_io, "lines {first}+{n}");
+            io_runs += all_io as u32;
+            let mut found = Vec::new();
+            let allocated = run.device_write_lines(first, n, snoop, |k, state| found.push((k, state)));
+            let mut expected = Vec::new();
+            let mut expected_allocated = 0;
+            for (k, l) in (first..first + n).enumerate() {
+                let (found, allocated) = written_alone(&mut single, l, snoop);
+                expected.push((k as u64, found));
+                expected_allocated += allocated as u64;
+            }
+            assert_eq!(
+                (found, allocated),
+                (expected, expected_allocated),
+                "lines {first}+{n}, snoop {snoop}"
+            );
+            assert!(run == single, "lines {first}+{n}, snoop {snoop}: the caches differ");
+        }
+        assert!(io_runs > 100, "{io_runs} runs all in the DDIO share");
     }
 }

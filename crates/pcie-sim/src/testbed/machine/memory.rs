@@ -114,44 +114,59 @@ impl Machine<'_> {
             .sum()
     }
 
-    /// How long the memory system takes to grant a posted write ownership of `line`: the typical
-    /// latency of where the write finds the line ([`Machine::found`]; no data is read, so no DRAM
-    /// hiccups); a write covering only `part` of a line it finds in memory first reads it to merge
-    /// its bytes.
-    #[inline]
-    fn own_latency(&self, state: LineState, part: bool) -> Ps {
-        let merge = if part && state == LineState::Memory {
-            self.costs.merge
-        } else {
-            0
-        };
-        self.own_by_state[state as usize] + merge
-    }
-
     /// A posted write of `[addr, addr + len)`, snooping or not ([`Machine::found`]), takes its
     /// lines from where it finds them and leaves them in the LLC as the device's: returns the
     /// slowest ownership grant (the k-th line's request leaves `own_line` × k after the first),
     /// how many lines DDIO had to allocate and the hop to the farthest owner. A whole line found
     /// in memory is granted `whole_from_memory` later (the command path's, not the DMA engines');
-    /// a partial one's merge read covers that.
+    /// a line covered in part and found in memory is first read to merge its bytes (`merge`),
+    /// which covers that. Ownership takes the typical latency of where the line is
+    /// (`own_by_state`: no data is read, so no DRAM hiccups).
     #[inline]
     pub(super) fn own_lines(&mut self, addr: u64, len: u32, snoop: bool, whole_from_memory: Ps) -> (Ps, u64, Ps) {
-        let end = addr + len as u64;
-        let (mut slowest, mut allocated, mut hop) = (0, 0, 0);
         let first = addr / LINE;
-        for k in 0..(end - 1) / LINE - first + 1 {
-            let l = first + k;
-            let part = addr > l * LINE || end < (l + 1) * LINE;
-            let state = self.found(l, snoop);
-            hop = hop.max(self.hop_by_state[state as usize]);
-            let extra = if state == LineState::Memory && !part {
-                whole_from_memory
-            } else {
-                0
-            };
-            slowest = slowest.max(self.own_latency(state, part) + extra + self.costs.own_line * k);
-            allocated += self.llc.device_write(l as u32, snoop) as u64;
+        let last = (addr + len as u64 - 1) / LINE - first;
+        // Where a snooping write finds every line in the DDIO share, as a write over lines it
+        // wrote before does (a latency test's small window, from its second pass on), it leaves
+        // them as they are and each line's ownership takes the same time, so the last line's
+        // is the slowest: no loop over the lines.
+        if snoop && self.llc.all_io(first as u32, last as u32 + 1) {
+            let io = LineState::Io as usize;
+            return (
+                self.own_by_state[io] + self.costs.own_line * last,
+                0,
+                self.hop_by_state[io],
+            );
         }
+        self.own_lines_each(addr, len, snoop, whole_from_memory)
+    }
+
+    /// [`Machine::own_lines`] line by line.
+    #[inline(never)]
+    pub(super) fn own_lines_each(&mut self, addr: u64, len: u32, snoop: bool, whole_from_memory: Ps) -> (Ps, u64, Ps) {
+        let end = addr + len as u64;
+        let first = addr / LINE;
+        let last = (end - 1) / LINE - first;
+        // Only the first and the last line can be covered in part.
+        let (head_part, tail_part) = (!addr.is_multiple_of(LINE), !end.is_multiple_of(LINE));
+        // Ownership by where the write finds a line, whole or in part.
+        let memory = LineState::Memory as usize;
+        let (mut whole, mut part) = (self.own_by_state, self.own_by_state);
+        whole[memory] += whole_from_memory;
+        part[memory] += self.costs.merge;
+        let (own_line, hops) = (self.costs.own_line, self.hop_by_state);
+        let (mut slowest, mut hop) = (0, 0);
+        let allocated = self
+            .llc
+            .device_write_lines(first as u32, last as u32 + 1, snoop, |k, state| {
+                let own = if (k == 0 && head_part) || (k == last && tail_part) {
+                    part[state as usize]
+                } else {
+                    whole[state as usize]
+                };
+                slowest = slowest.max(own + own_line * k);
+                hop = hop.max(hops[state as usize]);
+            });
         (slowest, allocated, hop)
     }
 

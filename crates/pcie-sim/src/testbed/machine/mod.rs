@@ -90,7 +90,8 @@ pub struct Machine<'a> {
     tlp: TlpTimes,
     /// The test's DMAs cut into TLPs, by offset in the page.
     shapes: Shapes,
-    /// [`Machine::own_latency`] by [`LineState`], in its declaration order.
+    /// How long a posted write waits for ownership of a line, by where it finds it
+    /// ([`LineState`], in its declaration order; [`Machine::own_lines`]).
     own_by_state: [Ps; 3],
     llc_hit: Sampler,
     /// `llc_hit_max[n - 1]`: the slowest of `n` lines a core wrote, built when first needed; a
@@ -375,6 +376,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_write_over_lines_the_device_holds_owns_them_as_the_line_by_line_walk_does() {
+        let s = Simulator::load("e5-2637v3", "nfp6000").unwrap();
+        let w = Workload::new(TestOp::LatWriteRead, 2048, 8192, CachePrep::HostWarm, 1);
+        let mut fast = Machine::new(&s.host, &s.device, &s.link, &w, 1);
+        let mut each = Machine::new(&s.host, &s.device, &s.link, &w, 1);
+        let mut rng = Rng::new(3);
+        let mut held = 0;
+        for _ in 0..5_000 {
+            let (addr, len) = (rng.below(8192 - 512), 1 + rng.below(512) as u32);
+            let (first, n) = (addr / LINE, pieces(addr, len, LINE as u32));
+            held += fast.llc.all_io(first as u32, n as u32) as u32;
+            let whole_from_memory = rng.below(2) * 40_000;
+            let got = fast.own_lines(addr, len, true, whole_from_memory);
+            let want = each.own_lines_each(addr, len, true, whole_from_memory);
+            assert_eq!(got, want, "{len} B at {addr}");
+        }
+        // The window starts in the cores' lines: the early writes take the walk, the later
+        // ones find their lines in the DDIO share.
+        assert!(
+            (1_000..5_000).contains(&held),
+            "{held} of 5000 writes over lines the device held"
+        );
+        assert!(fast.llc == each.llc);
     }
 
     #[test]
