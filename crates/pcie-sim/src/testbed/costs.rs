@@ -42,6 +42,20 @@ pub(super) struct Costs {
     pub(super) write_min: Ps,
     pub(super) bus_dma: Ps,
     pub(super) bus_line: Ps,
+    /// The command path's ([`super::profile::DeviceProfile::cmd`]).
+    pub(super) cmd: CmdCosts,
+}
+
+/// The command path's prices.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CmdCosts {
+    pub(super) issue: Ps,
+    pub(super) complete: Ps,
+    pub(super) write: Ps,
+    pub(super) word: Ps,
+    pub(super) window_move: Ps,
+    pub(super) window_wait: Ps,
+    pub(super) write_own_memory: Ps,
 }
 
 impl Costs {
@@ -80,6 +94,15 @@ impl Costs {
             write_min: ps(dma.write_min_ns),
             bus_dma: ps(dma.bus_dma_ns),
             bus_line: ps(dma.bus_line_ns),
+            cmd: CmdCosts {
+                issue: ps(dev.cmd.issue_ns),
+                complete: ps(dev.cmd.complete_ns),
+                write: ps(dev.cmd.write_ns),
+                word: ps(dev.cmd.word_ns),
+                window_move: ps(dev.cmd.window_move_ns),
+                window_wait: ps(dev.cmd.window_wait_ns),
+                write_own_memory: ps(dev.cmd.write_own_memory_ns),
+            },
         }
     }
 }

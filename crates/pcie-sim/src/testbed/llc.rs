@@ -113,13 +113,14 @@ impl Llc {
     }
 
     /// Whether the `n` lines from `first` on are all in the DDIO share, last written by a
-    /// request that snooped. One pass the compiler vectorises, without a branch per line.
+    /// request that snooped as `snoop` says: a device write of them that snoops alike finds
+    /// each there and leaves it as it was. One pass the compiler vectorises, without a branch
+    /// per line.
     #[inline]
-    pub fn all_io(&self, first: u32, n: u32) -> bool {
+    pub fn all_io(&self, first: u32, n: u32, snoop: bool) -> bool {
+        let held = LineState::Io as u8 | if snoop { 0 } else { UNSNOOPED };
         let run = &self.lines[first as usize..first as usize + n as usize];
-        run.iter()
-            .fold(0, |other, &entry| other | (entry ^ LineState::Io as u8))
-            == 0
+        run.iter().fold(0, |other, &entry| other | (entry ^ held)) == 0
     }
 
     /// Where a request that snoops or not finds `line`: one that does not snoop may not take
@@ -289,8 +290,9 @@ mod tests {
                 }
                 continue;
             }
-            let all_io = (first..first + n).all(|l| single.lines[l as usize] == LineState::Io as u8);
-            assert_eq!(run.all_io(first, n), all_io, "lines {first}+{n}");
+            let held = LineState::Io as u8 | if snoop { 0 } else { UNSNOOPED };
+            let all_io = (first..first + n).all(|l| single.lines[l as usize] == held);
+            assert_eq!(run.all_io(first, n, snoop), all_io, "lines {first}+{n}, snoop {snoop}");
             io_runs += all_io as u32;
             let mut found = Vec::new();
             let allocated = run.device_write_lines(first, n, snoop, |k, state| found.push((k, state)));

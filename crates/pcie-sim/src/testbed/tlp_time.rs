@@ -46,20 +46,26 @@ impl TlpTimes {
     }
 
     /// A memory write of `len` bytes at `addr`.
+    #[inline]
     pub(crate) fn mwr(&mut self, addr: u64, len: u32) -> TlpTime {
         self.get(0, addr, len)
     }
 
     /// A memory read request for `len` bytes at `addr`.
+    #[inline]
     pub(crate) fn mrd(&mut self, addr: u64, len: u32) -> TlpTime {
         self.get(1, addr, len)
     }
 
     /// A completion carrying `len` bytes for `addr`.
+    #[inline]
     pub(crate) fn cpl(&mut self, addr: u64, len: u32) -> TlpTime {
         self.get(2, addr, len)
     }
 
+    /// Inlined, the computation out of line: the command path asks for up to three TLPs'
+    /// times per transaction.
+    #[inline]
     fn get(&mut self, kind: usize, addr: u64, len: u32) -> TlpTime {
         let len = len as usize;
         if len > MAX_LEN {
@@ -74,6 +80,7 @@ impl TlpTimes {
         TlpTime { wire, dllps, payload }
     }
 
+    #[cold]
     fn compute(&self, kind: usize, addr: u64, len: u32) -> TlpTime {
         let tlp = match KINDS[kind] {
             TlpKind::CplD => Tlp::completion(addr, len),

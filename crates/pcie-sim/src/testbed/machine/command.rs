@@ -3,23 +3,23 @@
 
 use super::{pieces, Dma, Machine, LINE};
 use crate::rng::Rng;
-use crate::time::{ps, Ps};
+use crate::time::Ps;
 
 impl Machine<'_> {
     /// The path reaches host memory through a BAR window (`cmd.window_bytes`); a command outside
     /// the window it maps first moves it there. Returns what the move costs before the timed
     /// section and what the command then waits in it ((0, 0) when the window stays).
     pub(super) fn move_window(&mut self, addr: u64) -> (Ps, Ps) {
-        let cmd = &self.dev.cmd;
-        if cmd.window_bytes == 0 {
+        let bytes = self.dev.cmd.window_bytes;
+        if bytes == 0 {
             return (0, 0);
         }
-        let window = addr / cmd.window_bytes;
+        let window = addr / bytes;
         if self.cmd_window == Some(window) {
             return (0, 0);
         }
         self.cmd_window = Some(window);
-        (ps(cmd.window_move_ns), ps(cmd.window_wait_ns))
+        (self.costs.cmd.window_move, self.costs.cmd.window_wait)
     }
 
     /// The NFP's direct command path: one PCIe read (after an optional write) of 4-64 B issued
@@ -29,15 +29,14 @@ impl Machine<'_> {
     /// read behind it finds them. Where the path does not snoop
     /// ([`Machine::cmd_snoops`]), both find a line a core holds in memory instead.
     pub(super) fn command(&mut self, rng: &mut Rng, t: Ps, d: Dma, write_first: bool) -> Ps {
-        let issue = t + ps(self.dev.cmd.issue_ns);
         let c = self.costs;
+        let issue = t + c.cmd.issue;
         let lines = pieces(d.addr, d.size, LINE as u32);
         let (start, not_before) = if write_first {
             let mwr = self.tlp.mwr(d.addr, d.size);
-            let sent = self.up.send(issue + ps(self.dev.cmd.write_ns), mwr.wire);
+            let sent = self.up.send(issue + c.cmd.write, mwr.wire);
             let arrival = self.wake(rng, sent + c.wire);
-            let (slowest_own, allocated, hop) =
-                self.own_lines(d.addr, d.size, self.cmd_snoops, ps(self.dev.cmd.write_own_memory_ns));
+            let (slowest_own, allocated, hop) = self.own_lines(d.addr, d.size, self.cmd_snoops, c.cmd.write_own_memory);
             let busy = c.write_line * lines + c.allocate * allocated;
             let (accepted, translated) = self.enter_fabric::<false>(rng, arrival, d.addr, busy, mwr.payload);
             // A No Snoop write learns whether it must snoop only from its translation (the
@@ -65,6 +64,6 @@ impl Machine<'_> {
         let sent = self.down.send(ready + c.half_fixed, cpl);
         self.rest::<false>(sent);
         let words = d.size.div_ceil(4) as u64;
-        sent + c.wire + ps(self.dev.cmd.complete_ns) + words * ps(self.dev.cmd.word_ns)
+        sent + c.wire + c.cmd.complete + words * c.cmd.word
     }
 }

@@ -126,11 +126,11 @@ impl Machine<'_> {
     pub(super) fn own_lines(&mut self, addr: u64, len: u32, snoop: bool, whole_from_memory: Ps) -> (Ps, u64, Ps) {
         let first = addr / LINE;
         let last = (addr + len as u64 - 1) / LINE - first;
-        // Where a snooping write finds every line in the DDIO share, as a write over lines it
-        // wrote before does (a latency test's small window, from its second pass on), it leaves
-        // them as they are and each line's ownership takes the same time, so the last line's
-        // is the slowest: no loop over the lines.
-        if snoop && self.llc.all_io(first as u32, last as u32 + 1) {
+        // Where a write finds every line in the DDIO share, left there by writes that snooped
+        // as it does (a latency test's small window, from its second pass on), it leaves them
+        // as they are and each line's ownership takes the same time, so the last line's is the
+        // slowest: no loop over the lines.
+        if self.llc.all_io(first as u32, last as u32 + 1, snoop) {
             let io = LineState::Io as usize;
             return (
                 self.own_by_state[io] + self.costs.own_line * last,

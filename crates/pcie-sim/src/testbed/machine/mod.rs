@@ -387,18 +387,25 @@ mod tests {
         let mut rng = Rng::new(3);
         let mut held = 0;
         for _ in 0..5_000 {
+            // A core writes a few lines now and then, which a write must then take over.
+            if rng.below(4) == 0 {
+                let l = rng.below(8192 / LINE) as u32;
+                fast.llc.cpu_write(l);
+                each.llc.cpu_write(l);
+            }
             let (addr, len) = (rng.below(8192 - 512), 1 + rng.below(512) as u32);
             let (first, n) = (addr / LINE, pieces(addr, len, LINE as u32));
-            held += fast.llc.all_io(first as u32, n as u32) as u32;
+            // Mostly snooping writes (the DMA engines'), some without (the command path's).
+            let snoop = rng.below(8) != 0;
+            held += fast.llc.all_io(first as u32, n as u32, snoop) as u32;
             let whole_from_memory = rng.below(2) * 40_000;
-            let got = fast.own_lines(addr, len, true, whole_from_memory);
-            let want = each.own_lines_each(addr, len, true, whole_from_memory);
-            assert_eq!(got, want, "{len} B at {addr}");
+            let got = fast.own_lines(addr, len, snoop, whole_from_memory);
+            let want = each.own_lines_each(addr, len, snoop, whole_from_memory);
+            assert_eq!(got, want, "{len} B at {addr}, snoop {snoop}");
         }
-        // The window starts in the cores' lines: the early writes take the walk, the later
-        // ones find their lines in the DDIO share.
+        // Both ways are taken often.
         assert!(
-            (1_000..5_000).contains(&held),
+            (1_000..4_000).contains(&held),
             "{held} of 5000 writes over lines the device held"
         );
         assert!(fast.llc == each.llc);
