@@ -1,8 +1,8 @@
 //! Simulated DMA transactions per CPU-second (target: 40 million, issue 23) for the shapes the
 //! paper suite runs most: BW_RD, LAT_RD and BW_WR 64 B, BW_RD 2048 B, and their total; then
 //! LAT_WRRD 64 B and 2048 B apart, where the paper suite spends most of its CPU time now that
-//! bandwidth tests stop at their steady state (lat_dma_off_wrrd and lat_dma_details: 100 of its
-//! 270 CPU-s), kept out of the total so that it compares with earlier figures. CPU time
+//! bandwidth tests stop at their steady state (lat_dma_off_wrrd and lat_dma_details: 66 of its
+//! 187 CPU-s), kept out of the total so that it compares with earlier figures. CPU time
 //! of this thread, not wall time: the figure holds on a loaded machine. Every DMA is simulated
 //! (`run_every`), not only those up to a bandwidth test's steady state. Run with
 //! `cargo bench -p pcie-sim`; prints figures, asserts nothing.

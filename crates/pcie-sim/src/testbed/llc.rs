@@ -40,14 +40,14 @@ const fn found_table(snoop: bool) -> [LineState; 8] {
 }
 
 /// A FIFO-replaced set of lines with a fixed capacity: a ring, which fills from its start and
-/// then replaces its oldest line in place (no queue to grow or shrink: every DDIO allocation
-/// of a large window's writes lands here).
+/// then replaces its oldest line in place (no queue to shrink and grow again: every DDIO
+/// allocation of a large window's writes lands here).
 #[derive(Debug, Clone)]
 struct Region {
-    /// The lines in the region, `capacity` slots allocated zeroed (touched only as they fill).
-    ring: Box<[u32]>,
-    /// Lines held: the ring's first `len` slots.
-    len: usize,
+    /// The lines in the region, pushed until `capacity`. Reserved, not zeroed: a test builds
+    /// two regions of up to the LLC's lines and may fill neither.
+    ring: Vec<u32>,
+    capacity: usize,
     /// Where the oldest line is once the ring is full.
     head: usize,
 }
@@ -66,19 +66,19 @@ pub struct Llc {
 impl Region {
     fn new(capacity: usize) -> Region {
         Region {
-            ring: vec![0; capacity.max(1)].into_boxed_slice(),
-            len: 0,
+            ring: Vec::with_capacity(capacity.min(1 << 20)),
+            capacity: capacity.max(1),
             head: 0,
         }
     }
 
     fn capacity(&self) -> usize {
-        self.ring.len()
+        self.capacity
     }
 
     /// The lines held, oldest first.
     fn in_order(&self) -> impl Iterator<Item = u32> + '_ {
-        let (newer, older) = self.ring[..self.len].split_at(self.head);
+        let (newer, older) = self.ring.split_at(self.head);
         older.iter().chain(newer).copied()
     }
 
@@ -88,13 +88,12 @@ impl Region {
     /// (BW_RD 2048 B 1,123 -> 1,228 instructions per DMA).
     #[inline(never)]
     fn insert(&mut self, lines: &mut [u8], line: u32, to: LineState) {
-        if self.len < self.ring.len() {
-            self.ring[self.len] = line;
-            self.len += 1;
+        if self.ring.len() < self.capacity {
+            self.ring.push(line);
         } else {
             let old = std::mem::replace(&mut self.ring[self.head], line);
             self.head += 1;
-            if self.head == self.ring.len() {
+            if self.head == self.capacity {
                 self.head = 0;
             }
             // The slot may have been reused by the other region since; only evict our own.
@@ -114,7 +113,7 @@ impl Region {
 /// started.
 impl PartialEq for Region {
     fn eq(&self, other: &Region) -> bool {
-        self.capacity() == other.capacity() && self.len == other.len && self.in_order().eq(other.in_order())
+        self.capacity == other.capacity && self.ring.len() == other.ring.len() && self.in_order().eq(other.in_order())
     }
 }
 
