@@ -39,6 +39,19 @@ const fn found_table(snoop: bool) -> [LineState; 8] {
     table
 }
 
+/// Where a request that snoops or not finds a line whose byte is `entry` ([`Llc::found`]).
+#[inline]
+fn found_in(entry: u8, snoop: bool) -> LineState {
+    FOUND[snoop as usize][(entry & (STATE | UNSNOOPED)) as usize]
+}
+
+/// `line`'s byte in `lines` says `to`, its no-snoop mark kept.
+#[inline]
+fn set_state(lines: &mut [u8], line: u32, to: LineState) {
+    let entry = &mut lines[line as usize];
+    *entry = (*entry & !STATE) | to as u8;
+}
+
 /// A FIFO-replaced set of lines with a fixed capacity: a ring, which fills from its start and
 /// then replaces its oldest line in place (no queue to shrink and grow again: every DDIO
 /// allocation of a large window's writes lands here).
@@ -72,10 +85,6 @@ impl Region {
         }
     }
 
-    fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// The lines held, oldest first.
     fn in_order(&self) -> impl Iterator<Item = u32> + '_ {
         let (newer, older) = self.ring.split_at(self.head);
@@ -89,23 +98,31 @@ impl Region {
     #[inline(never)]
     fn insert(&mut self, lines: &mut [u8], line: u32, to: LineState) {
         if self.ring.len() < self.capacity {
-            self.ring.push(line);
-        } else {
-            let old = std::mem::replace(&mut self.ring[self.head], line);
-            self.head += 1;
-            if self.head == self.capacity {
-                self.head = 0;
-            }
-            // The slot may have been reused by the other region since; only evict our own.
-            // An evicted line is in memory as any other, its no-snoop mark gone with it
-            // (only a line in the DDIO share uses it, and a device write sets it anew).
-            let entry = &mut lines[old as usize];
-            if *entry & STATE == to as u8 {
-                *entry = LineState::Memory as u8;
-            }
+            // A tail call: the full ring's path, which a long test takes, saves no registers
+            // for the push's growth.
+            return self.fill(lines, line, to);
         }
-        let entry = &mut lines[line as usize];
-        *entry = (*entry & !STATE) | to as u8;
+        let old = std::mem::replace(&mut self.ring[self.head], line);
+        self.head += 1;
+        if self.head == self.capacity {
+            self.head = 0;
+        }
+        // The slot may have been reused by the other region since; only evict our own.
+        // An evicted line is in memory as any other, its no-snoop mark gone with it
+        // (only a line in the DDIO share uses it, and a device write sets it anew).
+        let entry = &mut lines[old as usize];
+        if *entry & STATE == to as u8 {
+            *entry = LineState::Memory as u8;
+        }
+        set_state(lines, line, to);
+    }
+
+    /// [`Region::insert`] while the ring is not full yet.
+    #[cold]
+    #[inline(never)]
+    fn fill(&mut self, lines: &mut [u8], line: u32, to: LineState) {
+        self.ring.push(line);
+        set_state(lines, line, to);
     }
 }
 
@@ -128,12 +145,12 @@ impl Llc {
 
     /// Lines the cores' share of the LLC holds.
     pub fn cpu_capacity(&self) -> usize {
-        self.cpu.capacity()
+        self.cpu.capacity
     }
 
     /// Lines the DDIO share holds.
     pub fn io_capacity(&self) -> usize {
-        self.io.capacity()
+        self.io.capacity
     }
 
     #[inline]
@@ -157,7 +174,7 @@ impl Llc {
     /// the LLC only by a request that does not snoop either, a snooping one reads memory.
     #[inline]
     pub fn found(&self, line: u32, snoop: bool) -> LineState {
-        FOUND[snoop as usize][(self.lines[line as usize] & (STATE | UNSNOOPED)) as usize]
+        found_in(self.lines[line as usize], snoop)
     }
 
     fn insert(&mut self, line: u32, to: LineState) {
@@ -196,10 +213,7 @@ impl Llc {
         let mut allocated = 0;
         for line in first..end {
             let entry = lines[line];
-            found(
-                (line - first) as u64,
-                FOUND[snoop as usize][(entry & (STATE | UNSNOOPED)) as usize],
-            );
+            found((line - first) as u64, found_in(entry, snoop));
             let state = entry & STATE;
             // Where [`Llc::device_write`] leaves the line in place: a DDIO line, or a core's
             // that a snooping write takes over.
